@@ -1,0 +1,7 @@
+"""``python -m benchmark`` is the ``lengthbench`` command."""
+
+import sys
+
+from benchmark.cli import main
+
+sys.exit(main())

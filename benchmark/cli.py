@@ -1,0 +1,124 @@
+"""The ``lengthbench`` command line (also ``python -m benchmark``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from benchmark.presets import PRESETS, get_preset
+from tasks.base import UnknownNameError
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _seeds(value: str) -> list[int]:
+    try:
+        return [int(v) for v in _csv(value)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seeds must be comma-separated integers, got {value!r}")
+
+
+def _print_board(board, paths) -> None:
+    from leaderboard.tables import to_markdown
+
+    print(to_markdown(board))
+    for kind, path in paths.items():
+        print(f"wrote {kind}: {path}")
+
+
+def cmd_run(args) -> int:
+    from benchmark.grid import run_grid
+    from leaderboard.build import build_leaderboard
+    from models.encodings import encoding_entry
+    from models.plugins import load_plugins
+    from tasks import get_task
+
+    load_plugins(args.plugin or ())
+    preset = get_preset(args.preset).with_grid(args.tasks, args.encodings, args.seeds)
+    for name in preset.tasks:
+        get_task(name)
+    for name in preset.encodings:
+        encoding_entry(name)
+    results = Path(args.results or f"results/{preset.name}")
+    records = run_grid(preset, results, force=args.force, workers=args.workers,
+                       plugin_paths=tuple(args.plugin or ()), progress=not args.no_progress)
+    for r in records:
+        if r["status"] == "error":
+            print(f"error in {r['run_id']}: {r['error']}", file=sys.stderr)
+    board, paths = build_leaderboard(records, Path(args.out) if args.out else results)
+    _print_board(board, paths)
+    return 0
+
+
+def cmd_list(args) -> int:
+    if args.what == "tasks":
+        from tasks.listing import tasks_table
+
+        print(tasks_table())
+    elif args.what == "encodings":
+        from models.encodings import encoding_entry, encoding_names
+
+        for name in encoding_names():
+            entry = encoding_entry(name)
+            print(f"{name:24s} {entry.description}  defaults={json.dumps(entry.defaults)}")
+    else:
+        for preset in PRESETS.values():
+            print(json.dumps(preset.describe(), indent=1, default=str))
+    return 0
+
+
+def cmd_leaderboard(args) -> int:
+    from benchmark.records import load_records
+    from leaderboard.build import build_leaderboard
+
+    records = load_records(Path(args.results))
+    if not records:
+        raise ValueError(f"no run records (*.json) in {args.results!r}")
+    board, paths = build_leaderboard(records, Path(args.out or args.results))
+    _print_board(board, paths)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lengthbench", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="train and evaluate a preset's grid, then build the leaderboard")
+    run.add_argument("--preset", default="quick", help=f"one of: {', '.join(PRESETS)} (default quick)")
+    run.add_argument("--tasks", type=_csv, help="comma-separated subset of tasks")
+    run.add_argument("--encodings", type=_csv, help="comma-separated subset of encodings")
+    run.add_argument("--seeds", type=_seeds, help="comma-separated seeds (default: the preset's)")
+    run.add_argument("--results", help="records folder (default results/<preset>)")
+    run.add_argument("--out", help="leaderboard folder (default: the records folder)")
+    run.add_argument("--force", action="store_true", help="rerun cells that have a finished record")
+    run.add_argument("--workers", type=int, default=1, help="parallel run processes (default 1)")
+    run.add_argument("--plugin", action="append", help="Python file registering extra encodings")
+    run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    run.set_defaults(func=cmd_run)
+
+    lst = sub.add_parser("list", help="list tasks, encodings or presets")
+    lst.add_argument("what", choices=("tasks", "encodings", "presets"))
+    lst.set_defaults(func=cmd_list)
+
+    board = sub.add_parser("leaderboard", help="build leaderboard files from run records")
+    board.add_argument("--results", default="results/quick", help="records folder")
+    board.add_argument("--out", help="output folder (default: the records folder)")
+    board.set_defaults(func=cmd_leaderboard)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except (UnknownNameError, ValueError, FileNotFoundError) as err:
+        print(f"lengthbench: error: {err}", file=sys.stderr)
+        return 2

@@ -1,0 +1,106 @@
+"""Run configurations and presets.
+
+A ``Preset`` is plain data: which tasks, encodings and seeds form the grid,
+the shared training/evaluation settings, and per-task or per-encoding
+overrides. ``Preset.run_config`` resolves one grid cell into a fully
+explicit ``RunConfig`` whose hash names the cell's result record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+
+from models.encodings import encoding_entry, resolve_params
+from models.transformer import ModelSize
+from tasks import get_task
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that determines one run's result (the record stores it whole)."""
+
+    task: str
+    encoding: str
+    seed: int
+    train_length: int  # train on task lengths uniform in 1..train_length
+    test_length: int  # evaluate lengths 1..test_length
+    eval_stride: int  # evaluate every eval_stride-th length (plus L_train, L_train+1, L_test)
+    eval_samples: int  # examples per evaluated length
+    eval_seed: int  # fixes evaluation data and eval-time random positions
+    steps: int
+    batch_size: int
+    lr: float
+    weight_decay: float
+    warmup_steps: int
+    grad_clip: float
+    model: ModelSize
+    encoding_params: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunConfig":
+        data = dict(data)
+        data["model"] = ModelSize(**data["model"])
+        return cls(**data)
+
+    def config_hash(self) -> str:
+        blob = json.dumps(self.to_dict(), sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:10]
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.task}__{self.encoding}__seed{self.seed}__{self.config_hash()}"
+
+    def eval_lengths(self) -> list[int]:
+        """Evaluated task lengths: the stride grid from the task's minimum
+        length, always including L_train, the first OOD length and L_test."""
+        start = get_task(self.task).min_length
+        lengths = set(range(start, self.test_length + 1, self.eval_stride))
+        lengths |= {self.train_length, self.train_length + 1, self.test_length}
+        return sorted(n for n in lengths if start <= n <= self.test_length)
+
+
+RUN_FIELDS = {f.name for f in fields(RunConfig)} - {"task", "encoding", "seed", "model", "encoding_params"}
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named grid: ``settings`` holds RunConfig fields shared by all cells,
+    ``task_settings[task]`` overrides them per task and
+    ``encoding_params[encoding]`` sets encoding parameters."""
+
+    name: str
+    description: str
+    tasks: tuple[str, ...]
+    encodings: tuple[str, ...]
+    seeds: tuple[int, ...]
+    model: ModelSize
+    settings: dict
+    task_settings: dict = field(default_factory=dict)
+    encoding_params: dict = field(default_factory=dict)
+
+    def run_config(self, task: str, encoding: str, seed: int) -> RunConfig:
+        get_task(task)
+        encoding_entry(encoding)
+        values = {**self.settings, **self.task_settings.get(task, {})}
+        unknown = set(values) - RUN_FIELDS
+        if unknown:
+            raise ValueError(f"preset {self.name!r} sets unknown fields {sorted(unknown)}; valid: {sorted(RUN_FIELDS)}")
+        params = resolve_params(encoding, self.encoding_params.get(encoding))
+        return RunConfig(task=task, encoding=encoding, seed=seed, model=self.model,
+                         encoding_params=params, **values)
+
+    def with_grid(self, tasks=None, encodings=None, seeds=None) -> "Preset":
+        return replace(
+            self,
+            tasks=tuple(tasks) if tasks else self.tasks,
+            encodings=tuple(encodings) if encodings else self.encodings,
+            seeds=tuple(seeds) if seeds is not None else self.seeds,
+        )
+
+    def describe(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,54 @@
+"""The named presets (plain data; ``lengthbench list presets`` prints them).
+
+* ``smoke``: CI-sized, the whole grid in well under a minute on 2 cores;
+  checks the machinery, its numbers mean nothing.
+* ``quick``: the README's main job, about 15 minutes on 2 cores; sized so
+  that two published effects show (randomized positions beat their base on
+  ``reverse_string``/``copy``; coupling solves longer ``addition``).
+"""
+
+from __future__ import annotations
+
+from benchmark.config import Preset
+from models.transformer import ModelSize
+from tasks.base import UnknownNameError
+
+CORE_TASKS = ("copy", "reverse_string", "parity_check", "addition")
+CORE_ENCODINGS = ("nope", "rope", "alibi", "randomized-rope", "coupled")
+
+PRESETS = {
+    p.name: p
+    for p in (
+        Preset(
+            name="smoke",
+            description="CI-sized check of the whole pipeline (numbers are meaningless)",
+            tasks=CORE_TASKS,
+            encodings=CORE_ENCODINGS,
+            seeds=(0,),
+            model=ModelSize(d_model=32, n_layers=1, n_heads=2, d_ff=64),
+            settings=dict(train_length=5, test_length=10, eval_stride=1, eval_samples=32,
+                          eval_seed=1234, steps=30, batch_size=32, lr=1e-3, weight_decay=0.01,
+                          warmup_steps=5, grad_clip=1.0),
+            encoding_params={"randomized-rope": {"max_len": 64}, "coupled": {"max_positions": 32}},
+        ),
+        Preset(
+            name="quick",
+            description="the README main job: 4 tasks x 5 encodings, ~15 min on 2 CPU cores",
+            tasks=CORE_TASKS,
+            encodings=CORE_ENCODINGS,
+            seeds=(0,),
+            model=ModelSize(d_model=64, n_layers=2, n_heads=4, d_ff=256),
+            settings=dict(train_length=10, test_length=20, eval_stride=1, eval_samples=256,
+                          eval_seed=1234, steps=1000, batch_size=64, lr=1e-3, weight_decay=0.01,
+                          warmup_steps=50, grad_clip=1.0),
+            task_settings={"addition": dict(train_length=8, test_length=20)},
+            encoding_params={"randomized-rope": {"max_len": 256}, "coupled": {"max_positions": 64}},
+        ),
+    )
+}
+
+
+def get_preset(name: str) -> Preset:
+    if name not in PRESETS:
+        raise UnknownNameError("preset", name, PRESETS)
+    return PRESETS[name]

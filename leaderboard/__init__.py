@@ -1,0 +1,1 @@
+"""Aggregation of run records into leaderboard tables, comparison and plots."""

@@ -1,0 +1,101 @@
+"""From run records to tables: one row per run, per length, and per
+(task, encoding) cell of the leaderboard."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from leaderboard.schema import COLUMN_NAMES, SCHEMA_VERSION
+from models.encodings import encoding_names
+from tasks import get_task, task_names
+
+
+class MixedConfigError(ValueError):
+    """Records of one (task, encoding) cell were produced by different settings."""
+
+
+def _level(task: str) -> str:
+    try:
+        return get_task(task).level
+    except ValueError:
+        return "unknown"
+
+
+def runs_frame(records: list[dict]) -> pd.DataFrame:
+    """One row per run record with its status and summary metrics."""
+    rows = []
+    for r in records:
+        cfg = r["config"]
+        signature = {k: v for k, v in cfg.items() if k != "seed"}
+        rows.append({
+            "task": r["task"], "encoding": r["encoding"], "seed": r["seed"], "status": r["status"],
+            "train_length": cfg["train_length"], "test_length": cfg["test_length"],
+            "signature": repr(sorted(signature.items(), key=lambda kv: kv[0])),
+            "run_id": r["run_id"], **(r.get("summary") or {}),
+        })
+    return pd.DataFrame(rows)
+
+
+def per_length_frame(records: list[dict]) -> pd.DataFrame:
+    """Long table of every evaluated length of every finished run."""
+    rows = [
+        {"task": r["task"], "encoding": r["encoding"], "seed": r["seed"],
+         "train_length": r["config"]["train_length"], **m}
+        for r in records if r["status"] == "ok" for m in r["per_length"]
+    ]
+    columns = ["task", "encoding", "seed", "train_length", "length", "status",
+               "token_accuracy", "exact_match", "n_samples"]
+    return pd.DataFrame(rows, columns=columns + (["reason"] if any("reason" in x for x in rows) else []))
+
+
+def _check_single_config(runs: pd.DataFrame) -> None:
+    mixed = runs.groupby(["task", "encoding"])["signature"].nunique()
+    mixed = mixed[mixed > 1]
+    if len(mixed):
+        task, encoding = mixed.index[0]
+        ids = runs[(runs.task == task) & (runs.encoding == encoding)]["run_id"].tolist()
+        raise MixedConfigError(
+            f"runs of {task}/{encoding} use different settings ({', '.join(ids)}); "
+            "keep one preset's records per results folder"
+        )
+
+
+def _std(values: pd.Series) -> float:
+    return float(values.std(ddof=1)) if len(values) > 1 else np.nan
+
+
+def leaderboard_frame(records: list[dict]) -> pd.DataFrame:
+    """One row per (task, encoding) in the ``leaderboard.schema`` layout."""
+    runs = runs_frame(records)
+    if runs.empty:
+        return pd.DataFrame(columns=list(COLUMN_NAMES))
+    _check_single_config(runs)
+    rows = []
+    for (task, encoding), cell in runs.groupby(["task", "encoding"], sort=False):
+        ok = cell[cell.status == "ok"]
+        na = (cell.status == "not_applicable").all()
+        row = {
+            "schema_version": SCHEMA_VERSION, "task": task, "level": _level(task),
+            "encoding": encoding,
+            "status": "not_applicable" if na else ("ok" if len(ok) else "failed"),
+            "n_seeds": len(ok), "n_failed": int(cell.status.isin(["error", "diverged"]).sum()),
+            "train_length": int(cell.train_length.iloc[0]),
+            "test_length": int(cell.test_length.iloc[0]),
+        }
+        for metric in ("exact_match", "token_accuracy"):
+            ood = ok[f"ood_{metric}"] if len(ok) else pd.Series(dtype=float)
+            row[f"ood_{metric}_mean"] = float(ood.mean()) if len(ok) else np.nan
+            row[f"ood_{metric}_std"] = _std(ood)
+            row[f"id_{metric}_mean"] = float(ok[f"id_{metric}"].mean()) if len(ok) else np.nan
+        rows.append(row)
+    board = pd.DataFrame(rows)[list(COLUMN_NAMES)]
+    return board.iloc[sorted(range(len(board)), key=lambda i: _row_key(board.iloc[i]))].reset_index(drop=True)
+
+
+def _row_key(row: pd.Series) -> tuple:
+    """Registry order of tasks, then of encodings (plugins after built-ins)."""
+    tasks, encodings = task_names(), encoding_names()
+    return (tasks.index(row.task) if row.task in tasks else len(tasks), row.task,
+            encodings.index(row.encoding) if row.encoding in encodings else len(encodings),
+            row.encoding)

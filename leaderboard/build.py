@@ -1,0 +1,19 @@
+"""``lengthbench leaderboard``: records -> leaderboard.csv / .md / plot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from leaderboard.aggregate import leaderboard_frame, per_length_frame
+from leaderboard.plots import plot_accuracy_vs_length
+from leaderboard.tables import write_tables
+
+
+def build_leaderboard(records: list[dict], out_dir: Path):
+    """Write the three leaderboard files; returns (board, {kind: path})."""
+    board = leaderboard_frame(records)
+    paths = write_tables(board, out_dir)
+    per_length = per_length_frame(records)
+    if not per_length.empty:
+        paths["png"] = plot_accuracy_vs_length(per_length, Path(out_dir) / "accuracy_vs_length.png")
+    return board, paths

@@ -1,0 +1,66 @@
+"""Figures. Every figure colours an encoding the same way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from leaderboard.tables import encoding_order  # noqa: E402
+from models.encodings import encoding_names  # noqa: E402
+
+
+def encoding_colors(names) -> dict[str, tuple]:
+    """A fixed colour per encoding, keyed on its registry position, so the
+    same encoding has the same colour in every figure."""
+    palette = plt.get_cmap("tab20").colors
+    registry = encoding_names()
+    colors = {}
+    for name in names:
+        index = registry.index(name) if name in registry else len(registry) + sorted(names).index(name)
+        colors[name] = palette[(2 * index) % 20 if index < 10 else (2 * index + 1) % 20]
+    return colors
+
+
+def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = "exact_match") -> Path:
+    """One panel per task, one line per encoding (mean over seeds, the seed
+    range shaded), a dashed vertical line at L_train."""
+    tasks = list(dict.fromkeys(per_length["task"]))
+    cols = min(4, max(1, len(tasks)))
+    rows = -(-len(tasks) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False,
+                             sharey=True)
+    colors = encoding_colors(list(dict.fromkeys(per_length["encoding"])))
+    for ax, task in zip(axes.flat, tasks):
+        sub = per_length[per_length.task == task]
+        for enc in encoding_order(sub["encoding"].unique()):
+            curve = sub[sub.encoding == enc].groupby("length")[metric].agg(["mean", "min", "max"])
+            ax.plot(curve.index, curve["mean"], label=enc, color=colors[enc], lw=1.6)
+            if sub[sub.encoding == enc]["seed"].nunique() > 1:
+                ax.fill_between(curve.index, curve["min"], curve["max"], color=colors[enc], alpha=0.15)
+        ax.axvline(sub["train_length"].iloc[0], color="0.3", ls="--", lw=1)
+        ax.set_title(task)
+        ax.set_xlabel("task length")
+        ax.set_ylim(-0.03, 1.03)
+        ax.grid(alpha=0.3)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(metric.replace("_", " "))
+    for ax in list(axes.flat)[len(tasks):]:
+        ax.axis("off")
+    handles, labels = {}, {}
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=min(6, len(handles)),
+               frameon=False, bbox_to_anchor=(0.5, -0.02))
+    fig.suptitle(f"{metric.replace('_', ' ')} vs length (dashed: L_train; shaded: seed range)")
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,58 @@
+"""Writing and printing leaderboard tables (CSV and markdown)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from models.encodings import encoding_names
+
+
+def encoding_order(names) -> list[str]:
+    """Registry order (built-ins first, then plugins), unknown names last."""
+    known = [n for n in encoding_names() if n in set(names)]
+    return known + sorted(set(names) - set(known))
+
+
+def cell_text(row: pd.Series) -> str:
+    if row["status"] == "not_applicable":
+        return "n/a"
+    if row["status"] != "ok":
+        return "failed"
+    text = f"{100 * row['ood_exact_match_mean']:.1f}"
+    if row["n_seeds"] > 1 and not np.isnan(row["ood_exact_match_std"]):
+        text += f" ± {100 * row['ood_exact_match_std']:.1f}"
+    return text
+
+
+def pivot_table(board: pd.DataFrame) -> pd.DataFrame:
+    """Encodings as rows, tasks as columns, OOD exact match (%) as text."""
+    texts = board.assign(cell=board.apply(cell_text, axis=1))
+    table = texts.pivot(index="encoding", columns="task", values="cell")
+    tasks = list(dict.fromkeys(board["task"]))
+    return table.reindex(index=encoding_order(table.index), columns=tasks).fillna("")
+
+
+def to_markdown(board: pd.DataFrame) -> str:
+    table = pivot_table(board)
+    lengths = board.drop_duplicates("task").set_index("task")
+    header = ["encoding"] + [
+        f"{t} ({lengths.loc[t, 'train_length']}→{lengths.loc[t, 'test_length']})" for t in table.columns
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for enc, row in table.iterrows():
+        lines.append("| " + " | ".join([f"`{enc}`"] + list(row)) + " |")
+    note = ("OOD exact match (%), mean over seeds (± sample std when more than one seed), "
+            "averaged over every tested length > L_train; column headers give L_train→L_test.")
+    return note + "\n\n" + "\n".join(lines) + "\n"
+
+
+def write_tables(board: pd.DataFrame, out_dir: Path) -> dict[str, Path]:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"csv": out_dir / "leaderboard.csv", "md": out_dir / "leaderboard.md"}
+    board.to_csv(paths["csv"], index=False, float_format="%.6g")
+    paths["md"].write_text(to_markdown(board))
+    return paths

@@ -1,0 +1,22 @@
+"""Position-encoding registry; importing this package registers the built-ins
+(in leaderboard row order)."""
+
+# isort: off
+from models.encodings import nope, absolute, rope, alibi  # noqa: F401  (registration)
+from models.encodings import randomized, coupled  # noqa: F401  (randomized wraps the bases)
+# isort: on
+from models.encodings.base import (
+    PositionContext,
+    PositionEncoding,
+    PositionsOutOfRange,
+    build_encoding,
+    encoding_entry,
+    encoding_names,
+    register_encoding,
+    resolve_params,
+)
+
+__all__ = [
+    "PositionContext", "PositionEncoding", "PositionsOutOfRange", "build_encoding",
+    "encoding_entry", "encoding_names", "register_encoding", "resolve_params",
+]

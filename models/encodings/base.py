@@ -1,0 +1,137 @@
+"""The position-encoding contract and registry.
+
+Every encoding is one ``PositionEncoding`` module with four hooks; a model
+calls all four and each encoding overrides only what it needs:
+
+* ``positions(pos, ctx)``: which positions the other hooks see (randomized
+  sampling, training offsets); identity by default;
+* ``embed(h, pos)``: additive absolute encodings on the token embeddings;
+* ``rotate(q, k, pos)``: rotary encodings on queries and keys;
+* ``bias(q_pos, k_pos)``: additive attention-logit biases ``(B|1, H, Tq, Tk)``.
+
+Names are leaderboard row keys, so they are stable once registered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+from torch import nn
+
+from tasks.base import UnknownNameError
+
+
+class PositionsOutOfRange(RuntimeError):
+    """The encoding cannot represent a position this input needs (e.g. a
+    learned table that is too short). Evaluation records the length as
+    unsupported instead of crashing."""
+
+
+@dataclass
+class PositionContext:
+    """What ``positions`` may use besides the ids: batch shape, real
+    (unpadded) length of each sequence, train/eval mode and the random
+    generator that makes randomized encodings reproducible."""
+
+    batch_size: int
+    seq_len: int
+    seq_lens: torch.Tensor | None
+    train: bool
+    generator: torch.Generator | None
+
+
+class PositionEncoding(nn.Module):
+    """Base class: every hook is the identity / no-op."""
+
+    #: True when the encoding consumes the task's structured position ids
+    #: (position coupling) instead of plain 0..T-1.
+    uses_task_positions: bool = False
+    #: True when the encoding claims attention depends only on i - j.
+    shift_invariant: bool = False
+
+    def __init__(self, d_model: int, n_heads: int, **params):
+        super().__init__()
+        self.d_model, self.n_heads = d_model, n_heads
+        self.params = dict(params)
+
+    def positions(self, pos: torch.Tensor, ctx: PositionContext) -> torch.Tensor:
+        return pos
+
+    def embed(self, h: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        return h
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor, pos: torch.Tensor):
+        return q, k
+
+    def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor | None:
+        return None
+
+    def hooks_used(self) -> list[str]:
+        """Names of the hooks this encoding overrides."""
+        return [
+            h for h in ("positions", "embed", "rotate", "bias")
+            if getattr(type(self), h) is not getattr(PositionEncoding, h)
+        ]
+
+
+@dataclass(frozen=True)
+class EncodingEntry:
+    name: str
+    factory: Callable[..., PositionEncoding]
+    defaults: dict = field(default_factory=dict)
+    description: str = ""
+    source: str = "built-in"
+
+
+_ENCODINGS: dict[str, EncodingEntry] = {}
+
+
+def register_encoding(name: str, *, defaults: dict | None = None, description: str = "",
+                      source: str = "built-in"):
+    """Class/factory decorator: ``factory(d_model, n_heads, **params)``."""
+
+    def deco(factory):
+        if name in _ENCODINGS:
+            raise ValueError(
+                f"encoding name {name!r} is already registered ({_ENCODINGS[name].source}); "
+                "choose another name"
+            )
+        _ENCODINGS[name] = EncodingEntry(name, factory, dict(defaults or {}), description, source)
+        return factory
+
+    return deco
+
+
+def encoding_entry(name: str) -> EncodingEntry:
+    if name not in _ENCODINGS:
+        raise UnknownNameError("encoding", name, _ENCODINGS)
+    return _ENCODINGS[name]
+
+
+def encoding_names() -> list[str]:
+    return list(_ENCODINGS)
+
+
+def resolve_params(name: str, overrides: dict | None = None) -> dict:
+    """The encoding's defaults updated by ``overrides`` (unknown keys rejected)."""
+    entry = encoding_entry(name)
+    params = dict(entry.defaults)
+    for key, value in (overrides or {}).items():
+        if key not in params:
+            valid = ", ".join(sorted(params)) or "none"
+            raise ValueError(f"encoding {name!r} has no parameter {key!r}; valid: {valid}")
+        params[key] = value
+    return params
+
+
+def build_encoding(name: str, d_model: int, n_heads: int, overrides: dict | None = None) -> PositionEncoding:
+    return encoding_entry(name).factory(d_model, n_heads, **resolve_params(name, overrides))
+
+
+def check_table_range(pos: torch.Tensor, size: int, what: str) -> None:
+    """Raise ``PositionsOutOfRange`` when ``pos`` indexes past a table."""
+    top = int(pos.max())
+    if top >= size:
+        raise PositionsOutOfRange(f"{what} has {size} positions but position {top} is needed")

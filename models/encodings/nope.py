@@ -1,0 +1,11 @@
+"""``nope``: no position information at all (Kazemnejad et al. 2023).
+
+A causal decoder can still infer position from the attention pattern itself.
+"""
+
+from models.encodings.base import PositionEncoding, register_encoding
+
+
+@register_encoding("nope", description="no positional encoding (causal mask only)")
+class NoPE(PositionEncoding):
+    shift_invariant = True

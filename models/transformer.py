@@ -1,0 +1,94 @@
+"""A small decoder-only pre-LayerNorm transformer with pluggable positions.
+
+Attention is ``scaled_dot_product_attention`` with a causal mask; when the
+encoding supplies a logit bias it is folded into a float mask computed once
+per forward and shared by all layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from models.encodings.base import PositionContext, PositionEncoding
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    d_model: int = 64
+    n_layers: int = 2
+    n_heads: int = 4
+    d_ff: int = 256
+    dropout: float = 0.0
+
+
+class Attention(nn.Module):
+    def __init__(self, size: ModelSize):
+        super().__init__()
+        self.n_heads = size.n_heads
+        self.qkv = nn.Linear(size.d_model, 3 * size.d_model)
+        self.out = nn.Linear(size.d_model, size.d_model)
+        self.dropout = size.dropout
+
+    def forward(self, x, encoding, pos, mask):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
+        q, k = encoding.rotate(q, k, pos)
+        y = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=mask is None,
+            dropout_p=self.dropout if self.training else 0.0,
+        )
+        return self.out(y.transpose(1, 2).reshape(b, t, d))
+
+
+class Block(nn.Module):
+    def __init__(self, size: ModelSize):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(size.d_model), nn.LayerNorm(size.d_model)
+        self.attn = Attention(size)
+        self.mlp = nn.Sequential(
+            nn.Linear(size.d_model, size.d_ff), nn.GELU(), nn.Linear(size.d_ff, size.d_model),
+            nn.Dropout(size.dropout),
+        )
+
+    def forward(self, x, encoding, pos, mask):
+        x = x + self.attn(self.ln1(x), encoding, pos, mask)
+        return x + self.mlp(self.ln2(x))
+
+
+class Transformer(nn.Module):
+    """``forward(tokens, position_ids, seq_lens, generator) -> logits (B, T, V)``."""
+
+    def __init__(self, vocab_size: int, size: ModelSize, encoding: PositionEncoding):
+        super().__init__()
+        self.size = size
+        self.token_embedding = nn.Embedding(vocab_size, size.d_model)
+        self.encoding = encoding
+        self.drop = nn.Dropout(size.dropout)
+        self.blocks = nn.ModuleList(Block(size) for _ in range(size.n_layers))
+        self.ln_f = nn.LayerNorm(size.d_model)
+        self.head = nn.Linear(size.d_model, vocab_size)
+        nn.init.normal_(self.token_embedding.weight, std=0.02)
+
+    def forward(self, tokens, position_ids=None, seq_lens=None, generator=None):
+        b, t = tokens.shape
+        if self.encoding.uses_task_positions:
+            if position_ids is None:
+                raise ValueError("this encoding needs the task's position ids")
+            pos = position_ids
+        else:
+            pos = torch.arange(t, device=tokens.device)[None]
+        ctx = PositionContext(b, t, seq_lens, self.training, generator)
+        pos = self.encoding.positions(pos, ctx)
+        h = self.drop(self.encoding.embed(self.token_embedding(tokens), pos))
+        bias = self.encoding.bias(pos, pos)
+        mask = None
+        if bias is not None:
+            causal = torch.ones(t, t, dtype=torch.bool, device=tokens.device).tril()
+            mask = bias.to(h.dtype).masked_fill(~causal, float("-inf"))
+        for block in self.blocks:
+            h = block(h, self.encoding, pos, mask)
+        return self.head(self.ln_f(h))

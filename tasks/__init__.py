@@ -1,0 +1,23 @@
+"""Task registry and generators; importing this package registers every task."""
+
+from tasks import arithmetic, context_free, regular, sequence  # noqa: F401  (registration)
+from tasks.base import (
+    BOS,
+    EOS,
+    IGNORE,
+    PAD,
+    SEP,
+    Batch,
+    Sample,
+    Task,
+    UnknownNameError,
+    get_task,
+    make_batch,
+    register_task,
+    task_names,
+)
+
+__all__ = [
+    "BOS", "EOS", "IGNORE", "PAD", "SEP", "Batch", "Sample", "Task", "UnknownNameError",
+    "get_task", "make_batch", "register_task", "task_names",
+]

@@ -1,0 +1,174 @@
+"""The task contract, the task registry and the batch assembler.
+
+A task samples fixed-length groups of examples as arrays of *task symbols*
+(indices into ``Task.symbols``). ``make_batch`` turns groups of possibly
+different lengths into one decoder-only batch ``BOS input SEP output EOS``,
+right-padded, with next-token targets masked to the output part.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+PAD, BOS, SEP, EOS = 0, 1, 2, 3
+SPECIAL_TOKENS = ("<pad>", "<bos>", "<sep>", "<eos>")
+N_SPECIAL = len(SPECIAL_TOKENS)
+IGNORE = -1  # target value for positions that carry no loss
+
+LEVELS = ("R", "DCF", "CS", "arithmetic", "sequence")
+
+
+class UnknownNameError(ValueError):
+    """A name (task, encoding, preset, ...) that is not registered."""
+
+    def __init__(self, kind: str, name: str, choices):
+        choices = sorted(choices)
+        super().__init__(f"unknown {kind} {name!r}; valid choices: {', '.join(choices)}")
+        self.name = name
+        self.choices = choices
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One group of ``B`` examples at one task length, in task symbols.
+
+    ``outputs`` may be right-padded with -1 when output lengths differ; then
+    ``output_lengths`` gives each example's true output length.
+    ``coupled_ids`` (optional) are position ids for the whole sequence
+    ``BOS input SEP output EOS`` laid out with ``outputs``' padded width.
+    """
+
+    inputs: np.ndarray
+    outputs: np.ndarray
+    output_lengths: np.ndarray | None = None
+    coupled_ids: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A model-ready batch (numpy int64 arrays of shape ``(B, T)`` unless noted).
+
+    ``tokens`` are the model inputs, ``targets`` the next tokens (``IGNORE``
+    outside output+EOS), ``scored`` marks the positions whose prediction is an
+    output symbol (metrics use only these; EOS is trained but not scored),
+    ``position_ids`` the task's structured ids (plain ``0..T-1`` when it has
+    none), ``seq_lens`` the real (unpadded) token count and ``lengths`` the
+    task length of each example.
+    """
+
+    tokens: np.ndarray
+    targets: np.ndarray
+    scored: np.ndarray
+    position_ids: np.ndarray
+    seq_lens: np.ndarray
+    lengths: np.ndarray
+
+
+class Task:
+    """Base class of every task. Subclasses set the class attributes and
+    implement ``sample`` (vectorized) and ``solve`` (an independent oracle)."""
+
+    name: ClassVar[str]
+    level: ClassVar[str]  # one of LEVELS
+    symbols: ClassVar[tuple[str, ...]]
+    description: ClassVar[str]
+    output_rule: ClassVar[str]  # human-readable output length rule
+    min_length: ClassVar[int] = 1
+    has_coupled_ids: ClassVar[bool] = False
+
+    @property
+    def vocab_size(self) -> int:
+        return N_SPECIAL + len(self.symbols)
+
+    def sample(self, rng: np.random.Generator, length: int, batch_size: int) -> Sample:
+        raise NotImplementedError
+
+    def solve(self, inputs: list[int]) -> list[int]:
+        """Oracle: the output symbols for one example's input symbols."""
+        raise NotImplementedError
+
+    def input_length(self, length: int) -> int:
+        """Number of input symbols at a task length (the task's length rule)."""
+        return length
+
+    def decode(self, symbols) -> str:
+        return " ".join(self.symbols[s] for s in symbols)
+
+
+_TASKS: dict[str, type[Task]] = {}
+
+
+def register_task(cls: type[Task]) -> type[Task]:
+    if cls.level not in LEVELS:
+        raise ValueError(f"task {cls.name!r} has level {cls.level!r}; valid: {', '.join(LEVELS)}")
+    if cls.name in _TASKS:
+        raise ValueError(f"task {cls.name!r} is already registered")
+    _TASKS[cls.name] = cls
+    return cls
+
+
+def get_task(name: str) -> Task:
+    if name not in _TASKS:
+        raise UnknownNameError("task", name, _TASKS)
+    return _TASKS[name]()
+
+
+def task_names() -> list[str]:
+    return list(_TASKS)
+
+
+def _assemble(task: Task, sample: Sample, length: int) -> tuple[np.ndarray, ...]:
+    """Lay one group out as full sequences; returns (seq, out_start, out_len, ids)."""
+    inputs, outputs = sample.inputs, sample.outputs
+    b, n_in = inputs.shape
+    width = outputs.shape[1]
+    out_len = (
+        np.full(b, width, dtype=np.int64) if sample.output_lengths is None else sample.output_lengths
+    )
+    seq = np.full((b, n_in + width + 3), PAD, dtype=np.int64)
+    seq[:, 0] = BOS
+    seq[:, 1 : n_in + 1] = inputs + N_SPECIAL
+    seq[:, n_in + 1] = SEP
+    out_tokens = np.where(outputs >= 0, outputs + N_SPECIAL, PAD)
+    seq[:, n_in + 2 : n_in + 2 + width] = out_tokens
+    seq[np.arange(b), n_in + 2 + out_len] = EOS
+    return seq, n_in + 2, out_len, sample.coupled_ids
+
+
+def make_batch(task: Task, rng: np.random.Generator, lengths: np.ndarray) -> Batch:
+    """Sample one example per entry of ``lengths`` (groups drawn in ascending
+    length order, so a seed fixes the batch) and assemble a padded batch."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    groups = []
+    for n in np.unique(lengths):
+        count = int((lengths == n).sum())
+        groups.append((int(n), _assemble(task, task.sample(rng, int(n), count), int(n))))
+    total = max(g[1][0].shape[1] for g in groups) - 1  # model sees seq[:-1]
+    rows = sum(g[1][0].shape[0] for g in groups)
+    tokens = np.full((rows, total), PAD, dtype=np.int64)
+    targets = np.full((rows, total), IGNORE, dtype=np.int64)
+    scored = np.zeros((rows, total), dtype=bool)
+    position_ids = np.broadcast_to(np.arange(total, dtype=np.int64), (rows, total)).copy()
+    seq_lens = np.zeros(rows, dtype=np.int64)
+    row_lengths = np.zeros(rows, dtype=np.int64)
+    r = 0
+    for n, (seq, out_start, out_len, ids) in groups:
+        b, t = seq.shape[0], seq.shape[1] - 1
+        tokens[r : r + b, :t] = seq[:, :-1]
+        col = np.arange(t)
+        # position p predicts seq[p + 1]; outputs occupy seq[out_start : out_start + out_len]
+        first, last = out_start - 1, out_start - 1 + out_len  # last predicts EOS
+        in_loss = (col >= first) & (col <= last[:, None])
+        targets[r : r + b, :t] = np.where(in_loss, seq[:, 1:], IGNORE)
+        scored[r : r + b, :t] = (col >= first) & (col < last[:, None])
+        if ids is not None:
+            position_ids[r : r + b, :t] = ids[:, :-1]
+            position_ids[r : r + b, t:] = ids[:, -1:]  # padding: repeat, never attended to
+        seq_lens[r : r + b] = last + 1
+        row_lengths[r : r + b] = n
+        r += b
+    return Batch(tokens, targets, scored, position_ids, seq_lens, row_lengths)
+

@@ -1,0 +1,16 @@
+"""The task table shown by ``lengthbench list tasks`` and in the README."""
+
+from __future__ import annotations
+
+from tasks.base import get_task, task_names
+
+
+def tasks_table() -> str:
+    """A markdown table: name, level/family, vocabulary, output rule, coupling."""
+    lines = ["| task | level | vocab | output length | coupled ids | description |",
+             "|---|---|---|---|---|---|"]
+    for name in task_names():
+        t = get_task(name)
+        lines.append(f"| `{name}` | {t.level} | {t.vocab_size} ({len(t.symbols)} symbols) | "
+                     f"{t.output_rule} | {'yes' if t.has_coupled_ids else 'no'} | {t.description} |")
+    return "\n".join(lines)

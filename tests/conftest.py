@@ -1,0 +1,19 @@
+"""Shared test fixtures: a tiny preset so grid tests run in seconds."""
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from benchmark.presets import get_preset
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture
+def tiny_preset():
+    base = get_preset("smoke")
+    return replace(
+        base, name="tiny", tasks=("copy", "parity_check"), encodings=("nope", "coupled"),
+        settings={**base.settings, "steps": 3, "eval_samples": 4, "test_length": 7},
+    )

@@ -1,0 +1,45 @@
+"""The command line: unknown names, listings, an end-to-end leaderboard."""
+
+import pandas as pd
+import pytest
+
+from benchmark.cli import main
+from leaderboard.schema import COLUMN_NAMES
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["run", "--tasks", "copyy"], "unknown task 'copyy'; valid choices: addition, copy"),
+    (["run", "--encodings", "rop"], "unknown encoding 'rop'; valid choices:"),
+    (["run", "--preset", "huge"], "unknown preset 'huge'; valid choices: quick, smoke"),
+])
+def test_unknown_names_one_line_error(capsys, tmp_path, argv, needle):
+    assert main(argv + ["--results", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and "\n" not in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_list_commands(capsys):
+    for what in ("tasks", "encodings", "presets"):
+        assert main(["list", what]) == 0
+    out = capsys.readouterr().out
+    assert "reverse_string" in out and "randomized-rope" in out and '"smoke"' in out
+
+
+def test_run_then_leaderboard(capsys, tmp_path, tiny_preset, monkeypatch):
+    import benchmark.cli as cli
+
+    monkeypatch.setitem(cli.PRESETS, "tiny", tiny_preset)
+    results = tmp_path / "res"
+    assert main(["run", "--preset", "tiny", "--results", str(results), "--no-progress"]) == 0
+    for name in ("leaderboard.csv", "leaderboard.md", "accuracy_vs_length.png"):
+        assert (results / name).exists()
+    board = pd.read_csv(results / "leaderboard.csv")
+    assert tuple(board.columns) == COLUMN_NAMES and len(board) == 4
+    na = board[(board.task == "parity_check") & (board.encoding == "coupled")]
+    assert na.status.item() == "not_applicable"
+    first = (results / "leaderboard.csv").read_text()
+    out = tmp_path / "again"
+    assert main(["leaderboard", "--results", str(results), "--out", str(out)]) == 0
+    assert (out / "leaderboard.csv").read_text() == first
+    assert "| `nope` |" in capsys.readouterr().out

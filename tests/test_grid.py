@@ -1,0 +1,90 @@
+"""Grid runner, run records and resume."""
+
+import json
+
+import pytest
+
+from benchmark import grid as grid_module
+from benchmark.config import RunConfig
+from benchmark.grid import grid_configs, run_grid
+from benchmark.records import load_records, read_record, write_record
+
+
+def test_grid_writes_records_and_resume_skips(tmp_path, tiny_preset, monkeypatch):
+    records = run_grid(tiny_preset, tmp_path, progress=False)
+    assert len(records) == 4 and len(list(tmp_path.glob("*.json"))) == 4
+    statuses = {(r["task"], r["encoding"]): r["status"] for r in records}
+    assert statuses[("parity_check", "coupled")] == "not_applicable"
+    assert statuses[("copy", "coupled")] == "ok"
+
+    def no_training(*a, **k):
+        raise AssertionError("a finished run was executed again")
+
+    monkeypatch.setattr(grid_module, "execute_run", no_training)
+    again = run_grid(tiny_preset, tmp_path, progress=False)
+    assert again == records
+
+
+def test_force_reruns(tmp_path, tiny_preset, monkeypatch):
+    preset = tiny_preset.with_grid(tasks=["copy"], encodings=["nope"])
+    run_grid(preset, tmp_path, progress=False)
+    calls = []
+    real = grid_module.execute_run
+    monkeypatch.setattr(grid_module, "execute_run", lambda c, *a, **k: calls.append(c) or real(c, *a, **k))
+    run_grid(preset, tmp_path, force=True, progress=False)
+    assert len(calls) == 1
+
+
+def test_error_cell_is_recorded_not_fatal(tmp_path, tiny_preset, monkeypatch):
+    import benchmark.runner as runner
+
+    real_train = runner.train
+
+    def flaky(model, task, config, *a, **k):
+        if task.name == "copy":
+            raise RuntimeError("boom in copy")
+        return real_train(model, task, config, *a, **k)
+
+    monkeypatch.setattr(runner, "train", flaky)
+    preset = tiny_preset.with_grid(encodings=["nope"])
+    records = run_grid(preset, tmp_path, progress=False)
+    by_task = {r["task"]: r for r in records}
+    assert by_task["copy"]["status"] == "error" and "boom in copy" in by_task["copy"]["error"]
+    assert by_task["parity_check"]["status"] == "ok"
+
+
+def test_record_round_trips(tmp_path, tiny_preset):
+    record = run_grid(tiny_preset.with_grid(tasks=["copy"], encodings=["nope"]), tmp_path,
+                      progress=False)[0]
+    path = tmp_path / f"{record['run_id']}.json"
+    assert read_record(path) == json.loads(json.dumps(record))
+    config = RunConfig.from_dict(record["config"])
+    assert config.run_id == record["run_id"]
+    assert config == grid_configs(tiny_preset.with_grid(tasks=["copy"], encodings=["nope"]))[0]
+    for key in ("code_version", "torch_version", "device", "wall_time_s", "per_length", "summary",
+                "training"):
+        assert key in record
+    lengths = [m["length"] for m in record["per_length"]]
+    assert lengths == list(range(1, 8))
+
+
+def test_atomic_write_leaves_no_temp_files(tmp_path):
+    write_record(tmp_path, {"run_id": "x", "status": "ok", "config": {}, "schema_version": 1})
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
+    assert load_records(tmp_path)[0]["run_id"] == "x"
+
+
+def test_eval_lengths_include_first_ood_length():
+    from benchmark.presets import get_preset
+
+    config = get_preset("quick").run_config("copy", "nope", 0)
+    config = RunConfig.from_dict({**config.to_dict(), "eval_stride": 4, "train_length": 10,
+                                  "test_length": 30})
+    lengths = config.eval_lengths()
+    assert {10, 11, 30} <= set(lengths) and lengths == sorted(lengths)
+
+
+@pytest.mark.parametrize("bad", ["copyy", "rev"])
+def test_unknown_task_clear_error(tiny_preset, bad):
+    with pytest.raises(ValueError, match=rf"unknown task '{bad}'; valid choices: .*copy"):
+        tiny_preset.run_config(bad, "nope", 0)

@@ -1,0 +1,81 @@
+"""Every task's generated targets equal its oracle; batches are well formed."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tasks import BOS, EOS, IGNORE, PAD, SEP, get_task, make_batch, task_names
+
+LENGTHS = st.one_of(st.integers(1, 12), st.sampled_from([1, 2, 31, 32, 100]))
+
+
+@pytest.mark.parametrize("name", task_names())
+@settings(max_examples=25, deadline=None)
+@given(length=LENGTHS, seed=st.integers(0, 2**32 - 1))
+def test_targets_equal_oracle(name, length, seed):
+    task = get_task(name)
+    if length < task.min_length:
+        return
+    sample = task.sample(np.random.default_rng(seed), length, 8)
+    assert sample.inputs.shape == (8, task.input_length(length))
+    for i in range(8):
+        out = sample.outputs[i]
+        if sample.output_lengths is not None:
+            out = out[: sample.output_lengths[i]]
+        assert list(out) == task.solve(list(sample.inputs[i]))
+        assert 0 <= sample.inputs[i].min() and sample.inputs[i].max() < len(task.symbols)
+
+
+@pytest.mark.parametrize("name", task_names())
+def test_same_seed_same_batch(name):
+    task = get_task(name)
+    lengths = np.array([task.min_length, 3, 5, 5, 9])
+    a = make_batch(task, np.random.default_rng(7), lengths)
+    b = make_batch(task, np.random.default_rng(7), lengths)
+    for field in ("tokens", "targets", "scored", "position_ids", "seq_lens"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+
+
+@pytest.mark.parametrize("name", task_names())
+def test_batch_layout(name):
+    """BOS input SEP output EOS; loss on output+EOS only; scored = output only."""
+    task = get_task(name)
+    lengths = np.array([task.min_length, 2, 4, 4, 6])
+    batch = make_batch(task, np.random.default_rng(0), lengths)
+    assert (batch.tokens[:, 0] == BOS).all()
+    assert batch.tokens.max() < task.vocab_size and batch.targets.max() < task.vocab_size
+    for row in range(len(lengths)):
+        n_in = task.input_length(batch.lengths[row])
+        assert batch.tokens[row, n_in + 1] == SEP
+        loss_pos = np.flatnonzero(batch.targets[row] != IGNORE)
+        assert loss_pos[0] == n_in + 1  # SEP predicts the first output symbol
+        assert batch.targets[row, loss_pos[-1]] == EOS
+        assert (np.flatnonzero(batch.scored[row]) == loss_pos[:-1]).all()
+        assert batch.seq_lens[row] == loss_pos[-1] + 1
+        assert (batch.tokens[row, batch.seq_lens[row]:] == PAD).all()
+        out = batch.targets[row, batch.scored[row]] - 4
+        inputs = batch.tokens[row, 1 : n_in + 1] - 4
+        assert list(out) == task.solve(list(inputs))
+
+
+def test_addition_format_example():
+    task = get_task("addition")
+    # 047 + 985 = 1032 -> reversed, padded to n+1 digits: 2 3 0 1
+    assert task.solve([0, 4, 7, 10, 9, 8, 5]) == [2, 3, 0, 1]
+
+
+def test_addition_coupled_ids_share_significance():
+    task = get_task("addition")
+    s = task.sample(np.random.default_rng(0), 3, 2)
+    ids = s.coupled_ids[0]
+    # BOS a2 a1 a0 + b2 b1 b0 SEP c0 c1 c2 c3 EOS
+    assert list(ids) == [0, 3, 2, 1, 0, 3, 2, 1, 0, 1, 2, 3, 4, 5]
+
+
+def test_addition_operand_lengths():
+    s = get_task("addition").sample(np.random.default_rng(1), 6, 2000)
+    a, b = s.inputs[:, :6], s.inputs[:, 7:]
+    leading_nonzero = (a[:, 0] > 0) | (b[:, 0] > 0)
+    assert leading_nonzero.all()  # one operand always has exactly n digits
+    assert (a[:, 0] == 0).any()  # the other operand is sometimes shorter
