@@ -70,8 +70,9 @@ RUN_FIELDS = {f.name for f in fields(RunConfig)} - {"task", "encoding", "seed", 
 @dataclass(frozen=True)
 class Preset:
     """A named grid: ``settings`` holds RunConfig fields shared by all cells,
-    ``task_settings[task]`` overrides them per task and
-    ``encoding_params[encoding]`` sets encoding parameters."""
+    ``task_settings[task]`` overrides them per task (a ``"model"`` entry there
+    overrides fields of ``model``) and ``encoding_params[encoding]`` sets
+    encoding parameters."""
 
     name: str
     description: str
@@ -87,11 +88,12 @@ class Preset:
         get_task(task)
         encoding_entry(encoding)
         values = {**self.settings, **self.task_settings.get(task, {})}
+        model = replace(self.model, **values.pop("model", {}))
         unknown = set(values) - RUN_FIELDS
         if unknown:
             raise ValueError(f"preset {self.name!r} sets unknown fields {sorted(unknown)}; valid: {sorted(RUN_FIELDS)}")
         params = resolve_params(encoding, self.encoding_params.get(encoding))
-        return RunConfig(task=task, encoding=encoding, seed=seed, model=self.model,
+        return RunConfig(task=task, encoding=encoding, seed=seed, model=model,
                          encoding_params=params, **values)
 
     def with_grid(self, tasks=None, encodings=None, seeds=None) -> "Preset":

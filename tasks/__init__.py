@@ -1,6 +1,6 @@
 """Task registry and generators; importing this package registers every task."""
 
-from tasks import arithmetic, context_free, regular, sequence  # noqa: F401  (registration)
+from tasks import arithmetic, context_free, context_sensitive, regular, sequence  # noqa: F401
 from tasks.base import (
     BOS,
     EOS,

@@ -38,6 +38,11 @@ def add_digits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def reversed_answer_ids(length: int, answer_digits: int) -> np.ndarray:
+    """Coupled ids of ``SEP c_0 .. c_{m-1} EOS``: SEP 0, c_k gets k+1, EOS m+1."""
+    return np.concatenate([[0], np.arange(1, answer_digits + 1), [answer_digits + 1]])
+
+
 @register_task
 class Addition(Task):
     """Decimal addition with the answer least-significant digit first.
@@ -65,15 +70,111 @@ class Addition(Task):
     def sample(self, rng, length, batch_size):
         ops = sample_operands(rng, length, batch_size)
         a, b = ops[:, 0], ops[:, 1]
-        plus = np.full((batch_size, 1), DIGITS.__len__())
+        plus = np.full((batch_size, 1), len(DIGITS))
         inputs = np.concatenate([a[:, ::-1], plus, b[:, ::-1]], axis=1)
         sig = np.arange(length, 0, -1)  # most-significant digit first: ids n..1
-        ids = np.concatenate([[0], sig, [0], sig, [0], np.arange(1, length + 2), [length + 2]])
+        ids = np.concatenate([[0], sig, [0], sig, reversed_answer_ids(length, length + 1)])
         return Sample(inputs, add_digits(a, b), coupled_ids=np.broadcast_to(ids, (batch_size, ids.size)))
 
     def solve(self, inputs):
         plus = inputs.index(len(DIGITS))
         a = int("".join(str(d) for d in inputs[:plus]))
         b = int("".join(str(d) for d in inputs[plus + 1 :]))
-        n = plus
-        return [int(c) for c in reversed(str(a + b).zfill(n + 1))]
+        return [int(c) for c in reversed(str(a + b).zfill(plus + 1))]
+
+
+N_HINTS = 512
+
+
+@register_task
+class AdditionIndexHints(Task):
+    """``addition`` with index hints (Zhou et al. 2024).
+
+    Same operands and answer as ``addition`` (n-digit zero-padded operands,
+    most-significant first; n+1-digit answer, least-significant first), but
+    every digit is preceded by a hint symbol naming its significance:
+    significance k gets hint ``h[s+k]`` in a, b and the answer alike, where
+    the start s is drawn per example uniformly from ``0..512-(n+1)`` so every
+    hint is seen in training. The hints are part of the output (as in the
+    paper), so exact match needs them too. Input: 4n+1 symbols; output
+    2(n+1). Lengths up to 511.
+    """
+
+    name = "addition-index-hints"
+    level = "arithmetic"
+    symbols = DIGITS + ("+",) + tuple(f"h{i}" for i in range(N_HINTS))
+    description = "decimal a+b with index-hint symbols before each digit"
+    output_rule = "2(N+1)"
+    max_length = N_HINTS - 1
+
+    def input_length(self, length):
+        return 4 * length + 1
+
+    def sample(self, rng, length, batch_size):
+        ops = sample_operands(rng, length, batch_size)
+        a, b = ops[:, 0], ops[:, 1]
+        start = rng.integers(0, N_HINTS - length, size=(batch_size, 1))
+        hints = len(DIGITS) + 1 + start + np.arange(length + 1)  # (B, n+1) by significance
+
+        def interleave(digits, hint):  # (B, m) digits and hints -> h d h d ...
+            return np.stack([hint, digits], axis=2).reshape(batch_size, -1)
+
+        plus = np.full((batch_size, 1), len(DIGITS))
+        msb_first = hints[:, length - 1 :: -1] if length else hints[:, :0]
+        inputs = np.concatenate([interleave(a[:, ::-1], msb_first), plus,
+                                 interleave(b[:, ::-1], msb_first)], axis=1)
+        return Sample(inputs, interleave(add_digits(a, b), hints))
+
+    def solve(self, inputs):
+        plus = inputs.index(len(DIGITS))
+        a = int("".join(str(d) for d in inputs[1:plus:2]))
+        b = int("".join(str(d) for d in inputs[plus + 2 :: 2]))
+        first_hint = inputs[plus - 2]  # the hint of a's least-significant digit
+        n = plus // 2
+        digits = [int(c) for c in reversed(str(a + b).zfill(n + 1))]
+        return [x for k, d in enumerate(digits) for x in (first_hint + k, d)]
+
+
+@register_task
+class Multiplication(Task):
+    """Decimal N x 2 multiplication with the answer least-significant first.
+
+    Length ``n``: a has exactly n digits (non-zero leading digit unless
+    n = 1), b exactly 2 digits (10..99). Input: a most-significant first,
+    ``*``, b most-significant first (n+3 symbols). Output: the product
+    zero-padded to n+2 digits, least-significant first. Coupled ids (Cho et
+    al. 2024): a digit of significance k in a, b or the product gets id
+    k+1; BOS, ``*`` and SEP get 0; EOS gets n+3.
+    """
+
+    name = "multiplication"
+    level = "arithmetic"
+    symbols = DIGITS + ("*",)
+    description = "decimal N-digit x 2-digit product, answer reversed"
+    output_rule = "N+2"
+    has_coupled_ids = True
+
+    def input_length(self, length):
+        return length + 3
+
+    def sample(self, rng, length, batch_size):
+        a = rng.integers(0, 10, size=(batch_size, length))
+        if length > 1:
+            a[:, -1] = rng.integers(1, 10, size=batch_size)
+        b = rng.integers(10, 100, size=batch_size)
+        out = np.zeros((batch_size, length + 2), dtype=np.int64)
+        carry = np.zeros(batch_size, dtype=np.int64)
+        for k in range(length + 2):
+            total = (a[:, k] * b if k < length else 0) + carry
+            out[:, k], carry = total % 10, total // 10
+        inputs = np.concatenate([a[:, ::-1], np.full((batch_size, 1), len(DIGITS)),
+                                 (b // 10)[:, None], (b % 10)[:, None]], axis=1)
+        ids = np.concatenate([[0], np.arange(length, 0, -1), [0, 2, 1],
+                              reversed_answer_ids(length, length + 2)])
+        return Sample(inputs, out, coupled_ids=np.broadcast_to(ids, (batch_size, ids.size)))
+
+    def solve(self, inputs):
+        star = inputs.index(len(DIGITS))
+        a = int("".join(map(str, inputs[:star])))
+        b = int("".join(map(str, inputs[star + 1 :])))
+        return [int(c) for c in reversed(str(a * b).zfill(star + 2))]

@@ -77,6 +77,7 @@ class Task:
     description: ClassVar[str]
     output_rule: ClassVar[str]  # human-readable output length rule
     min_length: ClassVar[int] = 1
+    max_length: ClassVar[int | None] = None  # longest length the vocabulary allows
     has_coupled_ids: ClassVar[bool] = False
 
     @property
@@ -117,7 +118,8 @@ def get_task(name: str) -> Task:
 
 
 def task_names() -> list[str]:
-    return list(_TASKS)
+    """Registered task names grouped by level (R, DCF, CS, arithmetic, sequence)."""
+    return sorted(_TASKS, key=lambda n: LEVELS.index(_TASKS[n].level))
 
 
 def _assemble(task: Task, sample: Sample, length: int) -> tuple[np.ndarray, ...]:
@@ -142,6 +144,11 @@ def make_batch(task: Task, rng: np.random.Generator, lengths: np.ndarray) -> Bat
     """Sample one example per entry of ``lengths`` (groups drawn in ascending
     length order, so a seed fixes the batch) and assemble a padded batch."""
     lengths = np.asarray(lengths, dtype=np.int64)
+    low, high = int(lengths.min()), int(lengths.max())
+    if low < task.min_length or (task.max_length is not None and high > task.max_length):
+        top = task.max_length if task.max_length is not None else "any"
+        raise ValueError(f"task {task.name!r} supports lengths {task.min_length}..{top}, "
+                         f"got {low if low < task.min_length else high}")
     groups = []
     for n in np.unique(lengths):
         count = int((lengths == n).sum())
@@ -157,10 +164,10 @@ def make_batch(task: Task, rng: np.random.Generator, lengths: np.ndarray) -> Bat
     r = 0
     for n, (seq, out_start, out_len, ids) in groups:
         b, t = seq.shape[0], seq.shape[1] - 1
-        tokens[r : r + b, :t] = seq[:, :-1]
         col = np.arange(t)
         # position p predicts seq[p + 1]; outputs occupy seq[out_start : out_start + out_len]
         first, last = out_start - 1, out_start - 1 + out_len  # last predicts EOS
+        tokens[r : r + b, :t] = np.where(col <= last[:, None], seq[:, :-1], PAD)
         in_loss = (col >= first) & (col <= last[:, None])
         targets[r : r + b, :t] = np.where(in_loss, seq[:, 1:], IGNORE)
         scored[r : r + b, :t] = (col >= first) & (col < last[:, None])

@@ -1,16 +1,48 @@
-"""Regular (R) tasks of the Chomsky-hierarchy suite."""
+"""Regular (R) tasks of the Chomsky-hierarchy suite (Deletang et al. 2023).
+
+Each reads N input symbols and emits one output symbol (a classification).
+"""
 
 from __future__ import annotations
 
+import numpy as np
+
 from tasks.base import Sample, Task, register_task
+
+MOD = 5
+OPERATORS = ("+", "-", "*")
+
+
+@register_task
+class EvenPairs(Task):
+    """Whether the number of unequal adjacent pairs ("ab" or "ba") is even.
+
+    Input: N uniform symbols over {a, b}. Output: ``1`` when that count is
+    even (equivalently, first symbol == last symbol), else ``0``. N = 1 has
+    no pairs, so the answer is ``1``.
+    """
+
+    name = "even_pairs"
+    level = "R"
+    symbols = ("a", "b", "0", "1")
+    description = "is the number of unequal adjacent pairs even"
+    output_rule = "1"
+
+    def sample(self, rng, length, batch_size):
+        x = rng.integers(0, 2, size=(batch_size, length))
+        return Sample(x, (2 + (x[:, 0] == x[:, -1]))[:, None])
+
+    def solve(self, inputs):
+        changes = sum(1 for a, b in zip(inputs, inputs[1:]) if a != b)
+        return [3 if changes % 2 == 0 else 2]
 
 
 @register_task
 class ParityCheck(Task):
-    """Whether the number of 1s is odd (Deletang et al. 2023, R).
+    """Whether the number of 1s is odd.
 
-    Input: ``length`` uniform bits. Output: one symbol, ``1`` when the count
-    of 1s is odd, else ``0``.
+    Input: N uniform bits. Output: one symbol, ``1`` when the count of 1s is
+    odd, else ``0``.
     """
 
     name = "parity_check"
@@ -26,3 +58,67 @@ class ParityCheck(Task):
     def solve(self, inputs):
         ones = sum(1 for s in inputs if s == 1)
         return [ones % 2]
+
+
+@register_task
+class CycleNavigation(Task):
+    """Final position on a cycle of length 5 starting at 0.
+
+    Input: N symbols from {0, 1, 2} meaning move -1, stay, +1. Output: the
+    final position (one of 5 symbols ``p0..p4``).
+    """
+
+    name = "cycle_navigation"
+    level = "R"
+    symbols = ("0", "1", "2", "p0", "p1", "p2", "p3", "p4")
+    description = "final position on a 5-cycle after -1/0/+1 moves"
+    output_rule = "1"
+
+    def sample(self, rng, length, batch_size):
+        x = rng.integers(0, 3, size=(batch_size, length))
+        return Sample(x, (3 + (x - 1).sum(axis=1) % MOD)[:, None])
+
+    def solve(self, inputs):
+        position = 0
+        for move in inputs:
+            position = (position + {0: -1, 1: 0, 2: 1}[move]) % MOD
+        return [3 + position]
+
+
+@register_task
+class ModularArithmetic(Task):
+    """Value mod 5 of a flat expression, with x binding tighter than + and -.
+
+    Length N is forced odd (N - 1 when N is even): digits 0-4 at even
+    positions, operators from {+, -, x} at odd positions, all uniform. Output:
+    the value mod 5 as one digit. Every length draws fresh operators (one
+    reference implementation consumed its operator list after the first
+    length; we test that the operator mix is the same at every length).
+    """
+
+    name = "modular_arithmetic"
+    level = "R"
+    symbols = ("0", "1", "2", "3", "4") + OPERATORS
+    description = "flat +,-,* expression mod 5 (* binds tighter)"
+    output_rule = "1"
+
+    def input_length(self, length):
+        return length if length % 2 else length - 1
+
+    def sample(self, rng, length, batch_size):
+        n = self.input_length(length)
+        x = np.empty((batch_size, n), dtype=np.int64)
+        x[:, 0::2] = rng.integers(0, MOD, size=(batch_size, (n + 1) // 2))
+        x[:, 1::2] = MOD + rng.integers(0, 3, size=(batch_size, n // 2))
+        total = np.zeros(batch_size, dtype=np.int64)
+        term = x[:, 0].copy()  # the running product, sign included
+        for i in range(1, n, 2):
+            op, digit = x[:, i] - MOD, x[:, i + 1]
+            product = op == 2
+            total = np.where(product, total, (total + term) % MOD)
+            term = np.where(product, term * digit, np.where(op == 0, digit, -digit)) % MOD
+        return Sample(x, ((total + term) % MOD)[:, None])
+
+    def solve(self, inputs):
+        text = "".join(self.symbols[s] for s in inputs)
+        return [eval(text) % MOD]  # noqa: S307  (our own digits and operators only)

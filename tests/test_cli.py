@@ -8,7 +8,7 @@ from leaderboard.schema import COLUMN_NAMES
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["run", "--tasks", "copyy"], "unknown task 'copyy'; valid choices: addition, copy"),
+    (["run", "--tasks", "copyy"], "unknown task 'copyy'; valid choices: addition, addition-index-hints, binary_addition"),
     (["run", "--encodings", "rop"], "unknown encoding 'rop'; valid choices:"),
     (["run", "--preset", "huge"], "unknown preset 'huge'; valid choices: quick, smoke"),
 ])

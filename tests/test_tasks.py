@@ -30,7 +30,7 @@ def test_targets_equal_oracle(name, length, seed):
 @pytest.mark.parametrize("name", task_names())
 def test_same_seed_same_batch(name):
     task = get_task(name)
-    lengths = np.array([task.min_length, 3, 5, 5, 9])
+    lengths = task.min_length + np.array([0, 2, 4, 4, 8])
     a = make_batch(task, np.random.default_rng(7), lengths)
     b = make_batch(task, np.random.default_rng(7), lengths)
     for field in ("tokens", "targets", "scored", "position_ids", "seq_lens"):
@@ -41,7 +41,7 @@ def test_same_seed_same_batch(name):
 def test_batch_layout(name):
     """BOS input SEP output EOS; loss on output+EOS only; scored = output only."""
     task = get_task(name)
-    lengths = np.array([task.min_length, 2, 4, 4, 6])
+    lengths = task.min_length + np.array([0, 1, 3, 3, 5])
     batch = make_batch(task, np.random.default_rng(0), lengths)
     assert (batch.tokens[:, 0] == BOS).all()
     assert batch.tokens.max() < task.vocab_size and batch.targets.max() < task.vocab_size
