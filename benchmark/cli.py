@@ -84,6 +84,16 @@ def cmd_leaderboard(args) -> int:
     return 0
 
 
+def cmd_bench_generation(args) -> int:
+    from benchmark.bench_generation import main as bench_main
+    from tasks import get_task
+
+    for name in args.tasks or ():
+        get_task(name)
+    bench_main([int(n) for n in args.lengths], args.batch, args.tasks)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lengthbench", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
@@ -110,6 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--results", default="results/quick", help="records folder")
     board.add_argument("--out", help="output folder (default: the records folder)")
     board.set_defaults(func=cmd_leaderboard)
+    gen = sub.add_parser("bench-generation", help="time batch generation for every task")
+    gen.add_argument("--lengths", type=_csv, default=["40", "500"], help="task lengths (default 40,500)")
+    gen.add_argument("--batch", type=int, default=128, help="batch size (default 128)")
+    gen.add_argument("--tasks", type=_csv, help="comma-separated subset of tasks")
+    gen.set_defaults(func=cmd_bench_generation)
     return parser
 
 

@@ -188,8 +188,8 @@ class BinaryMultiplication(_BinaryOperation):
     def combine(self, a, b):
         n = a.shape[1]
         columns = np.zeros((a.shape[0], 2 * n + 1), dtype=np.int64)
-        for k in np.flatnonzero(b.any(axis=0)):  # shift-and-add over b's bits
-            columns[:, k : k + n] += a * b[:, k : k + 1]
+        for row in range(a.shape[0]):  # one C-level convolution per example
+            columns[row, : 2 * n - 1] = np.convolve(a[row], b[row])
         return columns
 
     def apply(self, a, b):

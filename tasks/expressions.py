@@ -16,33 +16,42 @@ MOD = 5
 DIGITS = ("0", "1", "2", "3", "4")
 PLUS, MINUS, TIMES, OPEN, CLOSE = 5, 6, 7, 8, 9
 EXPRESSION_SYMBOLS = DIGITS + ("+", "-", "*", "(", ")")
+LEAVES = {  # leaf expressions of 1..4 characters around one digit
+    1: lambda d: [d],
+    2: lambda d: [MINUS, d],
+    3: lambda d: [OPEN, d, CLOSE],
+    4: lambda d: [OPEN, MINUS, d, CLOSE],
+}
 
 
 def sample_expression(rng: np.random.Generator, length: int, operators: np.ndarray):
-    """One expression: (symbols array of ``length``, value mod 5, digit positions)."""
+    """One expression: (symbols array of ``length``, value mod 5, digit positions).
+
+    All random numbers are drawn up front (one call) and consumed per node:
+    a tree of ``length`` characters has fewer than ``length`` nodes.
+    """
+    uniforms = rng.random((length, 2)).tolist()
     out = np.empty(length, dtype=np.int64)
     nodes = [(0, length)]  # (offset, length), parents before children
     children = []
     digits = []
-    i = 0
-    while i < len(nodes):
-        offset, n = nodes[i]
+    for offset, n in nodes:  # the list grows while we walk it: breadth-first
+        u, v = uniforms[len(children)]
         if n <= 4:
-            digit = int(rng.integers(0, MOD))
-            leaf = {1: [digit], 2: [MINUS, digit], 3: [OPEN, digit, CLOSE], 4: [OPEN, MINUS, digit, CLOSE]}[n]
+            digit = int(u * MOD)
+            leaf = LEAVES[n](digit)
             out[offset : offset + n] = leaf
             digits.append(offset + leaf.index(digit))
             children.append((None, None, -1 if n in (2, 4) else 1, digit))
         else:
-            left = int(rng.integers(1, n - 3))
-            op = int(operators[rng.integers(0, len(operators))])
+            left = 1 + int(u * (n - 4))
+            op = int(operators[int(v * len(operators))])
             out[offset] = OPEN
             out[offset + 1 + left] = op
             out[offset + n - 1] = CLOSE
             nodes.append((offset + 1, left))
             nodes.append((offset + 2 + left, n - 3 - left))
             children.append((len(nodes) - 2, len(nodes) - 1, op, None))
-        i += 1
     values = [0] * len(nodes)
     for j in range(len(nodes) - 1, -1, -1):
         a, b, op, digit = children[j]

@@ -88,3 +88,49 @@ def test_eval_lengths_include_first_ood_length():
 def test_unknown_task_clear_error(tiny_preset, bad):
     with pytest.raises(ValueError, match=rf"unknown task '{bad}'; valid choices: .*copy"):
         tiny_preset.run_config(bad, "nope", 0)
+
+
+def test_summary_includes_first_ood_length():
+    """The reference code's average skipped the first OOD length; ours does not."""
+    from benchmark.evaluate import summarize
+
+    rows = [{"length": n, "status": "ok", "exact_match": float(n == 6), "token_accuracy": 0.5}
+            for n in range(1, 9)]
+    summary = summarize(rows, train_length=5)
+    assert summary["ood_exact_match"] == pytest.approx(1 / 3)
+    assert summary["id_exact_match"] == 0.0
+
+
+def test_evaluation_has_dropout_off(tiny_preset):
+    """Dropout stays on at evaluation in the reference code; not here."""
+    from dataclasses import replace
+
+    import torch
+
+    from benchmark.evaluate import evaluate
+    from benchmark.train import build_model
+    from tasks import get_task
+
+    config = tiny_preset.run_config("copy", "nope", 0)
+    config = replace(config, model=replace(config.model, dropout=0.5))
+    task = get_task("copy")
+    model = build_model(config, task, torch.device("cpu"))
+    model.train()
+    first = evaluate(model, task, config, torch.device("cpu"))
+    assert not model.training
+    model.train()
+    assert evaluate(model, task, config, torch.device("cpu")) == first
+
+
+def test_unsupported_length_is_recorded(tiny_preset):
+    """A learned table shorter than the test sequences: recorded, not a crash."""
+    preset = tiny_preset.with_grid(tasks=["copy"], encodings=["learned"])
+    preset = preset.__class__(**{**preset.__dict__, "encoding_params": {"learned": {"max_positions": 12}}})
+    from benchmark.device import default_device
+    from benchmark.runner import execute_run
+
+    record = execute_run(grid_configs(preset)[0], default_device())
+    assert record["status"] == "ok"
+    statuses = {m["length"]: m["status"] for m in record["per_length"]}
+    assert statuses[5] == "ok" and statuses[7] == "unsupported"
+    assert record["summary"]["ood_unsupported_lengths"] >= 1

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from tasks import BOS, EOS, IGNORE, PAD, SEP, get_task, make_batch, task_names
 
-LENGTHS = st.one_of(st.integers(1, 12), st.sampled_from([1, 2, 31, 32, 100]))
+LENGTHS = st.one_of(st.integers(1, 12), st.sampled_from([1, 2, 3, 31, 32, 100, 499, 500]))
 
 
 @pytest.mark.parametrize("name", task_names())
@@ -79,3 +79,76 @@ def test_addition_operand_lengths():
     leading_nonzero = (a[:, 0] > 0) | (b[:, 0] > 0)
     assert leading_nonzero.all()  # one operand always has exactly n digits
     assert (a[:, 0] == 0).any()  # the other operand is sometimes shorter
+
+
+def test_odds_first_order():
+    """Odd-indexed symbols first (a reference docstring states the opposite)."""
+    task = get_task("odds_first")
+    bits = [int(c) for c in "10011101"]
+    assert task.solve(bits) == [int(c) for c in "01111010"]
+    sample = task.sample(np.random.default_rng(0), 8, 4)
+    np.testing.assert_array_equal(sample.outputs, np.concatenate([sample.inputs[:, 1::2], sample.inputs[:, ::2]], 1))
+
+
+def test_modular_arithmetic_operators_at_every_length():
+    """Every length draws all three operators (one reference implementation
+    consumed its operator list after the first length)."""
+    task = get_task("modular_arithmetic")
+    rng = np.random.default_rng(0)
+    for length in (3, 5, 9, 21, 7, 3):
+        ops = task.sample(rng, length, 200).inputs[:, 1::2]
+        assert set(np.unique(ops)) == {5, 6, 7}
+
+
+def test_modular_arithmetic_precedence():
+    task = get_task("modular_arithmetic")
+    # 2 + 3 * 4 - 1 = 13 -> 3 (mod 5); left to right without precedence would give 19 -> 4
+    assert task.solve([2, 5, 3, 7, 4, 6, 1]) == [3]
+    sample = task.sample(np.random.default_rng(0), 9, 500)
+    for row in range(500):
+        assert list(sample.outputs[row]) == task.solve(list(sample.inputs[row]))
+
+
+def test_no_loss_after_terminator():
+    """Variable-length outputs: loss stops at EOS, padding carries none."""
+    task = get_task("stack_manipulation")
+    batch = make_batch(task, np.random.default_rng(3), np.full(64, 12))
+    ends = batch.seq_lens
+    assert len(set(ends.tolist())) > 1  # output lengths really differ
+    for row, end in enumerate(ends):
+        assert (batch.targets[row, end:] == IGNORE).all()
+        assert batch.targets[row, end - 1] == EOS
+        assert batch.targets[row, end - 2] == 5 + 4  # the task's END symbol, scored
+
+
+@pytest.mark.parametrize("name,length,n_in", [
+    ("modular_arithmetic", 6, 5), ("modular_arithmetic", 7, 7), ("addition", 4, 9),
+    ("addition-index-hints", 4, 17), ("multiplication", 4, 7), ("solve_equation", 6, 6),
+    ("missing_duplicate_string", 7, 7),
+])
+def test_input_length_rule(name, length, n_in):
+    task = get_task(name)
+    assert task.input_length(length) == n_in
+    assert task.sample(np.random.default_rng(0), length, 3).inputs.shape == (3, n_in)
+
+
+def test_length_out_of_range_is_a_clear_error():
+    with pytest.raises(ValueError, match="supports lengths 3..any, got 2"):
+        make_batch(get_task("solve_equation"), np.random.default_rng(0), np.array([2, 5]))
+    with pytest.raises(ValueError, match="supports lengths 1..511, got 600"):
+        make_batch(get_task("addition-index-hints"), np.random.default_rng(0), np.array([600]))
+
+
+def test_coupled_registry_flags():
+    coupled = {n for n in task_names() if get_task(n).has_coupled_ids}
+    assert {"copy", "reverse_string", "duplicate_string", "odds_first", "addition",
+            "multiplication", "binary_addition", "binary_multiplication"} <= coupled
+    assert "parity_check" not in coupled
+
+
+@pytest.mark.parametrize("name", [n for n in task_names() if get_task(n).has_coupled_ids])
+def test_coupled_ids_cover_sequence(name):
+    task = get_task(name)
+    batch = make_batch(task, np.random.default_rng(0), np.array([task.min_length + 2] * 3))
+    assert (batch.position_ids >= 0).all()
+    assert not (batch.position_ids == np.arange(batch.tokens.shape[1])).all()

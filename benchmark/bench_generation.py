@@ -1,0 +1,85 @@
+"""``lengthbench bench-generation``: how fast each task makes a batch.
+
+For every task and length it prints, in one run on this machine:
+
+* ``vectorized``: median time of ``make_batch`` for a batch (default 128);
+* ``per example``: the baseline, median time to make the same batch one
+  example at a time (the sampler called with batch size 1 in a Python loop,
+  plus the pure-Python oracle ``Task.solve`` for each target), which is how
+  the reference implementations' pure-Python samplers work; and the ratio;
+* ``of step``: the vectorized time as a fraction of one training step of
+  the ``quick`` model on a batch of that task at its quick training lengths.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+import torch
+
+from benchmark.presets import get_preset
+from benchmark.train import batch_tensors, build_model
+from tasks import IGNORE, get_task, make_batch, task_names
+
+
+def _median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def train_step_time(task_name: str, batch_size: int, repeats: int = 3) -> float:
+    """Seconds for one forward/backward/AdamW step of the quick model."""
+    config = get_preset("quick").run_config(task_name, "rope", 0)
+    task = get_task(task_name)
+    model = build_model(config, task, torch.device("cpu"))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(task.min_length, config.train_length + 1, size=batch_size)
+    t = batch_tensors(make_batch(task, rng, lengths), torch.device("cpu"))
+
+    def step():
+        logits = model(t["tokens"], t["position_ids"], t["seq_lens"])
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), t["targets"].flatten(),
+                                                 ignore_index=IGNORE)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+    step()
+    return _median_time(step, repeats)
+
+
+def bench(lengths=(40, 500), batch_size: int = 128, repeats: int = 5, tasks=None):
+    """Yields one result dict per (task, length)."""
+    for name in tasks or task_names():
+        task = get_task(name)
+        step = train_step_time(name, batch_size)
+        for length in lengths:
+            if task.max_length is not None and length > task.max_length:
+                continue
+            lens = np.full(batch_size, length)
+            vectorized = _median_time(lambda: make_batch(task, np.random.default_rng(0), lens), repeats)
+
+            def per_example():
+                rng = np.random.default_rng(0)
+                for _ in range(batch_size):
+                    task.solve(task.sample(rng, length, 1).inputs[0].tolist())
+
+            baseline = _median_time(per_example, max(1, repeats // 2))
+            yield {"task": name, "length": length, "batch": batch_size, "vectorized_ms": 1e3 * vectorized,
+                   "per_example_ms": 1e3 * baseline, "speedup": baseline / vectorized,
+                   "fraction_of_train_step": vectorized / step}
+
+
+def main(lengths, batch_size, tasks=None) -> None:
+    print(f"{'task':30s} {'length':>6s} {'vectorized ms':>14s} {'per-example ms':>15s} "
+          f"{'speedup':>8s} {'of step':>8s}")
+    for r in bench(lengths, batch_size, tasks=tasks):
+        print(f"{r['task']:30s} {r['length']:6d} {r['vectorized_ms']:14.2f} {r['per_example_ms']:15.2f} "
+              f"{r['speedup']:7.1f}x {r['fraction_of_train_step']:8.2f}", flush=True)
