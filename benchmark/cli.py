@@ -84,6 +84,17 @@ def cmd_leaderboard(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    from leaderboard.compare import compare_files, summary_counts, to_markdown
+
+    diff, paths = compare_files(Path(args.a), Path(args.b), Path(args.out), args.metric)
+    print(to_markdown(diff, args.a, args.b))
+    print("summary:", ", ".join(f"{k} {v}" for k, v in summary_counts(diff).items()))
+    for kind, path in paths.items():
+        print(f"wrote {kind}: {path}")
+    return 0
+
+
 def cmd_bench_generation(args) -> int:
     from benchmark.bench_generation import main as bench_main
     from tasks import get_task
@@ -120,6 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--results", default="results/quick", help="records folder")
     board.add_argument("--out", help="output folder (default: the records folder)")
     board.set_defaults(func=cmd_leaderboard)
+    cmp = sub.add_parser("compare", help="per-cell differences between two leaderboard CSVs")
+    cmp.add_argument("a", help="baseline leaderboard.csv (A)")
+    cmp.add_argument("b", help="new leaderboard.csv (B)")
+    cmp.add_argument("--out", default="compare", help="output folder (default ./compare)")
+    cmp.add_argument("--metric", choices=("exact_match", "token_accuracy"), default="exact_match")
+    cmp.set_defaults(func=cmd_compare)
+
     gen = sub.add_parser("bench-generation", help="time batch generation for every task")
     gen.add_argument("--lengths", type=_csv, default=["40", "500"], help="task lengths (default 40,500)")
     gen.add_argument("--batch", type=int, default=128, help="batch size (default 128)")

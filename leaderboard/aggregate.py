@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from leaderboard.schema import COLUMN_NAMES, SCHEMA_VERSION
+from leaderboard.schema import COLUMN_NAMES, METRICS, SCHEMA_VERSION
+from leaderboard.statistics import GENERALIZE_THRESHOLD, bootstrap_ci, generalization_length
 from models.encodings import encoding_names
 from tasks import get_task, task_names
+from tasks.base import LEVELS
 
 
 class MixedConfigError(ValueError):
@@ -61,8 +63,22 @@ def _check_single_config(runs: pd.DataFrame) -> None:
         )
 
 
-def _std(values: pd.Series) -> float:
-    return float(values.std(ddof=1)) if len(values) > 1 else np.nan
+def _metric_stats(ok: pd.DataFrame, lengths: pd.DataFrame, metric: str, train_length: int) -> dict:
+    ood = ok[f"ood_{metric}"].astype(float)
+    low, high = bootstrap_ci(ood)
+    curve = lengths.groupby("length")[metric].mean() if len(lengths) else pd.Series(dtype=float)
+    gen = generalization_length(curve.index, curve.to_numpy())
+    return {
+        f"ood_{metric}_mean": float(ood.mean()) if len(ood) else np.nan,
+        f"ood_{metric}_std": float(ood.std(ddof=1)) if len(ood) > 1 else np.nan,
+        f"ood_{metric}_ci_low": low,
+        f"ood_{metric}_ci_high": high,
+        f"ood_{metric}_max": float(ood.max()) if len(ood) else np.nan,
+        f"id_{metric}_mean": float(ok[f"id_{metric}"].mean()) if len(ok) else np.nan,
+        f"frac_seeds_generalize_{metric}": float((ood >= GENERALIZE_THRESHOLD).mean()) if len(ood) else np.nan,
+        f"generalization_length_{metric}": gen,
+        f"extrapolation_ratio_{metric}": gen / train_length,
+    }
 
 
 def leaderboard_frame(records: list[dict]) -> pd.DataFrame:
@@ -71,25 +87,27 @@ def leaderboard_frame(records: list[dict]) -> pd.DataFrame:
     if runs.empty:
         return pd.DataFrame(columns=list(COLUMN_NAMES))
     _check_single_config(runs)
+    per_length = per_length_frame(records)
     rows = []
     for (task, encoding), cell in runs.groupby(["task", "encoding"], sort=False):
         ok = cell[cell.status == "ok"]
         na = (cell.status == "not_applicable").all()
+        train_length = int(cell.train_length.iloc[0])
         row = {
             "schema_version": SCHEMA_VERSION, "task": task, "level": _level(task),
             "encoding": encoding,
             "status": "not_applicable" if na else ("ok" if len(ok) else "failed"),
             "n_seeds": len(ok), "n_failed": int(cell.status.isin(["error", "diverged"]).sum()),
-            "train_length": int(cell.train_length.iloc[0]),
+            "train_length": train_length,
             "test_length": int(cell.test_length.iloc[0]),
         }
-        for metric in ("exact_match", "token_accuracy"):
-            ood = ok[f"ood_{metric}"] if len(ok) else pd.Series(dtype=float)
-            row[f"ood_{metric}_mean"] = float(ood.mean()) if len(ok) else np.nan
-            row[f"ood_{metric}_std"] = _std(ood)
-            row[f"id_{metric}_mean"] = float(ok[f"id_{metric}"].mean()) if len(ok) else np.nan
+        lengths = per_length[(per_length.task == task) & (per_length.encoding == encoding)]
+        for metric in METRICS:
+            row.update(_metric_stats(ok, lengths, metric, train_length))
         rows.append(row)
-    board = pd.DataFrame(rows)[list(COLUMN_NAMES)]
+    board = pd.DataFrame(rows)
+    board["rank"] = board.groupby("task")["ood_exact_match_mean"].rank(ascending=False, method="min")
+    board = board[list(COLUMN_NAMES)]
     return board.iloc[sorted(range(len(board)), key=lambda i: _row_key(board.iloc[i]))].reset_index(drop=True)
 
 
@@ -99,3 +117,19 @@ def _row_key(row: pd.Series) -> tuple:
     return (tasks.index(row.task) if row.task in tasks else len(tasks), row.task,
             encodings.index(row.encoding) if row.encoding in encodings else len(encodings),
             row.encoding)
+
+
+def level_summary(board: pd.DataFrame) -> pd.DataFrame:
+    """Per encoding: mean OOD exact match over the tasks of each level and
+    overall (cells that ran; n/a and failed cells excluded), and mean rank."""
+    ran = board[board.status == "ok"]
+    if ran.empty:
+        return pd.DataFrame()
+    table = ran.pivot_table(index="encoding", columns="level", values="ood_exact_match_mean", aggfunc="mean")
+    levels = [lv for lv in LEVELS if lv in table.columns]
+    table = table[levels]
+    table["overall"] = ran.groupby("encoding")["ood_exact_match_mean"].mean()
+    table["mean_rank"] = ran.groupby("encoding")["rank"].mean()
+    table["n_tasks"] = ran.groupby("encoding")["task"].nunique()
+    order = [e for e in encoding_names() if e in table.index] + sorted(set(table.index) - set(encoding_names()))
+    return table.reindex(order).reset_index()

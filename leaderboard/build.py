@@ -1,11 +1,11 @@
-"""``lengthbench leaderboard``: records -> leaderboard.csv / .md / plot."""
+"""``lengthbench leaderboard``: records -> leaderboard.csv / .md / levels / plots."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from leaderboard.aggregate import leaderboard_frame, per_length_frame
-from leaderboard.plots import plot_accuracy_vs_length
+from leaderboard.plots import plot_accuracy_vs_length, plot_heatmap
 from leaderboard.tables import write_tables
 
 
@@ -13,6 +13,8 @@ def build_leaderboard(records: list[dict], out_dir: Path):
     """Write the three leaderboard files; returns (board, {kind: path})."""
     board = leaderboard_frame(records)
     paths = write_tables(board, out_dir)
+    if not board.empty:
+        paths["heatmap"] = plot_heatmap(board, Path(out_dir) / "leaderboard_heatmap.png")
     per_length = per_length_frame(records)
     if not per_length.empty:
         paths["png"] = plot_accuracy_vs_length(per_length, Path(out_dir) / "accuracy_vs_length.png")

@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from leaderboard.tables import encoding_order  # noqa: E402
@@ -61,6 +62,50 @@ def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = 
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match_mean") -> Path:
+    """Tasks (columns, grouped by Chomsky level / family) x encodings (rows);
+    n/a cells hatched grey, failed cells marked with an x."""
+    from tasks.base import LEVELS
+
+    tasks = sorted(dict.fromkeys(board["task"]),
+                   key=lambda t: LEVELS.index(board[board.task == t]["level"].iloc[0])
+                   if board[board.task == t]["level"].iloc[0] in LEVELS else len(LEVELS))
+    encodings = encoding_order(board["encoding"].unique())
+    grid = np.full((len(encodings), len(tasks)), np.nan)
+    status = {}
+    for _, row in board.iterrows():
+        i, j = encodings.index(row.encoding), tasks.index(row.task)
+        grid[i, j] = row[metric]
+        status[i, j] = row.status
+    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * len(tasks), 1.2 + 0.42 * len(encodings)))
+    image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    for (i, j), st in status.items():
+        if st == "not_applicable":
+            ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.85", hatch="//", edgecolor="0.6"))
+            ax.text(j, i, "n/a", ha="center", va="center", fontsize=7, color="0.3")
+        elif st != "ok":
+            ax.text(j, i, "x", ha="center", va="center", fontsize=9, color="red")
+        else:
+            ax.text(j, i, f"{100 * grid[i, j]:.0f}", ha="center", va="center", fontsize=7,
+                    color="white" if grid[i, j] < 0.6 else "black")
+    ax.set_xticks(range(len(tasks)), tasks, rotation=50, ha="right", fontsize=8)
+    ax.set_yticks(range(len(encodings)), encodings, fontsize=8)
+    levels = [board[board.task == t]["level"].iloc[0] for t in tasks]
+    for j in range(1, len(tasks)):
+        if levels[j] != levels[j - 1]:
+            ax.axvline(j - 0.5, color="white", lw=2.5)
+    for level in dict.fromkeys(levels):
+        cols = [j for j, lv in enumerate(levels) if lv == level]
+        ax.text((cols[0] + cols[-1]) / 2, -0.8, level, ha="center", va="bottom", fontsize=8, weight="bold")
+    fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label=metric.replace("_", " ") + " (%/100)")
+    ax.set_title(f"{metric.replace('_', ' ')} by task (grouped by level) and encoding", pad=18, fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

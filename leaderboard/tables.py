@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from leaderboard.aggregate import level_summary
 from models.encodings import encoding_names
 
 
@@ -35,24 +36,45 @@ def pivot_table(board: pd.DataFrame) -> pd.DataFrame:
     return table.reindex(index=encoding_order(table.index), columns=tasks).fillna("")
 
 
+def _markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(r) + " |" for r in rows]
+
+
 def to_markdown(board: pd.DataFrame) -> str:
     table = pivot_table(board)
     lengths = board.drop_duplicates("task").set_index("task")
     header = ["encoding"] + [
         f"{t} ({lengths.loc[t, 'train_length']}→{lengths.loc[t, 'test_length']})" for t in table.columns
     ]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for enc, row in table.iterrows():
-        lines.append("| " + " | ".join([f"`{enc}`"] + list(row)) + " |")
-    note = ("OOD exact match (%), mean over seeds (± sample std when more than one seed), "
-            "averaged over every tested length > L_train; column headers give L_train→L_test.")
-    return note + "\n\n" + "\n".join(lines) + "\n"
+    rows = [[f"`{enc}`"] + list(row) for enc, row in table.iterrows()]
+    parts = [
+        "OOD exact match (%), mean over seeds (± sample std when more than one seed), averaged "
+        "over every tested length > L_train; column headers give L_train→L_test.",
+        "",
+        *_markdown_table(header, rows),
+    ]
+    levels = level_summary(board)
+    if not levels.empty:
+        cols = [c for c in levels.columns if c not in ("encoding", "mean_rank", "n_tasks")]
+        rows = [[f"`{r.encoding}`"] + [_pct(r[c]) for c in cols] + [f"{r.mean_rank:.2f}", str(int(r.n_tasks))]
+                for _, r in levels.iterrows()]
+        parts += ["", "Mean OOD exact match (%) per level / family and overall, over the tasks each "
+                  "encoding ran; mean rank within tasks (1 = best).", "",
+                  *_markdown_table(["encoding"] + cols + ["mean rank", "tasks"], rows)]
+    return "\n".join(parts) + "\n"
+
+
+def _pct(value: float) -> str:
+    return "" if pd.isna(value) else f"{100 * value:.1f}"
 
 
 def write_tables(board: pd.DataFrame, out_dir: Path) -> dict[str, Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"csv": out_dir / "leaderboard.csv", "md": out_dir / "leaderboard.md"}
+    paths = {"csv": out_dir / "leaderboard.csv", "md": out_dir / "leaderboard.md",
+             "levels_csv": out_dir / "leaderboard_levels.csv"}
     board.to_csv(paths["csv"], index=False, float_format="%.6g")
     paths["md"].write_text(to_markdown(board))
+    level_summary(board).to_csv(paths["levels_csv"], index=False, float_format="%.6g")
     return paths

@@ -1,0 +1,117 @@
+"""``lengthbench compare A.csv B.csv``: per-cell differences B - A.
+
+The significance test works from the CSVs alone: Welch's unequal-variance
+t-test on the per-seed OOD means (mean, sample std and number of seeds of
+each side), two-sided, with a Welch-Satterthwaite 95% CI of the delta. A
+cell is "improved"/"worse" when p < alpha; "unchanged" otherwise; cells with
+fewer than two seeds on a side cannot be tested and count as "untested".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from leaderboard.schema import KEY, read_leaderboard
+from leaderboard.statistics import welch
+from leaderboard.tables import _markdown_table, encoding_order
+
+ALPHA = 0.05
+VERDICTS = ("improved", "worse", "unchanged", "untested", "only_in_a", "only_in_b")
+
+
+def compare_frames(a: pd.DataFrame, b: pd.DataFrame, metric: str = "exact_match",
+                   alpha: float = ALPHA) -> pd.DataFrame:
+    """One row per (task, encoding) present in either table."""
+    col = f"ood_{metric}"
+    merged = a.merge(b, on=list(KEY), how="outer", suffixes=("_a", "_b"), indicator=True)
+    rows = []
+    for _, r in merged.iterrows():
+        row = {"task": r.task, "encoding": r.encoding, "metric": metric}
+        if r._merge != "both":
+            row["verdict"] = "only_in_a" if r._merge == "left_only" else "only_in_b"
+            rows.append(row)
+            continue
+        if r.status_a != "ok" or r.status_b != "ok":
+            row.update(verdict="untested", note=f"status {r.status_a} -> {r.status_b}")
+            rows.append(row)
+            continue
+        test = welch(r[f"{col}_mean_a"], r[f"{col}_std_a"], int(r.n_seeds_a),
+                     r[f"{col}_mean_b"], r[f"{col}_std_b"], int(r.n_seeds_b))
+        if np.isnan(test["p_value"]):
+            verdict = "untested"
+        elif test["p_value"] < alpha and test["delta"] > 0:
+            verdict = "improved"
+        elif test["p_value"] < alpha and test["delta"] < 0:
+            verdict = "worse"
+        else:
+            verdict = "unchanged"
+        row.update(mean_a=r[f"{col}_mean_a"], mean_b=r[f"{col}_mean_b"], n_a=int(r.n_seeds_a),
+                   n_b=int(r.n_seeds_b), **test, verdict=verdict)
+        rows.append(row)
+    columns = ["task", "encoding", "metric", "mean_a", "mean_b", "n_a", "n_b", "delta", "se", "df",
+               "t", "p_value", "ci_low", "ci_high", "verdict", "note"]
+    return pd.DataFrame(rows).reindex(columns=columns)
+
+
+def summary_counts(diff: pd.DataFrame) -> dict[str, int]:
+    return {v: int((diff.verdict == v).sum()) for v in VERDICTS}
+
+
+def to_markdown(diff: pd.DataFrame, name_a: str, name_b: str) -> str:
+    counts = summary_counts(diff)
+    lines = [f"# {name_b} vs {name_a}", "",
+             f"Delta = B - A of OOD {diff.metric.iloc[0].replace('_', ' ')} (percentage points); "
+             f"Welch's t-test from per-seed mean, std and n; alpha = {ALPHA}.", "",
+             "Summary: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()), ""]
+    rows = []
+    for _, r in diff.iterrows():
+        def pp(x):
+            return "" if pd.isna(x) else f"{100 * x:+.1f}"
+        ci = "" if pd.isna(r.ci_low) else f"[{pp(r.ci_low)}, {pp(r.ci_high)}]"
+        rows.append([r.task, f"`{r.encoding}`", "" if pd.isna(r.mean_a) else f"{100 * r.mean_a:.1f}",
+                     "" if pd.isna(r.mean_b) else f"{100 * r.mean_b:.1f}", pp(r.delta), ci,
+                     "" if pd.isna(r.p_value) else f"{r.p_value:.3g}", r.verdict])
+    lines += _markdown_table(["task", "encoding", "A %", "B %", "delta", "95% CI", "p", "verdict"], rows)
+    return "\n".join(lines) + "\n"
+
+
+def plot_compare(diff: pd.DataFrame, path: Path) -> Path:
+    from leaderboard.plots import encoding_colors, plt
+
+    both = diff[diff.delta.notna()].copy()
+    both["order"] = both.encoding.map({e: i for i, e in enumerate(encoding_order(both.encoding.unique()))})
+    both = both.sort_values(["task", "order"])
+    colors = encoding_colors(list(both.encoding.unique()))
+    fig, ax = plt.subplots(figsize=(7, 1 + 0.28 * max(1, len(both))))
+    y = np.arange(len(both))[::-1]
+    for yi, (_, r) in zip(y, both.iterrows()):
+        ax.plot([100 * r.delta], [yi], "o", color=colors[r.encoding])
+        if not pd.isna(r.ci_low):
+            ax.plot([100 * r.ci_low, 100 * r.ci_high], [yi, yi], color=colors[r.encoding], lw=2)
+        if r.verdict in ("improved", "worse"):
+            ax.text(100 * r.delta, yi + 0.2, "*", ha="center", fontsize=10)
+    ax.axvline(0, color="0.3", lw=1)
+    ax.set_yticks(y, [f"{r.task} / {r.encoding}" for _, r in both.iterrows()], fontsize=7)
+    ax.set_xlabel(f"delta B - A, OOD {both.metric.iloc[0].replace('_', ' ') if len(both) else ''} "
+                  "(percentage points; bars: 95% CI; *: p < 0.05)")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
+def compare_files(path_a: Path, path_b: Path, out_dir: Path, metric: str = "exact_match"):
+    """Validate both CSVs, write compare.csv / compare.md / compare.png."""
+    a, b = read_leaderboard(path_a), read_leaderboard(path_b)
+    diff = compare_frames(a, b, metric)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"csv": out_dir / "compare.csv", "md": out_dir / "compare.md", "png": out_dir / "compare.png"}
+    diff.to_csv(paths["csv"], index=False, float_format="%.6g")
+    paths["md"].write_text(to_markdown(diff, str(path_a), str(path_b)))
+    plot_compare(diff, paths["png"])
+    return diff, paths
