@@ -32,7 +32,7 @@ def _print_board(board, paths) -> None:
 
 
 def cmd_run(args) -> int:
-    from benchmark.grid import run_grid
+    from benchmark.grid import auto_workers, run_grid
     from leaderboard.build import build_leaderboard
     from models.encodings import encoding_entry
     from models.plugins import load_plugins
@@ -45,7 +45,7 @@ def cmd_run(args) -> int:
     for name in preset.encodings:
         encoding_entry(name)
     results = Path(args.results or f"results/{preset.name}")
-    records = run_grid(preset, results, force=args.force, workers=args.workers,
+    records = run_grid(preset, results, force=args.force, workers=args.workers or auto_workers(),
                        plugin_paths=tuple(args.plugin or ()), progress=not args.no_progress)
     for r in records:
         if r["status"] == "error":
@@ -118,7 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--results", help="records folder (default results/<preset>)")
     run.add_argument("--out", help="leaderboard folder (default: the records folder)")
     run.add_argument("--force", action="store_true", help="rerun cells that have a finished record")
-    run.add_argument("--workers", type=int, default=1, help="parallel run processes (default 1)")
+    run.add_argument("--workers", type=int, default=0,
+                     help="parallel run processes; 0 = auto: one per CPU core (at most 8) on CPU, "
+                          "1 on CUDA (default 0)")
     run.add_argument("--plugin", action="append", help="Python file registering extra encodings")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
     run.set_defaults(func=cmd_run)

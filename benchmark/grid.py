@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -18,6 +19,14 @@ from benchmark.records import load_finished, write_record
 from benchmark.runner import execute_run
 
 log = logging.getLogger(__name__)
+
+
+def auto_workers() -> int:
+    """Small models use one core well, so on CPU one process per core (with
+    one thread each) beats one process with many threads; on CUDA one."""
+    if default_device().type == "cuda":
+        return 1
+    return max(1, min(8, os.cpu_count() or 1))
 
 
 def grid_configs(preset: Preset) -> list[RunConfig]:

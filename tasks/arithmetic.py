@@ -10,11 +10,12 @@ DIGITS = tuple("0123456789")
 
 
 def sample_operands(rng: np.random.Generator, length: int, batch_size: int) -> np.ndarray:
-    """Two operands per example as little-endian digit arrays ``(B, 2, length)``.
+    """Two operands per example as little-endian digit arrays ``(B, 2, length+1)``.
 
     One operand (chosen uniformly) has exactly ``length`` digits, the other
     ``U{1..length}`` digits; leading digits are non-zero (a 1-digit operand
-    may be 0); positions above an operand's digit count are 0.
+    may be 0); positions above an operand's digit count are 0, including the
+    extra top position ``length`` (the padding that aligns the final carry).
     """
     counts = rng.integers(1, length + 1, size=(batch_size, 2))
     counts[np.arange(batch_size), rng.integers(0, 2, size=batch_size)] = length
@@ -22,7 +23,7 @@ def sample_operands(rng: np.random.Generator, length: int, batch_size: int) -> n
     lead = rng.integers(1, 10, size=(batch_size, 2))
     k = np.arange(length)
     digits = np.where(k == counts[..., None] - 1, np.where(counts[..., None] > 1, lead[..., None], digits), digits)
-    return np.where(k < counts[..., None], digits, 0)
+    return np.pad(np.where(k < counts[..., None], digits, 0), ((0, 0), (0, 0), (0, 1)))
 
 
 def add_digits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -48,13 +49,19 @@ class Addition(Task):
     """Decimal addition with the answer least-significant digit first.
 
     Length ``n`` = digits of the longer operand (see ``sample_operands``).
-    Exact format (Cho et al. 2024): ``a + b`` with both operands zero-padded
-    to ``n`` digits and written most-significant first, then SEP (playing
-    ``=``), then the sum zero-padded to ``n+1`` digits and written
-    least-significant first. Input: ``2n+1`` symbols; output ``n+1`` digits.
-    Example (n=3): ``0 4 7 + 9 8 5`` -> ``2 3 0 1`` (47 + 985 = 1032).
+    Exact format: ``a + b`` with both operands zero-padded to ``n+1`` digits
+    and written most-significant first, then SEP (playing ``=``), then the
+    sum in ``n+1`` digits written least-significant first. Input: ``2n+3``
+    symbols; output ``n+1`` digits.
+    Example (n=3): ``0 0 4 7 + 0 9 8 5`` -> ``2 3 0 1`` (47 + 985 = 1032).
     Coupled ids: a digit of significance k in a, b or the answer gets id
     ``k+1``; BOS, ``+`` and SEP share id 0; EOS gets ``n+2``.
+
+    Difference from Cho et al. 2024, who pad the operands to ``n`` digits:
+    the extra leading zero gives the answer's final carry digit operand digits
+    of its own significance, so it is computed like every other digit. With
+    ``n``-digit operands our coupled models learned the final carry only at
+    trained lengths (it failed from L_train + 2 on, in our calibration runs).
     """
 
     name = "addition"
@@ -65,22 +72,23 @@ class Addition(Task):
     has_coupled_ids = True
 
     def input_length(self, length):
-        return 2 * length + 1
+        return 2 * length + 3
 
     def sample(self, rng, length, batch_size):
         ops = sample_operands(rng, length, batch_size)
         a, b = ops[:, 0], ops[:, 1]
         plus = np.full((batch_size, 1), len(DIGITS))
         inputs = np.concatenate([a[:, ::-1], plus, b[:, ::-1]], axis=1)
-        sig = np.arange(length, 0, -1)  # most-significant digit first: ids n..1
+        sig = np.arange(length + 1, 0, -1)  # most-significant digit first: ids n+1..1
         ids = np.concatenate([[0], sig, [0], sig, reversed_answer_ids(length, length + 1)])
-        return Sample(inputs, add_digits(a, b), coupled_ids=np.broadcast_to(ids, (batch_size, ids.size)))
+        answer = add_digits(a, b)[:, : length + 1]  # the top column is zero + zero
+        return Sample(inputs, answer, coupled_ids=np.broadcast_to(ids, (batch_size, ids.size)))
 
     def solve(self, inputs):
         plus = inputs.index(len(DIGITS))
         a = int("".join(str(d) for d in inputs[:plus]))
         b = int("".join(str(d) for d in inputs[plus + 1 :]))
-        return [int(c) for c in reversed(str(a + b).zfill(plus + 1))]
+        return [int(c) for c in reversed(str(a + b).zfill(plus))]
 
 
 N_HINTS = 512
@@ -90,14 +98,14 @@ N_HINTS = 512
 class AdditionIndexHints(Task):
     """``addition`` with index hints (Zhou et al. 2024).
 
-    Same operands and answer as ``addition`` (n-digit zero-padded operands,
-    most-significant first; n+1-digit answer, least-significant first), but
-    every digit is preceded by a hint symbol naming its significance:
-    significance k gets hint ``h[s+k]`` in a, b and the answer alike, where
-    the start s is drawn per example uniformly from ``0..512-(n+1)`` so every
-    hint is seen in training. The hints are part of the output (as in the
-    paper), so exact match needs them too. Input: 4n+1 symbols; output
-    2(n+1). Lengths up to 511.
+    Same operands and answer as ``addition`` ((n+1)-digit zero-padded
+    operands, most-significant first; n+1-digit answer, least-significant
+    first), but every digit is preceded by a hint symbol naming its
+    significance: significance k gets hint ``h[s+k]`` in a, b and the answer
+    alike, where the start s is drawn per example uniformly from
+    ``0..512-(n+1)`` so every hint is seen in training. The hints are part of
+    the output (as in the paper), so exact match needs them too. Input: 4n+5
+    symbols; output 2(n+1). Lengths up to 511.
     """
 
     name = "addition-index-hints"
@@ -108,7 +116,7 @@ class AdditionIndexHints(Task):
     max_length = N_HINTS - 1
 
     def input_length(self, length):
-        return 4 * length + 1
+        return 4 * length + 5
 
     def sample(self, rng, length, batch_size):
         ops = sample_operands(rng, length, batch_size)
@@ -120,18 +128,17 @@ class AdditionIndexHints(Task):
             return np.stack([hint, digits], axis=2).reshape(batch_size, -1)
 
         plus = np.full((batch_size, 1), len(DIGITS))
-        msb_first = hints[:, length - 1 :: -1] if length else hints[:, :0]
+        msb_first = hints[:, ::-1]
         inputs = np.concatenate([interleave(a[:, ::-1], msb_first), plus,
                                  interleave(b[:, ::-1], msb_first)], axis=1)
-        return Sample(inputs, interleave(add_digits(a, b), hints))
+        return Sample(inputs, interleave(add_digits(a, b)[:, : length + 1], hints))
 
     def solve(self, inputs):
         plus = inputs.index(len(DIGITS))
         a = int("".join(str(d) for d in inputs[1:plus:2]))
         b = int("".join(str(d) for d in inputs[plus + 2 :: 2]))
         first_hint = inputs[plus - 2]  # the hint of a's least-significant digit
-        n = plus // 2
-        digits = [int(c) for c in reversed(str(a + b).zfill(n + 1))]
+        digits = [int(c) for c in reversed(str(a + b).zfill(plus // 2))]
         return [x for k, d in enumerate(digits) for x in (first_hint + k, d)]
 
 

@@ -61,21 +61,23 @@ def test_batch_layout(name):
 
 def test_addition_format_example():
     task = get_task("addition")
-    # 047 + 985 = 1032 -> reversed, padded to n+1 digits: 2 3 0 1
-    assert task.solve([0, 4, 7, 10, 9, 8, 5]) == [2, 3, 0, 1]
+    # 0047 + 0985 = 1032 -> reversed, n+1 digits: 2 3 0 1
+    assert task.solve([0, 0, 4, 7, 10, 0, 9, 8, 5]) == [2, 3, 0, 1]
 
 
 def test_addition_coupled_ids_share_significance():
     task = get_task("addition")
     s = task.sample(np.random.default_rng(0), 3, 2)
     ids = s.coupled_ids[0]
-    # BOS a2 a1 a0 + b2 b1 b0 SEP c0 c1 c2 c3 EOS
-    assert list(ids) == [0, 3, 2, 1, 0, 3, 2, 1, 0, 1, 2, 3, 4, 5]
+    # BOS a3 a2 a1 a0 + b3 b2 b1 b0 SEP c0 c1 c2 c3 EOS
+    assert list(ids) == [0, 4, 3, 2, 1, 0, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5]
 
 
 def test_addition_operand_lengths():
     s = get_task("addition").sample(np.random.default_rng(1), 6, 2000)
-    a, b = s.inputs[:, :6], s.inputs[:, 7:]
+    a, b = s.inputs[:, :7], s.inputs[:, 8:]
+    assert (a[:, 0] == 0).all() and (b[:, 0] == 0).all()  # the aligning zero
+    a, b = a[:, 1:], b[:, 1:]
     leading_nonzero = (a[:, 0] > 0) | (b[:, 0] > 0)
     assert leading_nonzero.all()  # one operand always has exactly n digits
     assert (a[:, 0] == 0).any()  # the other operand is sometimes shorter
@@ -122,8 +124,8 @@ def test_no_loss_after_terminator():
 
 
 @pytest.mark.parametrize("name,length,n_in", [
-    ("modular_arithmetic", 6, 5), ("modular_arithmetic", 7, 7), ("addition", 4, 9),
-    ("addition-index-hints", 4, 17), ("multiplication", 4, 7), ("solve_equation", 6, 6),
+    ("modular_arithmetic", 6, 5), ("modular_arithmetic", 7, 7), ("addition", 4, 11),
+    ("addition-index-hints", 4, 21), ("multiplication", 4, 7), ("solve_equation", 6, 6),
     ("missing_duplicate_string", 7, 7),
 ])
 def test_input_length_rule(name, length, n_in):
