@@ -95,6 +95,62 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def _load_submission(path: str, name: str | None) -> list[str]:
+    """Import an encoding file; with ``name``, register its one encoding under it."""
+    from models.encodings import encoding_entry, register_encoding
+    from models.plugins import load_encoding_file
+
+    names = load_encoding_file(path)
+    if not names:
+        raise ValueError(f"{path} registers no encoding; decorate a PositionEncoding subclass "
+                         "with @register_encoding('your-name')")
+    if name and name not in names:
+        if len(names) != 1:
+            raise ValueError(f"--name needs a file with one encoding; {path} registers {', '.join(names)}")
+        entry = encoding_entry(names[0])
+        register_encoding(name, defaults=entry.defaults, description=entry.description,
+                          source=entry.source)(entry.factory)
+        names = [name]
+    return names
+
+
+def cmd_check(args) -> int:
+    from models.contract import check_encoding
+
+    reports = [check_encoding(n) for n in _load_submission(args.path, None)]
+    for report in reports:
+        print(report.format())
+    return 0 if all(r.passed for r in reports) else 1
+
+
+def cmd_submit(args) -> int:
+    from benchmark.grid import auto_workers, run_grid
+    from leaderboard.build import build_leaderboard
+    from leaderboard.submission import ranking_text, write_submission
+    from models.contract import check_encoding
+    from models.plugins import load_entry_points
+
+    load_entry_points()
+    names = _load_submission(args.path, args.name)
+    reports = [check_encoding(n) for n in names]
+    for report in reports:
+        print(report.format())
+    if not all(r.passed for r in reports):
+        print("lengthbench: error: the contract check failed; nothing was run", file=sys.stderr)
+        return 1
+    preset = get_preset(args.preset)
+    grid = preset.with_grid(encodings=[e for e in preset.encodings if e not in names] + names)
+    results = Path(args.results or f"results/{preset.name}")
+    records = run_grid(grid, results, workers=args.workers or auto_workers(),
+                       plugin_paths=(args.path,), progress=not args.no_progress)
+    board, paths = build_leaderboard(records, Path(args.out) if args.out else results)
+    _print_board(board, paths)
+    print(ranking_text(board, names))
+    for name in names:
+        print(f"wrote submission: {write_submission(board, name, Path(args.out or results))}")
+    return 0
+
+
 def cmd_bench_generation(args) -> int:
     from benchmark.bench_generation import main as bench_main
     from tasks import get_task
@@ -133,6 +189,20 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--results", default="results/quick", help="records folder")
     board.add_argument("--out", help="output folder (default: the records folder)")
     board.set_defaults(func=cmd_leaderboard)
+    chk = sub.add_parser("check", help="run the encodings a Python file registers through the contract")
+    chk.add_argument("path", help="Python file that registers encodings with @register_encoding")
+    chk.set_defaults(func=cmd_check)
+
+    sbm = sub.add_parser("submit", help="check a new encoding, run it through a preset, rank it")
+    sbm.add_argument("path", help="Python file that registers the encoding")
+    sbm.add_argument("--preset", default="quick", help=f"one of: {', '.join(PRESETS)} (default quick)")
+    sbm.add_argument("--name", help="leaderboard name for the file's (single) encoding")
+    sbm.add_argument("--results", help="records folder (default results/<preset>, shared with `run`)")
+    sbm.add_argument("--out", help="leaderboard folder (default: the records folder)")
+    sbm.add_argument("--workers", type=int, default=0, help="parallel run processes (0 = auto)")
+    sbm.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    sbm.set_defaults(func=cmd_submit)
+
     cmp = sub.add_parser("compare", help="per-cell differences between two leaderboard CSVs")
     cmp.add_argument("a", help="baseline leaderboard.csv (A)")
     cmp.add_argument("b", help="new leaderboard.csv (B)")

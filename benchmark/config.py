@@ -37,6 +37,7 @@ class RunConfig:
     grad_clip: float
     model: ModelSize
     encoding_params: dict = field(default_factory=dict)
+    encoding_source: str = "built-in"  # plugin file + content hash for third-party encodings
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -64,7 +65,8 @@ class RunConfig:
         return sorted(n for n in lengths if start <= n <= self.test_length)
 
 
-RUN_FIELDS = {f.name for f in fields(RunConfig)} - {"task", "encoding", "seed", "model", "encoding_params"}
+RUN_FIELDS = {f.name for f in fields(RunConfig)} - {"task", "encoding", "seed", "model", "encoding_params",
+                                                    "encoding_source"}
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,7 @@ class Preset:
 
     def run_config(self, task: str, encoding: str, seed: int) -> RunConfig:
         get_task(task)
-        encoding_entry(encoding)
+        source = encoding_entry(encoding).source
         values = {**self.settings, **self.task_settings.get(task, {})}
         model = replace(self.model, **values.pop("model", {}))
         unknown = set(values) - RUN_FIELDS
@@ -94,7 +96,7 @@ class Preset:
             raise ValueError(f"preset {self.name!r} sets unknown fields {sorted(unknown)}; valid: {sorted(RUN_FIELDS)}")
         params = resolve_params(encoding, self.encoding_params.get(encoding))
         return RunConfig(task=task, encoding=encoding, seed=seed, model=model,
-                         encoding_params=params, **values)
+                         encoding_params=params, encoding_source=source, **values)
 
     def with_grid(self, tasks=None, encodings=None, seeds=None) -> "Preset":
         return replace(

@@ -10,7 +10,7 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from models.encodings.base import encoding_names
+from models.encodings.base import encoding_names, set_source
 
 ENTRY_POINT_GROUP = "lengthbench.encodings"
 
@@ -24,6 +24,7 @@ def load_encoding_file(path: str | Path) -> list[str]:
     if key in sys.modules:
         return list(sys.modules[key].__lengthbench_registered__)
     before = set(encoding_names())
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
     spec = importlib.util.spec_from_file_location(key, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[key] = module
@@ -33,15 +34,23 @@ def load_encoding_file(path: str | Path) -> list[str]:
         del sys.modules[key]
         raise
     module.__lengthbench_registered__ = [n for n in encoding_names() if n not in before]
+    for name in module.__lengthbench_registered__:
+        set_source(name, f"file {path.name} sha256:{digest}")
     return list(module.__lengthbench_registered__)
 
 
 def load_entry_points() -> list[str]:
     """Import every installed ``lengthbench.encodings`` entry point."""
-    before = set(encoding_names())
+    added = []
     for ep in entry_points(group=ENTRY_POINT_GROUP):
+        before = set(encoding_names())
         ep.load()
-    return [n for n in encoding_names() if n not in before]
+        version = ep.dist.version if getattr(ep, "dist", None) else "unknown"
+        for name in encoding_names():
+            if name not in before:
+                set_source(name, f"entry point {ep.value} version {version}")
+                added.append(name)
+    return added
 
 
 def load_plugins(paths=()) -> None:

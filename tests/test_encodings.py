@@ -114,3 +114,47 @@ def test_unknown_encoding_lists_choices():
 def test_unknown_encoding_parameter():
     with pytest.raises(ValueError, match="no parameter 'bse'; valid: base"):
         build_encoding("rope", 16, 2, {"bse": 3})
+
+
+@pytest.mark.parametrize("name", ["alibi", "kerple-log", "kerple-power", "randomized-alibi"])
+def test_distance_biases_non_increasing_at_init(name):
+    enc = build_encoding(name, 16, 4)
+    pos = torch.arange(40)[None]
+    row = enc.bias(pos, pos)[0, :, -1, :]  # last query, every key: distance 39..0
+    assert (row[:, 1:] >= row[:, :-1] - 1e-6).all()  # bias grows as keys get closer
+
+
+@pytest.mark.parametrize("name", ["alibi", "t5", "kerple-log", "kerple-power"])
+def test_relative_biases_shift_invariant(name):
+    enc = build_encoding(name, 16, 4)
+    pos = torch.arange(30)[None]
+    torch.testing.assert_close(enc.bias(pos, pos), enc.bias(pos + 77, pos + 77))
+
+
+def test_fire_uses_max_not_min():
+    """psi(max(L, i)): for queries below L the normaliser is psi(L)."""
+    enc = build_encoding("fire", 16, 2, {"L_init": 20.0})
+    pos = torch.arange(8)[None]
+    lifted = enc.bias(pos, pos)
+    # below the threshold, the normaliser is constant, so the bias depends on i - j only
+    torch.testing.assert_close(lifted[0, :, 5, 2], lifted[0, :, 7, 4])
+    big = torch.arange(100, 108)[None]
+    assert not torch.allclose(enc.bias(big, big)[0, :, 5, 2], lifted[0, :, 5, 2])
+
+
+def test_t5_buckets():
+    from models.encodings.t5 import t5_bucket
+
+    d = torch.tensor([0, 1, 15, 16, 50, 127, 128, 5000])
+    b = t5_bucket(d, 32, 128)
+    assert b[:3].tolist() == [0, 1, 15] and b[3] == 16
+    assert (b[1:] >= b[:-1]).all() and b.max() == 31 and b[-1] == 31
+
+
+@pytest.mark.parametrize("name", ["kerple-power", "kerple-log", "fire", "t5"])
+def test_gradients_finite(name):
+    model = make_model(name).train()
+    out = model(torch.randint(0, 12, (2, 12)))
+    out.sum().backward()
+    for p in model.parameters():
+        assert p.grad is None or torch.isfinite(p.grad).all()

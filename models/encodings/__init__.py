@@ -2,7 +2,7 @@
 (in leaderboard row order)."""
 
 # isort: off
-from models.encodings import nope, absolute, rope, alibi  # noqa: F401  (registration)
+from models.encodings import nope, absolute, rope, alibi, t5, kerple, fire  # noqa: F401
 from models.encodings import randomized, coupled  # noqa: F401  (randomized wraps the bases)
 # isort: on
 from models.encodings.base import (

@@ -114,6 +114,13 @@ def encoding_names() -> list[str]:
     return list(_ENCODINGS)
 
 
+def set_source(name: str, source: str) -> None:
+    """Record where a third-party encoding came from (file + content hash);
+    it is part of every run config, so editing the file invalidates records."""
+    entry = _ENCODINGS[name]
+    _ENCODINGS[name] = EncodingEntry(entry.name, entry.factory, entry.defaults, entry.description, source)
+
+
 def resolve_params(name: str, overrides: dict | None = None) -> dict:
     """The encoding's defaults updated by ``overrides`` (unknown keys rejected)."""
     entry = encoding_entry(name)

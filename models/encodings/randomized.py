@@ -16,7 +16,7 @@ from models.encodings.base import (
     register_encoding,
 )
 
-RANDOMIZED_BASES = ("learned", "sinusoidal", "rope", "alibi")
+RANDOMIZED_BASES = ("learned", "sinusoidal", "rope", "alibi", "t5", "kerple-log", "kerple-power", "fire")
 
 
 def random_sorted_positions(seq_lens: torch.Tensor, seq_len: int, max_len: int,

@@ -1,0 +1,101 @@
+"""Third-party encodings: the contract checker, submission, entry points."""
+
+from importlib.metadata import EntryPoint
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import benchmark.grid as grid_module
+from benchmark.cli import main
+from models import plugins
+from models.encodings import encoding_entry, encoding_names
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+EXAMPLE = ROOT / "examples" / "log_decay_sink.py"
+
+
+def test_example_passes_check(capsys):
+    assert main(["check", str(EXAMPLE)]) == 0
+    out = capsys.readouterr().out
+    assert "'log-decay-sink'" in out and "PASS" in out and "hooks: bias" in out
+    assert "parameters: 8" in out and "FAIL" not in out
+
+
+@pytest.mark.parametrize("fixture,check,reason", [
+    ("broken_leaky.py", "causality", "leaks the future"),
+    ("broken_nan.py", "forward/backward", "non-finite outputs at length"),
+    ("broken_shape.py", "hook shapes", "bias returned shape (1, 4, 9, 10); expected"),
+    ("broken_raises.py", "hook shapes", "raised RuntimeError: positions are not implemented yet"),
+    ("broken_shift.py", "shift invariance", "declares shift_invariant but shifting positions"),
+])
+def test_broken_fixtures_fail_with_reason(capsys, fixture, check, reason):
+    assert main(["check", str(FIXTURES / fixture)]) == 1
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if f"] {check}:" in x)
+    assert line.strip().startswith("[FAIL]") and reason in line
+
+
+def test_file_without_encodings_is_refused(tmp_path, capsys):
+    empty = tmp_path / "nothing.py"
+    empty.write_text("x = 1\n")
+    assert main(["check", str(empty)]) == 2
+    assert "registers no encoding" in capsys.readouterr().err
+
+
+def test_missing_file_is_refused(capsys):
+    assert main(["check", "no/such/file.py"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_plugin_source_hash_in_config():
+    plugins.load_encoding_file(EXAMPLE)
+    source = encoding_entry("log-decay-sink").source
+    assert source.startswith("file log_decay_sink.py sha256:")
+
+
+def test_submit_ranks_and_reuses_builtin_records(tmp_path, capsys, tiny_preset, monkeypatch):
+    import benchmark.cli as cli
+
+    monkeypatch.setitem(cli.PRESETS, "tiny", tiny_preset)
+    results = tmp_path / "res"
+    argv = ["submit", str(EXAMPLE), "--preset", "tiny", "--results", str(results), "--no-progress",
+            "--workers", "1"]
+    assert main(["run", "--preset", "tiny", "--results", str(results), "--no-progress",
+                 "--workers", "1"]) == 0
+    executed = []
+    real = grid_module.execute_run
+    monkeypatch.setattr(grid_module, "execute_run",
+                        lambda config, *a, **k: executed.append(config.encoding) or real(config, *a, **k))
+    assert main(argv) == 0
+    assert set(executed) == {"log-decay-sink"} and len(executed) == 2  # two tasks, built-ins reused
+    out = capsys.readouterr().out
+    assert "log-decay-sink: rank per task" in out and "overall: mean rank" in out
+    board = pd.read_csv(results / "leaderboard.csv")
+    assert {"nope", "coupled", "log-decay-sink"} <= set(board.encoding)
+    shared = pd.read_csv(results / "submission-log-decay-sink.csv")
+    assert set(shared.encoding) == {"log-decay-sink"} and len(shared) == 2
+    executed.clear()
+    assert main(argv) == 0
+    assert executed == []  # the second submit trains nothing
+
+
+def test_submit_name_collision_refused(capsys, tiny_preset, monkeypatch):
+    assert main(["submit", str(EXAMPLE), "--name", "rope", "--preset", "smoke"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "encoding name 'rope' is already registered (built-in); choose another name" in err
+
+
+def test_entry_point_plugins_are_discovered(tmp_path, monkeypatch):
+    module = tmp_path / "lb_entry_plugin.py"
+    module.write_text(
+        "from models.encodings import PositionEncoding, register_encoding\n"
+        "@register_encoding('entry-point-demo')\n"
+        "class Demo(PositionEncoding):\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ep = EntryPoint(name="demo", value="lb_entry_plugin", group=plugins.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [ep] if group == plugins.ENTRY_POINT_GROUP else [])
+    assert plugins.load_entry_points() == ["entry-point-demo"]
+    assert "entry-point-demo" in encoding_names()
+    assert encoding_entry("entry-point-demo").source.startswith("entry point lb_entry_plugin")
