@@ -5,13 +5,16 @@
 * ``quick``: the README's main job, about 15 minutes on 2 cores; sized so
   that two published effects show (randomized positions beat their base on
   ``reverse_string``/``copy``; coupling solves longer ``addition``).
+* ``standard``: every task and every built-in encoding, 3 seeds, train
+  lengths 1..20 and test to 60; sized for a GPU (hours), days on a laptop.
 """
 
 from __future__ import annotations
 
 from benchmark.config import Preset
+from models.encodings import encoding_names
 from models.transformer import ModelSize
-from tasks.base import UnknownNameError
+from tasks.base import UnknownNameError, task_names
 
 CORE_TASKS = ("copy", "reverse_string", "parity_check", "addition")
 CORE_ENCODINGS = ("nope", "rope", "alibi", "randomized-rope", "coupled")
@@ -46,6 +49,21 @@ PRESETS = {
         ),
     )
 }
+
+
+PRESETS["standard"] = Preset(
+    name="standard",
+    description="every task x every built-in encoding x 3 seeds (GPU-sized: hours on one GPU)",
+    tasks=tuple(task_names()),
+    encodings=tuple(encoding_names()),
+    seeds=(0, 1, 2),
+    model=ModelSize(d_model=128, n_layers=4, n_heads=8, d_ff=512),
+    settings=dict(train_length=20, test_length=60, eval_stride=1, eval_samples=512, eval_seed=1234,
+                  steps=10000, batch_size=128, lr=5e-4, weight_decay=0.01, warmup_steps=500,
+                  grad_clip=1.0),
+    encoding_params={name: {"max_len": 512} for name in encoding_names() if name.startswith("randomized-")}
+    | {"coupled": {"max_positions": 192}},
+)
 
 
 def get_preset(name: str) -> Preset:

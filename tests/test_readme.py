@@ -1,0 +1,38 @@
+"""The README documents what exists: tasks, encodings, schema columns, commands."""
+
+from pathlib import Path
+
+from benchmark.cli import build_parser
+from benchmark.presets import PRESETS
+from leaderboard.schema import COLUMN_NAMES
+from models.encodings import encoding_names
+from tasks.listing import tasks_table
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+
+
+def test_task_table_is_current():
+    assert tasks_table() in README
+
+
+def test_every_encoding_preset_and_column_documented():
+    for name in encoding_names():
+        assert f"`{name}`" in README, name
+    for name in PRESETS:
+        assert f"`{name}`" in README, name
+    for column in COLUMN_NAMES:
+        assert f"`{column}`" in README, column
+
+
+def test_every_subcommand_documented():
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    for name in sub.choices:
+        assert f"lengthbench {name}" in README, name
+
+
+def test_two_commands_first():
+    head = README.split("## What you get")[0]
+    assert head.count("```bash") == 2
+    ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
+    second = head.split("```bash")[2].split("```")[0].strip()
+    assert second in ci
