@@ -11,25 +11,18 @@ the offset is 0. Tasks without structured ids make this cell "n/a".
 import torch
 from torch import nn
 
-from models.encodings.absolute import sinusoid
 from models.encodings.base import PositionEncoding, check_table_range, register_encoding
 
 
-@register_encoding("coupled", defaults={"max_positions": 128, "init": "normal"},
+@register_encoding("coupled", defaults={"max_positions": 128},
                    description="task-coupled position ids + random training offset, learned table")
 class Coupled(PositionEncoding):
     uses_task_positions = True
 
-    def __init__(self, d_model, n_heads, max_positions, init):
-        super().__init__(d_model, n_heads, max_positions=max_positions, init=init)
+    def __init__(self, d_model, n_heads, max_positions):
+        super().__init__(d_model, n_heads, max_positions=max_positions)
         self.table = nn.Embedding(max_positions, d_model)
-        if init == "normal":
-            nn.init.normal_(self.table.weight, std=0.02)
-        elif init == "sinusoidal":
-            with torch.no_grad():
-                self.table.weight.copy_(sinusoid(torch.arange(max_positions), d_model, 10000.0))
-        else:
-            raise ValueError(f"coupled init {init!r}; valid: normal, sinusoidal")
+        nn.init.normal_(self.table.weight, std=0.02)
 
     def positions(self, pos, ctx):
         if not ctx.train:
