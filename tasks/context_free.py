@@ -16,7 +16,7 @@ from tasks.expressions import (
     evaluate_expression,
     sample_expression,
 )
-from tasks.sequence import aligned_ids
+from tasks.sequence import Rearrangement
 
 
 @register_task
@@ -70,12 +70,11 @@ class StackManipulation(Task):
 
 
 @register_task
-class ReverseString(Task):
+class ReverseString(Rearrangement):
     """Output the input bits reversed.
 
-    Input: N uniform bits. Output: the bits in reverse order. Coupled ids:
-    output j shares the id of its source input ``N-1-j``; SEP gets id
-    ``N+1`` so every output-part token predicts the symbol at its id - 1.
+    Input: N uniform bits. Output: the bits in reverse order. Coupled ids
+    (see ``Rearrangement``): output j shares the id of input N-1-j.
     """
 
     name = "reverse_string"
@@ -83,12 +82,9 @@ class ReverseString(Task):
     symbols = ("0", "1")
     description = "output the input bits reversed"
     output_rule = "N"
-    has_coupled_ids = True
 
-    def sample(self, rng, length, batch_size):
-        x = rng.integers(0, 2, size=(batch_size, length))
-        ids = aligned_ids(length, np.arange(length)[::-1], sep_id=length + 1, eos_id=0)
-        return Sample(x, x[:, ::-1].copy(), coupled_ids=np.broadcast_to(ids, (batch_size, ids.size)))
+    def source(self, length):
+        return np.arange(length)[::-1].copy()
 
     def solve(self, inputs):
         return list(reversed(inputs))

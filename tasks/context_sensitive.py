@@ -9,16 +9,11 @@ import math
 import numpy as np
 
 from tasks.base import Sample, Task, register_task
-from tasks.sequence import aligned_ids
-
-
-def _coupled(length: int, source: np.ndarray, batch_size: int) -> np.ndarray:
-    ids = aligned_ids(length, source, sep_id=0, eos_id=0)
-    return np.broadcast_to(ids, (batch_size, ids.size))
+from tasks.sequence import Rearrangement
 
 
 @register_task
-class DuplicateString(Task):
+class DuplicateString(Rearrangement):
     """Output the input twice: N bits s -> s s. Coupled ids: output j shares
     the id of input ``j mod N``."""
 
@@ -27,12 +22,9 @@ class DuplicateString(Task):
     symbols = ("0", "1")
     description = "output the input bits twice"
     output_rule = "2N"
-    has_coupled_ids = True
 
-    def sample(self, rng, length, batch_size):
-        x = rng.integers(0, 2, size=(batch_size, length))
-        source = np.tile(np.arange(length), 2)
-        return Sample(x, np.concatenate([x, x], axis=1), coupled_ids=_coupled(length, source, batch_size))
+    def source(self, length):
+        return np.tile(np.arange(length), 2)
 
     def solve(self, inputs):
         return list(inputs) + list(inputs)
@@ -72,7 +64,7 @@ class MissingDuplicateString(Task):
 
 
 @register_task
-class OddsFirst(Task):
+class OddsFirst(Rearrangement):
     """Output the odd-indexed symbols, then the even-indexed ones.
 
     Input: N bits x (0-indexed). Output: ``x[1::2]`` followed by ``x[::2]``,
@@ -86,12 +78,9 @@ class OddsFirst(Task):
     symbols = ("0", "1")
     description = "odd-indexed symbols first, then even-indexed"
     output_rule = "N"
-    has_coupled_ids = True
 
-    def sample(self, rng, length, batch_size):
-        x = rng.integers(0, 2, size=(batch_size, length))
-        source = np.concatenate([np.arange(1, length, 2), np.arange(0, length, 2)])
-        return Sample(x, x[:, source], coupled_ids=_coupled(length, source, batch_size))
+    def source(self, length):
+        return np.concatenate([np.arange(1, length, 2), np.arange(0, length, 2)])
 
     def solve(self, inputs):
         return list(inputs[1::2]) + list(inputs[0::2])
