@@ -5,7 +5,7 @@ from pathlib import Path
 from benchmark.cli import build_parser
 from benchmark.presets import PRESETS
 from leaderboard.schema import COLUMN_NAMES
-from models.encodings import encoding_names
+from models.encodings import encoding_entry, encoding_names
 from tasks.listing import tasks_table
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
@@ -17,7 +17,8 @@ def test_task_table_is_current():
 
 def test_every_encoding_preset_and_column_documented():
     for name in encoding_names():
-        assert f"`{name}`" in README, name
+        if encoding_entry(name).source == "built-in":  # plugin tests register more
+            assert f"`{name}`" in README, name
     for name in PRESETS:
         assert f"`{name}`" in README, name
     for column in COLUMN_NAMES:
