@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import sys
+import time
 from pathlib import Path
 
 from benchmark.presets import PRESETS, get_preset
@@ -31,6 +32,28 @@ def _print_board(board, paths) -> None:
         print(f"wrote {kind}: {path}")
 
 
+def _write_provenance(out_dir: Path, argv: list[str], seconds: float, records: list[dict]) -> Path:
+    """Beside a leaderboard: the exact command, code version, hardware, time."""
+    from datetime import datetime, timezone
+
+    from benchmark.device import hardware_description
+    from benchmark.version import code_version
+
+    info = {
+        "command": "lengthbench " + " ".join(argv),
+        "code_version": code_version(),
+        "hardware": hardware_description(),
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "wall_time_s_this_invocation": round(seconds, 1),
+        "runs": len(records),
+        "run_wall_time_s_total": round(sum(r.get("wall_time_s", 0) for r in records), 1),
+        "run_code_versions": sorted({r.get("code_version", "?") for r in records}),
+    }
+    path = Path(out_dir) / "provenance.json"
+    path.write_text(json.dumps(info, indent=1) + "\n")
+    return path
+
+
 def cmd_run(args) -> int:
     from benchmark.grid import auto_workers, run_grid
     from leaderboard.build import build_leaderboard
@@ -45,12 +68,15 @@ def cmd_run(args) -> int:
     for name in preset.encodings:
         encoding_entry(name)
     results = Path(args.results or f"results/{preset.name}")
+    start = time.perf_counter()
     records = run_grid(preset, results, force=args.force, workers=args.workers or auto_workers(),
                        plugin_paths=tuple(args.plugin or ()), progress=not args.no_progress)
     for r in records:
         if r["status"] == "error":
             print(f"error in {r['run_id']}: {r['error']}", file=sys.stderr)
-    board, paths = build_leaderboard(records, Path(args.out) if args.out else results)
+    out = Path(args.out) if args.out else results
+    board, paths = build_leaderboard(records, out)
+    paths["provenance"] = _write_provenance(out, args.argv, time.perf_counter() - start, records)
     _print_board(board, paths)
     return 0
 
@@ -219,7 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:

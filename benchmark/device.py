@@ -1,4 +1,8 @@
-"""Device choice: CUDA when present, else CPU."""
+"""Device choice (CUDA when present, else CPU) and hardware descriptions."""
+
+import os
+import platform
+from pathlib import Path
 
 import torch
 
@@ -11,3 +15,16 @@ def device_description(device: torch.device) -> str:
     if device.type == "cuda":
         return f"cuda:{torch.cuda.get_device_name(device)}"
     return f"cpu ({torch.get_num_threads()} threads)"
+
+
+def hardware_description() -> dict:
+    """What a published table records about the machine that produced it."""
+    cpu = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                 if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    return {"cpu": cpu, "cpu_cores": os.cpu_count(), "gpu": gpu, "torch": torch.__version__,
+            "python": platform.python_version(), "os": platform.platform(terse=True)}

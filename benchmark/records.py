@@ -68,4 +68,4 @@ def load_finished(results_dir: Path, run_id: str) -> dict | None:
 
 
 def load_records(results_dir: Path) -> list[dict]:
-    return [read_record(p) for p in sorted(Path(results_dir).glob("*.json"))]
+    return [read_record(p) for p in sorted(Path(results_dir).glob("*__seed*__*.json"))]

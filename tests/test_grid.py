@@ -69,9 +69,9 @@ def test_record_round_trips(tmp_path, tiny_preset):
 
 
 def test_atomic_write_leaves_no_temp_files(tmp_path):
-    write_record(tmp_path, {"run_id": "x", "status": "ok", "config": {}, "schema_version": 1})
-    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
-    assert load_records(tmp_path)[0]["run_id"] == "x"
+    write_record(tmp_path, {"run_id": "t__e__seed0__h", "status": "ok", "config": {}, "schema_version": 1})
+    assert [p.name for p in tmp_path.iterdir()] == ["t__e__seed0__h.json"]
+    assert load_records(tmp_path)[0]["run_id"] == "t__e__seed0__h"
 
 
 def test_eval_lengths_include_first_ood_length():
