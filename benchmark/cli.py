@@ -57,16 +57,10 @@ def _write_provenance(out_dir: Path, argv: list[str], seconds: float, records: l
 def cmd_run(args) -> int:
     from benchmark.grid import auto_workers, run_grid
     from leaderboard.build import build_leaderboard
-    from models.encodings import encoding_entry
     from models.plugins import load_plugins
-    from tasks import get_task
 
     load_plugins(args.plugin or ())
     preset = get_preset(args.preset).with_grid(args.tasks, args.encodings, args.seeds)
-    for name in preset.tasks:
-        get_task(name)
-    for name in preset.encodings:
-        encoding_entry(name)
     results = Path(args.results or f"results/{preset.name}")
     start = time.perf_counter()
     records = run_grid(preset, results, force=args.force, workers=args.workers or auto_workers(),
@@ -167,13 +161,16 @@ def cmd_submit(args) -> int:
     preset = get_preset(args.preset)
     grid = preset.with_grid(encodings=[e for e in preset.encodings if e not in names] + names)
     results = Path(args.results or f"results/{preset.name}")
+    start = time.perf_counter()
     records = run_grid(grid, results, workers=args.workers or auto_workers(),
                        plugin_paths=(args.path,), progress=not args.no_progress)
-    board, paths = build_leaderboard(records, Path(args.out) if args.out else results)
+    out = Path(args.out) if args.out else results
+    board, paths = build_leaderboard(records, out)
+    paths["provenance"] = _write_provenance(out, args.argv, time.perf_counter() - start, records)
     _print_board(board, paths)
     print(ranking_text(board, names))
     for name in names:
-        print(f"wrote submission: {write_submission(board, name, Path(args.out or results))}")
+        print(f"wrote submission: {write_submission(board, name, out)}")
     return 0
 
 

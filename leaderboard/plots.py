@@ -13,24 +13,33 @@ import pandas as pd  # noqa: E402
 
 from leaderboard.tables import encoding_order  # noqa: E402
 from models.encodings import encoding_names  # noqa: E402
+from tasks import task_names  # noqa: E402
 
 
 def encoding_colors(names) -> dict[str, tuple]:
-    """A fixed colour per encoding, keyed on its registry position, so the
-    same encoding has the same colour in every figure."""
+    """A fixed colour per encoding in every figure: each built-in family gets
+    a hue of ``tab20`` (registry order), its ``randomized-`` variant the light
+    shade of the same hue; other encodings get ``Dark2`` colours by name."""
     palette = plt.get_cmap("tab20").colors
-    registry = encoding_names()
+    families = [n for n in encoding_names() if not n.startswith("randomized-")]
+    extra = plt.get_cmap("Dark2").colors
+    others = sorted(n for n in names if n.removeprefix("randomized-") not in families[:10])
     colors = {}
     for name in names:
-        index = registry.index(name) if name in registry else len(registry) + sorted(names).index(name)
-        colors[name] = palette[(2 * index) % 20 if index < 10 else (2 * index + 1) % 20]
+        base = name.removeprefix("randomized-")
+        if base in families[:10]:
+            colors[name] = palette[2 * families.index(base) + (name != base)]
+        else:
+            colors[name] = extra[others.index(name) % len(extra)]
     return colors
 
 
 def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = "exact_match") -> Path:
     """One panel per task, one line per encoding (mean over seeds, the seed
     range shaded), a dashed vertical line at L_train."""
-    tasks = list(dict.fromkeys(per_length["task"]))
+    registry = task_names()
+    tasks = sorted(dict.fromkeys(per_length["task"]),
+                   key=lambda t: registry.index(t) if t in registry else len(registry))
     cols = min(4, max(1, len(tasks)))
     rows = -(-len(tasks) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False,
@@ -82,7 +91,7 @@ def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match
         i, j = encodings.index(row.encoding), tasks.index(row.task)
         grid[i, j] = row[metric]
         status[i, j] = row.status
-    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * len(tasks), 1.2 + 0.42 * len(encodings)))
+    fig, ax = plt.subplots(figsize=(max(6.0, 2.5 + 0.8 * len(tasks)), 1.8 + 0.42 * len(encodings)))
     image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
     for (i, j), st in status.items():
         if st == "not_applicable":
@@ -101,9 +110,10 @@ def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match
             ax.axvline(j - 0.5, color="white", lw=2.5)
     for level in dict.fromkeys(levels):
         cols = [j for j, lv in enumerate(levels) if lv == level]
-        ax.text((cols[0] + cols[-1]) / 2, -0.8, level, ha="center", va="bottom", fontsize=8, weight="bold")
-    fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label=metric.replace("_", " ") + " (%/100)")
-    ax.set_title(f"{metric.replace('_', ' ')} by task (grouped by level) and encoding", pad=18, fontsize=9)
+        label = {"arithmetic": "arith.", "sequence": "seq."}.get(level, level) if len(cols) == 1 else level
+        ax.text((cols[0] + cols[-1]) / 2, -0.7, label, ha="center", va="bottom", fontsize=7, weight="bold")
+    fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label=metric.replace("_", " "))
+    ax.set_title(f"{metric.replace('_', ' ')} (%), tasks grouped by level", pad=16, fontsize=9)
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=110)

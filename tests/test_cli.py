@@ -10,7 +10,7 @@ from leaderboard.schema import COLUMN_NAMES
 @pytest.mark.parametrize("argv,needle", [
     (["run", "--tasks", "copyy"], "unknown task 'copyy'; valid choices: addition, addition-index-hints, binary_addition"),
     (["run", "--encodings", "rop"], "unknown encoding 'rop'; valid choices:"),
-    (["run", "--preset", "huge"], "unknown preset 'huge'; valid choices: quick, smoke"),
+    (["run", "--preset", "huge"], "unknown preset 'huge'; valid choices: arithmetic, quick, smoke, standard"),
 ])
 def test_unknown_names_one_line_error(capsys, tmp_path, argv, needle):
     assert main(argv + ["--results", str(tmp_path)]) == 2
