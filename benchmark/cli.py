@@ -82,10 +82,13 @@ def cmd_list(args) -> int:
         print(tasks_table())
     elif args.what == "encodings":
         from models.encodings import encoding_entry, encoding_names
+        from models.plugins import load_entry_points
 
+        load_entry_points()
         for name in encoding_names():
             entry = encoding_entry(name)
-            print(f"{name:24s} {entry.description}  defaults={json.dumps(entry.defaults)}")
+            source = "" if entry.source == "built-in" else f"  [{entry.source}]"
+            print(f"{name:24s} {entry.description}  defaults={json.dumps(entry.defaults)}{source}")
     else:
         for preset in PRESETS.values():
             print(json.dumps(preset.describe(), indent=1, default=str))
