@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from benchmark.config import Preset, RunConfig
 from benchmark.device import default_device
 from benchmark.records import load_finished, write_record
-from benchmark.runner import execute_run
+from benchmark.runner import error_record, execute_run
 
 log = logging.getLogger(__name__)
 
@@ -77,11 +77,17 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
         for config in todo:
             finish(execute_run(config, device, _bar_factory(1) if progress else None))
     else:
+        workers = min(workers, len(todo))
         threads = max(1, torch.get_num_threads() // workers)
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
                                  initargs=(threads, tuple(plugin_paths))) as pool:
-            for future in as_completed([pool.submit(_run_in_worker, c) for c in todo]):
-                finish(future.result())
+            futures = {pool.submit(_run_in_worker, c): c for c in todo}
+            for future in as_completed(futures):
+                try:
+                    record = future.result()
+                except Exception as err:  # noqa: BLE001  (a worker died: record it, go on)
+                    record = error_record(futures[future], default_device(), err)
+                finish(record)
     outer.close()
     return [records[c.run_id] for c in configs]

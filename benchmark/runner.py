@@ -36,6 +36,13 @@ def base_record(config: RunConfig, device: torch.device) -> dict:
     }
 
 
+def error_record(config: RunConfig, device: torch.device, err: BaseException) -> dict:
+    """The record of a run that failed outside ``execute_run`` (a dead worker)."""
+    return {**base_record(config, device), "status": "error", "wall_time_s": 0.0,
+            "error": f"{type(err).__name__}: {err}",
+            "traceback": "".join(traceback.format_exception(err, limit=8))}
+
+
 def execute_run(config: RunConfig, device: torch.device, progress_factory=None) -> dict:
     """Train and evaluate one cell. Errors become an ``error`` record."""
     record = base_record(config, device)

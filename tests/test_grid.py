@@ -134,3 +134,32 @@ def test_unsupported_length_is_recorded(tiny_preset):
     statuses = {m["length"]: m["status"] for m in record["per_length"]}
     assert statuses[5] == "ok" and statuses[7] == "unsupported"
     assert record["summary"]["ood_unsupported_lengths"] >= 1
+
+
+def test_dead_worker_is_recorded(tmp_path, tiny_preset, monkeypatch):
+    """A worker process that dies becomes an error record; the grid finishes."""
+    from concurrent.futures import Future
+
+    class DyingPool:
+        def __init__(self, *a, **k):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def submit(self, fn, config):
+            future = Future()
+            if config.task == "copy":
+                future.set_exception(RuntimeError("worker killed"))
+            else:
+                future.set_result(fn(config))
+            return future
+
+    monkeypatch.setattr(grid_module, "ProcessPoolExecutor", DyingPool)
+    records = run_grid(tiny_preset.with_grid(encodings=["nope"]), tmp_path, workers=2, progress=False)
+    by_task = {r["task"]: r for r in records}
+    assert by_task["copy"]["status"] == "error" and "worker killed" in by_task["copy"]["error"]
+    assert by_task["parity_check"]["status"] == "ok"
