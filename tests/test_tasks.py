@@ -154,3 +154,18 @@ def test_coupled_ids_cover_sequence(name):
     batch = make_batch(task, np.random.default_rng(0), np.array([task.min_length + 2] * 3))
     assert (batch.position_ids >= 0).all()
     assert not (batch.position_ids == np.arange(batch.tokens.shape[1])).all()
+
+
+@pytest.mark.parametrize("name", task_names())
+@pytest.mark.parametrize("offset", [0, 1, 498, 499])
+def test_oracle_at_fixed_lengths(name, offset):
+    """Every task at its shortest lengths and at 500 (odd and even)."""
+    task = get_task(name)
+    length = task.min_length + offset if offset < 2 else 1 + offset
+    sample = task.sample(np.random.default_rng(length), length, 4)
+    assert sample.inputs.shape == (4, task.input_length(length))
+    for i in range(4):
+        out = sample.outputs[i]
+        if sample.output_lengths is not None:
+            out = out[: sample.output_lengths[i]]
+        assert list(out) == task.solve(list(sample.inputs[i]))
