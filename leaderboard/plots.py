@@ -61,7 +61,7 @@ def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = 
         ax.set_ylabel(metric.replace("_", " "))
     for ax in list(axes.flat)[len(tasks):]:
         ax.axis("off")
-    handles, labels = {}, {}
+    handles = {}
     for ax in axes.flat:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)

@@ -1,7 +1,6 @@
 """Encoding contract: causality for every encoding, randomized positions,
 ALiBi slopes, RoPE relativity, out-of-range tables."""
 
-import numpy as np
 import pytest
 import torch
 
