@@ -122,7 +122,7 @@ def task_names() -> list[str]:
     return sorted(_TASKS, key=lambda n: LEVELS.index(_TASKS[n].level))
 
 
-def _assemble(task: Task, sample: Sample, length: int) -> tuple[np.ndarray, ...]:
+def _assemble(sample: Sample) -> tuple[np.ndarray, ...]:
     """Lay one group out as full sequences; returns (seq, out_start, out_len, ids)."""
     inputs, outputs = sample.inputs, sample.outputs
     b, n_in = inputs.shape
@@ -149,12 +149,10 @@ def make_batch(task: Task, rng: np.random.Generator, lengths: np.ndarray) -> Bat
         top = task.max_length if task.max_length is not None else "any"
         raise ValueError(f"task {task.name!r} supports lengths {task.min_length}..{top}, "
                          f"got {low if low < task.min_length else high}")
-    groups = []
-    for n in np.unique(lengths):
-        count = int((lengths == n).sum())
-        groups.append((int(n), _assemble(task, task.sample(rng, int(n), count), int(n))))
-    total = max(g[1][0].shape[1] for g in groups) - 1  # model sees seq[:-1]
-    rows = sum(g[1][0].shape[0] for g in groups)
+    groups = [(int(n), _assemble(task.sample(rng, int(n), int((lengths == n).sum()))))
+              for n in np.unique(lengths)]
+    total = max(seq.shape[1] for _, (seq, *_) in groups) - 1  # model sees seq[:-1]
+    rows = len(lengths)
     tokens = np.full((rows, total), PAD, dtype=np.int64)
     targets = np.full((rows, total), IGNORE, dtype=np.int64)
     scored = np.zeros((rows, total), dtype=bool)
