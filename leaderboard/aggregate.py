@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 
@@ -33,7 +35,7 @@ def runs_frame(records: list[dict]) -> pd.DataFrame:
         rows.append({
             "task": r["task"], "encoding": r["encoding"], "seed": r["seed"], "status": r["status"],
             "train_length": cfg["train_length"], "test_length": cfg["test_length"],
-            "signature": repr(sorted(signature.items(), key=lambda kv: kv[0])),
+            "signature": json.dumps(signature, sort_keys=True),
             "run_id": r["run_id"], **(r.get("summary") or {}),
         })
     return pd.DataFrame(rows)

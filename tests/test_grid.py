@@ -163,3 +163,28 @@ def test_dead_worker_is_recorded(tmp_path, tiny_preset, monkeypatch):
     by_task = {r["task"]: r for r in records}
     assert by_task["copy"]["status"] == "error" and "worker killed" in by_task["copy"]["error"]
     assert by_task["parity_check"]["status"] == "ok"
+
+
+def test_adding_seeds_to_stored_runs_builds_a_leaderboard(tmp_path, tiny_preset):
+    """Stored records (read back from JSON) and fresh ones of the same cell
+    must count as the same settings."""
+    from leaderboard.aggregate import leaderboard_frame
+
+    preset = tiny_preset.with_grid(tasks=["copy"], encodings=["nope"])
+    run_grid(preset.with_grid(seeds=[0]), tmp_path, progress=False)
+    records = run_grid(preset.with_grid(seeds=[0, 1]), tmp_path, progress=False)
+    board = leaderboard_frame(records)
+    assert board.n_seeds.tolist() == [2]
+
+
+def test_mixed_settings_are_refused(tmp_path, tiny_preset):
+    from dataclasses import replace
+
+    from leaderboard.aggregate import MixedConfigError, leaderboard_frame
+
+    preset = tiny_preset.with_grid(tasks=["copy"], encodings=["nope"])
+    first = run_grid(preset, tmp_path / "a", progress=False)
+    other = replace(preset, settings={**preset.settings, "steps": 4}).with_grid(seeds=[1])
+    second = run_grid(other, tmp_path / "b", progress=False)
+    with pytest.raises(MixedConfigError, match="runs of copy/nope use different settings"):
+        leaderboard_frame(first + second)
