@@ -42,8 +42,8 @@ def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = 
                    key=lambda t: registry.index(t) if t in registry else len(registry))
     cols = min(4, max(1, len(tasks)))
     rows = -(-len(tasks) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False,
-                             sharey=True)
+    fig, axes = plt.subplots(rows, cols, figsize=(max(7.5, 4.2 * cols), 3.2 * rows + 0.6),
+                             squeeze=False, sharey=True)
     colors = encoding_colors(list(dict.fromkeys(per_length["encoding"])))
     for ax, task in zip(axes.flat, tasks):
         sub = per_length[per_length.task == task]
@@ -67,7 +67,8 @@ def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = 
             handles.setdefault(lab, h)
     fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=min(6, len(handles)),
                frameon=False, bbox_to_anchor=(0.5, -0.02))
-    fig.suptitle(f"{metric.replace('_', ' ')} vs length (dashed: L_train; shaded: seed range)")
+    fig.suptitle(f"{metric.replace('_', ' ')} vs length (dashed: L_train; shaded: seed range)",
+                 fontsize=10)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
