@@ -15,7 +15,6 @@ from benchmark.evaluate import evaluate, summarize
 from benchmark.records import RECORD_SCHEMA_VERSION
 from benchmark.train import build_model, train
 from benchmark.version import code_version
-from models import encoding_entry
 from tasks import get_task
 
 
@@ -36,11 +35,14 @@ def base_record(config: RunConfig, device: torch.device) -> dict:
     }
 
 
+def _error_fields(err: BaseException) -> dict:
+    return {"status": "error", "error": f"{type(err).__name__}: {err}",
+            "traceback": "".join(traceback.format_exception(err, limit=8))}
+
+
 def error_record(config: RunConfig, device: torch.device, err: BaseException) -> dict:
     """The record of a run that failed outside ``execute_run`` (a dead worker)."""
-    return {**base_record(config, device), "status": "error", "wall_time_s": 0.0,
-            "error": f"{type(err).__name__}: {err}",
-            "traceback": "".join(traceback.format_exception(err, limit=8))}
+    return {**base_record(config, device), **_error_fields(err), "wall_time_s": 0.0}
 
 
 def execute_run(config: RunConfig, device: torch.device, progress_factory=None) -> dict:
@@ -49,12 +51,11 @@ def execute_run(config: RunConfig, device: torch.device, progress_factory=None) 
     start = time.perf_counter()
     try:
         task = get_task(config.task)
-        encoding = encoding_entry(config.encoding).factory
-        if getattr(encoding, "uses_task_positions", False) and not task.has_coupled_ids:
+        model = build_model(config, task, device)
+        if model.encoding.uses_task_positions and not task.has_coupled_ids:
             record.update(status="not_applicable",
                           reason=f"{config.encoding} needs coupled position ids; {config.task} has none")
             return record
-        model = build_model(config, task, device)
         record["n_parameters"] = sum(p.numel() for p in model.parameters())
         bar = progress_factory(config.steps, "train") if progress_factory else None
         result = train(model, task, config, device, bar)
@@ -74,8 +75,7 @@ def execute_run(config: RunConfig, device: torch.device, progress_factory=None) 
         record.update(status="ok", per_length=per_length,
                       summary=summarize(per_length, config.train_length))
     except Exception as err:  # noqa: BLE001  (one bad cell must not stop the grid)
-        record.update(status="error", error=f"{type(err).__name__}: {err}",
-                      traceback=traceback.format_exc(limit=8))
+        record.update(_error_fields(err))
     finally:
         record["wall_time_s"] = round(time.perf_counter() - start, 3)
     return record
