@@ -5,12 +5,23 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
 from benchmark.presets import PRESETS, get_preset
-from tasks.base import UnknownNameError
+from tasks.base import InputError
+
+EXIT_OK, EXIT_RUNS_FAILED, EXIT_REFUSED, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line (naming the bad value) and exit 2."""
+
+    def error(self, message):
+        self.exit(EXIT_REFUSED, f"lengthbench: error: {message} (see `{self.prog} --help`)\n")
 
 
 def _csv(value: str) -> list[str]:
@@ -21,7 +32,27 @@ def _seeds(value: str) -> list[int]:
     try:
         return [int(v) for v in _csv(value)]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"seeds must be comma-separated integers, got {value!r}")
+        raise argparse.ArgumentTypeError(f"{value!r}: seeds are comma-separated integers >= 0, e.g. 0,1,2")
+
+
+def _count(minimum: int, what: str):
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            number = None
+        if number is None or number < minimum:
+            raise argparse.ArgumentTypeError(f"{value!r}: {what}")
+        return number
+    return parse
+
+
+def _lengths(value: str) -> list[int]:
+    lengths = [_count(1, "task lengths are comma-separated integers >= 1, e.g. 40,500")(v)
+               for v in _csv(value)]
+    if not lengths:
+        raise argparse.ArgumentTypeError(f"{value!r}: empty; give task lengths >= 1, e.g. 40,500")
+    return lengths
 
 
 def _print_board(board, paths) -> None:
@@ -37,9 +68,10 @@ def _write_provenance(out_dir: Path, argv: list[str], seconds: float, records: l
     from datetime import datetime, timezone
 
     from benchmark.device import hardware_description
+    from benchmark.files import write_json
     from benchmark.version import code_version
 
-    info = {
+    return write_json(Path(out_dir) / "provenance.json", {
         "command": "lengthbench " + " ".join(argv),
         "code_version": code_version(),
         "hardware": hardware_description(),
@@ -48,31 +80,71 @@ def _write_provenance(out_dir: Path, argv: list[str], seconds: float, records: l
         "runs": len(records),
         "run_wall_time_s_total": round(sum(r.get("wall_time_s", 0) for r in records), 1),
         "run_code_versions": sorted({r.get("code_version", "?") for r in records}),
-    }
-    path = Path(out_dir) / "provenance.json"
-    path.write_text(json.dumps(info, indent=1) + "\n")
-    return path
+    })
 
 
-def cmd_run(args) -> int:
-    from benchmark.grid import auto_workers, run_grid
+def _checked_plugins(plugins, show_reports: bool) -> list[str]:
+    """Load and contract-check plugin files (the same way for run, check and
+    submit); refuse with one line if any encoding fails."""
+    from models.plugins import check_plugins, contract_failure
+
+    names, reports = check_plugins(plugins)
+    for report in reports:
+        if show_reports or not report.passed:
+            print(report.format())
+    if not all(r.passed for r in reports):
+        raise contract_failure(plugins, reports)
+    return names
+
+
+def _output_dirs(args, preset_name: str) -> tuple[Path, Path]:
+    from benchmark.files import ensure_output_dir
+
+    results = ensure_output_dir(args.results or f"results/{preset_name}", "--results")
+    out = ensure_output_dir(args.out, "--out") if args.out else results
+    return results, out
+
+
+def _run_and_report(args, grid, plugins, names=()) -> int:
+    """Run a validated grid, build its leaderboard, list failed cells."""
+    from benchmark.grid import grid_configs, resolve_workers, run_grid
     from leaderboard.build import build_leaderboard
-    from models.plugins import load_plugins
 
-    load_plugins(args.plugin or ())
-    preset = get_preset(args.preset).with_grid(args.tasks, args.encodings, args.seeds)
-    results = Path(args.results or f"results/{preset.name}")
+    grid_configs(grid)  # every name and setting resolves before any folder is touched
+    results, out = _output_dirs(args, grid.name)
     start = time.perf_counter()
-    records = run_grid(preset, results, force=args.force, workers=args.workers or auto_workers(),
-                       plugin_paths=tuple(args.plugin or ()), progress=not args.no_progress)
-    for r in records:
-        if r["status"] == "error":
-            print(f"error in {r['run_id']}: {r['error']}", file=sys.stderr)
-    out = Path(args.out) if args.out else results
+    records = run_grid(grid, results, force=getattr(args, "force", False),
+                       workers=resolve_workers(args.workers), plugins=tuple(plugins),
+                       progress=not args.no_progress)
     board, paths = build_leaderboard(records, out)
     paths["provenance"] = _write_provenance(out, args.argv, time.perf_counter() - start, records)
     _print_board(board, paths)
-    return 0
+    if names:
+        from leaderboard.submission import ranking_text, write_submission
+
+        print(ranking_text(board, names))
+        for name in names:
+            print(f"wrote submission: {write_submission(board, name, out)}")
+    failed = [r for r in records if r["status"] == "error"]
+    for r in failed:
+        print(f"lengthbench: run {r['task']}/{r['encoding']} seed {r['seed']} failed: {r['error']}",
+              file=sys.stderr)
+    if failed:
+        print(f"lengthbench: error: {len(failed)} of {len(records)} runs ended in error (listed above; "
+              "their records keep the traceback); rerun the same command to retry them", file=sys.stderr)
+        return EXIT_RUNS_FAILED
+    return EXIT_OK
+
+
+def cmd_run(args) -> int:
+    from models.plugins import PluginFile, load_entry_points
+
+    preset = get_preset(args.preset)
+    load_entry_points()
+    plugins = [PluginFile(p) for p in args.plugin or ()]
+    _checked_plugins(plugins, show_reports=False)
+    grid = preset.with_grid(args.tasks, args.encodings, args.seeds)
+    return _run_and_report(args, grid, plugins)
 
 
 def cmd_list(args) -> int:
@@ -96,114 +168,96 @@ def cmd_list(args) -> int:
 
 
 def cmd_leaderboard(args) -> int:
+    from benchmark.files import ensure_output_dir
     from benchmark.records import load_records
     from leaderboard.build import build_leaderboard
 
-    records = load_records(Path(args.results))
+    results = Path(args.results)
+    if not results.is_dir():
+        what = "is a file, not a folder" if results.exists() else "does not exist"
+        raise InputError(f"--results {args.results!r} {what}; give the folder that holds the run "
+                         "records (*.json)")
+    records = load_records(results)
     if not records:
-        raise ValueError(f"no run records (*.json) in {args.results!r}")
-    board, paths = build_leaderboard(records, Path(args.out or args.results))
+        raise InputError(f"--results {args.results!r} holds no run records "
+                         "(<task>__<encoding>__seed<k>__<hash>.json); run `lengthbench run` first")
+    out = ensure_output_dir(args.out, "--out") if args.out else ensure_output_dir(results, "--results")
+    board, paths = build_leaderboard(records, out)
     _print_board(board, paths)
-    return 0
+    return EXIT_OK
 
 
 def cmd_compare(args) -> int:
+    from benchmark.files import ensure_output_dir
     from leaderboard.compare import compare_files, summary_counts, to_markdown
 
-    diff, paths = compare_files(Path(args.a), Path(args.b), Path(args.out), args.metric)
+    out = ensure_output_dir(args.out, "--out")
+    diff, paths = compare_files(Path(args.a), Path(args.b), out, args.metric)
     print(to_markdown(diff, args.a, args.b))
     print("summary:", ", ".join(f"{k} {v}" for k, v in summary_counts(diff).items()))
     for kind, path in paths.items():
         print(f"wrote {kind}: {path}")
-    return 0
-
-
-def _load_submission(path: str, name: str | None) -> list[str]:
-    """Import an encoding file; with ``name``, register its one encoding under it."""
-    from models.encodings import encoding_entry, register_encoding
-    from models.plugins import load_encoding_file
-
-    names = load_encoding_file(path)
-    if not names:
-        raise ValueError(f"{path} registers no encoding; decorate a PositionEncoding subclass "
-                         "with @register_encoding('your-name')")
-    if name and name not in names:
-        if len(names) != 1:
-            raise ValueError(f"--name needs a file with one encoding; {path} registers {', '.join(names)}")
-        entry = encoding_entry(names[0])
-        register_encoding(name, defaults=entry.defaults, description=entry.description,
-                          source=entry.source)(entry.factory)
-        names = [name]
-    return names
+    return EXIT_OK
 
 
 def cmd_check(args) -> int:
     from models.contract import check_encoding
+    from models.plugins import PluginFile, load_entry_points, load_plugin
 
-    reports = [check_encoding(n) for n in _load_submission(args.path, None)]
+    load_entry_points()
+    reports = [check_encoding(n) for n in load_plugin(PluginFile(args.path))]
     for report in reports:
         print(report.format())
-    return 0 if all(r.passed for r in reports) else 1
+    if all(r.passed for r in reports):
+        return EXIT_OK
+    print(f"lengthbench: {args.path} fails the encoding contract (see the FAIL lines above)",
+          file=sys.stderr)
+    return EXIT_RUNS_FAILED
 
 
 def cmd_submit(args) -> int:
-    from benchmark.grid import auto_workers, run_grid
-    from leaderboard.build import build_leaderboard
-    from leaderboard.submission import ranking_text, write_submission
-    from models.contract import check_encoding
-    from models.plugins import load_entry_points
+    from models.plugins import PluginFile, load_entry_points
 
-    load_entry_points()
-    names = _load_submission(args.path, args.name)
-    reports = [check_encoding(n) for n in names]
-    for report in reports:
-        print(report.format())
-    if not all(r.passed for r in reports):
-        print("lengthbench: error: the contract check failed; nothing was run", file=sys.stderr)
-        return 1
     preset = get_preset(args.preset)
+    load_entry_points()
+    plugins = [PluginFile(args.path, args.name)]
+    names = _checked_plugins(plugins, show_reports=True)
     grid = preset.with_grid(encodings=[e for e in preset.encodings if e not in names] + names)
-    results = Path(args.results or f"results/{preset.name}")
-    start = time.perf_counter()
-    records = run_grid(grid, results, workers=args.workers or auto_workers(),
-                       plugin_paths=(args.path,), progress=not args.no_progress)
-    out = Path(args.out) if args.out else results
-    board, paths = build_leaderboard(records, out)
-    paths["provenance"] = _write_provenance(out, args.argv, time.perf_counter() - start, records)
-    _print_board(board, paths)
-    print(ranking_text(board, names))
-    for name in names:
-        print(f"wrote submission: {write_submission(board, name, out)}")
-    return 0
+    return _run_and_report(args, grid, plugins, names)
 
 
 def cmd_bench_generation(args) -> int:
     from benchmark.bench_generation import main as bench_main
     from tasks import get_task
 
-    for name in args.tasks or ():
-        get_task(name)
-    bench_main([int(n) for n in args.lengths], args.batch, args.tasks)
-    return 0
+    if args.tasks is not None:
+        if not args.tasks:
+            raise InputError("--tasks: the list is empty; give task names, or leave it out for all")
+        for name in args.tasks:
+            get_task(name)
+    bench_main(args.lengths, args.batch, args.tasks)
+    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lengthbench", description=__doc__)
+    parser = OneLineParser(prog="lengthbench", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     sub = parser.add_subparsers(dest="command", required=True)
+    workers = _count(0, "--workers is 0 (auto) or a positive number of processes")
 
     run = sub.add_parser("run", help="train and evaluate a preset's grid, then build the leaderboard")
     run.add_argument("--preset", default="quick", help=f"one of: {', '.join(PRESETS)} (default quick)")
     run.add_argument("--tasks", type=_csv, help="comma-separated subset of tasks")
     run.add_argument("--encodings", type=_csv, help="comma-separated subset of encodings")
-    run.add_argument("--seeds", type=_seeds, help="comma-separated seeds (default: the preset's)")
+    run.add_argument("--seeds", type=_seeds, help="comma-separated seeds >= 0 (default: the preset's)")
     run.add_argument("--results", help="records folder (default results/<preset>)")
     run.add_argument("--out", help="leaderboard folder (default: the records folder)")
     run.add_argument("--force", action="store_true", help="rerun cells that have a finished record")
-    run.add_argument("--workers", type=int, default=0,
+    run.add_argument("--workers", type=workers, default=0,
                      help="parallel run processes; 0 = auto: one per CPU core (at most 8) on CPU, "
-                          "1 on CUDA (default 0)")
-    run.add_argument("--plugin", action="append", help="Python file registering extra encodings")
+                          "1 on CUDA; more than the CPU cores is capped (default 0)")
+    run.add_argument("--plugin", action="append",
+                     help="Python file registering extra encodings (contract-checked before any run)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
     run.set_defaults(func=cmd_run)
 
@@ -225,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     sbm.add_argument("--name", help="leaderboard name for the file's (single) encoding")
     sbm.add_argument("--results", help="records folder (default results/<preset>, shared with `run`)")
     sbm.add_argument("--out", help="leaderboard folder (default: the records folder)")
-    sbm.add_argument("--workers", type=int, default=0, help="parallel run processes (0 = auto)")
+    sbm.add_argument("--workers", type=workers, default=0, help="parallel run processes (0 = auto)")
     sbm.add_argument("--no-progress", action="store_true", help="hide progress bars")
     sbm.set_defaults(func=cmd_submit)
 
@@ -237,21 +291,44 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.set_defaults(func=cmd_compare)
 
     gen = sub.add_parser("bench-generation", help="time batch generation for every task")
-    gen.add_argument("--lengths", type=_csv, default=["40", "500"], help="task lengths (default 40,500)")
-    gen.add_argument("--batch", type=int, default=128, help="batch size (default 128)")
+    gen.add_argument("--lengths", type=_lengths, default=[40, 500], help="task lengths (default 40,500)")
+    gen.add_argument("--batch", type=_count(1, "--batch is a positive number of examples"), default=128,
+                     help="batch size (default 128)")
     gen.add_argument("--tasks", type=_csv, help="comma-separated subset of tasks")
     gen.set_defaults(func=cmd_bench_generation)
     return parser
 
 
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv=None) -> int:
+    """Exit codes: 0 done; 1 done, but some runs ended in error (or ``check``
+    found a contract failure); 2 refused: bad input or a file that cannot be
+    read or written, with nothing lost; 130 interrupted (Ctrl-C, SIGTERM)."""
+    from benchmark.grid import GridInterrupted
+
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     args.argv = argv
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+                        format="lengthbench: %(levelname)s: %(message)s")
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    if in_main_thread:  # SIGTERM (a scheduler, `kill`) stops as cleanly as Ctrl-C
+        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         return args.func(args)
-    except (UnknownNameError, ValueError, FileNotFoundError) as err:
+    except GridInterrupted as err:
+        print(f"lengthbench: {err}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        print("lengthbench: interrupted; files are written whole or not at all, so nothing is "
+              "half-written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (InputError, OSError) as err:
         print(f"lengthbench: error: {err}", file=sys.stderr)
-        return 2
+        return EXIT_REFUSED
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)

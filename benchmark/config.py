@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from models.encodings import encoding_entry, resolve_params
 from models.transformer import ModelSize
 from tasks import get_task
+from tasks.base import InputError
 
 
 @dataclass(frozen=True)
@@ -93,18 +94,39 @@ class Preset:
         model = replace(self.model, **values.pop("model", {}))
         unknown = set(values) - RUN_FIELDS
         if unknown:
-            raise ValueError(f"preset {self.name!r} sets unknown fields {sorted(unknown)}; valid: {sorted(RUN_FIELDS)}")
+            raise InputError(f"preset {self.name!r} sets unknown fields {sorted(unknown)}; valid: {sorted(RUN_FIELDS)}")
         params = resolve_params(encoding, self.encoding_params.get(encoding))
         return RunConfig(task=task, encoding=encoding, seed=seed, model=model,
                          encoding_params=params, encoding_source=source, **values)
 
     def with_grid(self, tasks=None, encodings=None, seeds=None) -> "Preset":
+        """The same preset on another grid; ``None`` keeps the preset's axis.
+        An empty axis, a repeated entry or a negative seed is refused: a grid
+        holds each (task, encoding, seed) once."""
+        seeds = None if seeds is None else list(seeds)
+        for seed in seeds or ():
+            if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+                raise InputError(f"seed {seed!r} is not valid; seeds are integers >= 0")
         return replace(
             self,
-            tasks=tuple(tasks) if tasks else self.tasks,
-            encodings=tuple(encodings) if encodings else self.encodings,
-            seeds=tuple(seeds) if seeds is not None else self.seeds,
+            tasks=_grid_axis("tasks", tasks, self.tasks),
+            encodings=_grid_axis("encodings", encodings, self.encodings),
+            seeds=_grid_axis("seeds", seeds, self.seeds),
         )
 
     def describe(self) -> dict:
         return asdict(self)
+
+
+def _grid_axis(what: str, values, default: tuple) -> tuple:
+    if values is None:
+        return default
+    values = tuple(values)
+    if not values:
+        raise InputError(f"{what}: the list is empty; give at least one, or leave the option out "
+                         f"for the preset's {what} ({', '.join(map(str, default))})")
+    repeated = next((v for i, v in enumerate(values) if v in values[:i]), None)
+    if repeated is not None:
+        raise InputError(f"{what}: {repeated!r} is listed twice in {','.join(map(str, values))}; "
+                         "give each once (a grid holds every task, encoding and seed once)")
+    return values

@@ -1,12 +1,22 @@
 """The grid runner: expands a preset into runs, skips finished ones, runs
 the rest serially or in a process pool, and writes each record as soon as
-its run ends (an interrupted grid keeps every finished run)."""
+its run ends (an interrupted grid keeps every finished run).
+
+Interrupts: Ctrl-C (SIGINT) stops the grid within a few seconds. Pool
+workers ignore SIGINT (the driver alone decides), the driver kills them,
+keeps every record finished before the interrupt and raises
+``GridInterrupted``. Workers also exit on their own when the driver dies
+(``kill -9``), so no orphan keeps training.
+"""
 
 from __future__ import annotations
 
 import logging
 import multiprocessing
 import os
+import signal
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -17,8 +27,21 @@ from benchmark.config import Preset, RunConfig
 from benchmark.device import default_device
 from benchmark.records import load_finished, write_record
 from benchmark.runner import error_record, execute_run
+from tasks.base import InputError
 
 log = logging.getLogger(__name__)
+
+PARENT_POLL_S = 0.5  # how often a worker checks that the driver is alive
+
+
+class GridInterrupted(Exception):
+    """The grid was interrupted; every record finished before it is on disk."""
+
+    def __init__(self, finished: int, total: int, finished_now: int):
+        super().__init__(f"interrupted: {finished} of {total} runs have records "
+                         f"({finished_now} finished in this invocation), {total - finished} pending; "
+                         "rerun the same command to resume")
+        self.finished, self.total, self.finished_now = finished, total, finished_now
 
 
 def auto_workers() -> int:
@@ -29,9 +52,28 @@ def auto_workers() -> int:
     return max(1, min(8, os.cpu_count() or 1))
 
 
+def resolve_workers(requested: int) -> int:
+    """``0`` means auto; more processes than CPU cores only slow each other
+    down, so a larger request is capped, with a warning."""
+    if requested == 0:
+        return auto_workers()
+    cores = os.cpu_count() or 1
+    if requested > cores:
+        log.warning("--workers %d capped at %d, the number of CPU cores here", requested, cores)
+        return cores
+    return requested
+
+
 def grid_configs(preset: Preset) -> list[RunConfig]:
-    return [preset.run_config(t, e, s) for t in preset.tasks for e in preset.encodings
-            for s in preset.seeds]
+    configs = [preset.run_config(t, e, s) for t in preset.tasks for e in preset.encodings
+               for s in preset.seeds]
+    seen = set()
+    for config in configs:
+        if config.run_id in seen:
+            raise InputError(f"run {config.run_id} appears twice in preset {preset.name!r}; "
+                             "a grid holds every (task, encoding, seed) once")
+        seen.add(config.run_id)
+    return configs
 
 
 def _bar_factory(position: int):
@@ -40,19 +82,67 @@ def _bar_factory(position: int):
     return make
 
 
-def _worker_init(threads: int, plugin_paths: tuple[str, ...]) -> None:
+def _exit_with_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
+
+
+def _worker_init(threads: int, plugins: tuple, parent: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     torch.set_num_threads(threads)
     from models.plugins import load_plugins  # re-register third-party encodings in the child
-    load_plugins(plugin_paths)
+    load_plugins(plugins)
 
 
 def _run_in_worker(config: RunConfig) -> dict:
     return execute_run(config, default_device())
 
 
+class _SigintIgnored:
+    """Ignore SIGINT while worker processes start, so they inherit the
+    disposition and a Ctrl-C during their import cannot print tracebacks."""
+
+    def __enter__(self):
+        self.active = threading.current_thread() is threading.main_thread()
+        if self.active:
+            self.previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def __exit__(self, *exc):
+        if self.active:
+            signal.signal(signal.SIGINT, self.previous)
+
+
+def _run_pool(todo: list[RunConfig], workers: int, plugins: tuple, finish) -> None:
+    threads = max(1, torch.get_num_threads() // workers)
+    ctx = multiprocessing.get_context("spawn")
+    before = set(multiprocessing.active_children())
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
+                               initargs=(threads, tuple(plugins), os.getpid()))
+    try:
+        with _SigintIgnored():
+            futures = {pool.submit(_run_in_worker, c): c for c in todo}
+        for future in as_completed(futures):
+            try:
+                record = future.result()
+            except Exception as err:  # noqa: BLE001  (a worker died: record it, go on)
+                record = error_record(futures[future], default_device(), err)
+            finish(record)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in set(multiprocessing.active_children()) - before:
+            process.kill()
+        raise
+    pool.shutdown()
+
+
 def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers: int = 1,
-             plugin_paths: tuple[str, ...] = (), progress: bool = True) -> list[dict]:
-    """Run (or load) every cell of ``preset``; returns the records in grid order."""
+             plugins: tuple = (), progress: bool = True) -> list[dict]:
+    """Run (or load) every cell of ``preset``; returns the records in grid order.
+
+    ``plugins`` are ``models.plugins.PluginFile``s that pool workers load.
+    Raises ``GridInterrupted`` on Ctrl-C, after saving what finished."""
     configs = grid_configs(preset)
     records: dict[str, dict] = {}
     todo = []
@@ -62,7 +152,8 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
             records[config.run_id] = stored
         else:
             todo.append(config)
-    log.info("%d runs in grid, %d stored, %d to run", len(configs), len(records), len(todo))
+    stored_count = len(records)
+    log.info("%d runs in grid, %d stored, %d to run", len(configs), stored_count, len(todo))
     outer = tqdm(total=len(configs), initial=len(records), desc=f"grid {preset.name}",
                  disable=not progress, dynamic_ncols=True)
 
@@ -72,22 +163,15 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
         outer.set_postfix_str(f"{record['task']}/{record['encoding']}: {record['status']}")
         outer.update(1)
 
-    if workers <= 1 or len(todo) <= 1:
-        device = default_device()
-        for config in todo:
-            finish(execute_run(config, device, _bar_factory(1) if progress else None))
-    else:
-        workers = min(workers, len(todo))
-        threads = max(1, torch.get_num_threads() // workers)
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
-                                 initargs=(threads, tuple(plugin_paths))) as pool:
-            futures = {pool.submit(_run_in_worker, c): c for c in todo}
-            for future in as_completed(futures):
-                try:
-                    record = future.result()
-                except Exception as err:  # noqa: BLE001  (a worker died: record it, go on)
-                    record = error_record(futures[future], default_device(), err)
-                finish(record)
-    outer.close()
+    try:
+        if workers <= 1 or len(todo) <= 1:
+            device = default_device()
+            for config in todo:
+                finish(execute_run(config, device, _bar_factory(1) if progress else None))
+        else:
+            _run_pool(todo, min(workers, len(todo)), plugins, finish)
+    except KeyboardInterrupt:
+        raise GridInterrupted(len(records), len(configs), len(records) - stored_count) from None
+    finally:
+        outer.close()
     return [records[c.run_id] for c in configs]

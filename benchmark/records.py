@@ -1,25 +1,39 @@
-"""Run records: one JSON file per run, written atomically.
+"""Run records: one JSON file per run, written atomically, validated on read.
 
 File name: ``<task>__<encoding>__seed<k>__<config hash>.json``. Statuses:
 ``ok``, ``diverged`` (non-finite training loss), ``error`` (the run raised;
 the message is kept), ``not_applicable`` (the encoding needs structure the
 task does not have, e.g. ``coupled`` on ``parity_check``).
+
+A stored record is reused or aggregated only after ``validate_record`` has
+checked it against its file name, its config hash and every field the
+leaderboard reads: a record copied over another cell's file, edited by hand,
+or written by another schema version is never silently used.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+import logging
 from pathlib import Path
+
+from benchmark.config import RunConfig
+from benchmark.files import write_json
+from tasks.base import InputError
 
 RECORD_SCHEMA_VERSION = 1
 STATUSES = ("ok", "diverged", "error", "not_applicable")
 FINISHED = ("ok", "diverged", "not_applicable")  # a rerun skips these; errors are retried
+SUMMARY_FIELDS = tuple(f"{split}_{metric}" for split in ("id", "ood")
+                       for metric in ("exact_match", "token_accuracy"))
+LENGTH_STATUSES = ("ok", "unsupported")
+QUARANTINE_SUFFIX = ".invalid"
+
+log = logging.getLogger(__name__)
 
 
-class RecordError(ValueError):
-    """A record file that cannot be read as a run record."""
+class RecordError(InputError):
+    """A record file that is not a valid run record for its file name."""
 
 
 def record_path(results_dir: Path, run_id: str) -> Path:
@@ -27,45 +41,112 @@ def record_path(results_dir: Path, run_id: str) -> Path:
 
 
 def write_record(results_dir: Path, record: dict) -> Path:
-    """Write to a temp file in the same folder, then rename over the target,
-    so a reader never sees a half-written record."""
+    """Temp file + rename: a reader never sees a half-written record."""
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
-    path = record_path(results_dir, record["run_id"])
-    fd, tmp = tempfile.mkstemp(dir=results_dir, prefix=".tmp-", suffix=".json")
+    return write_json(record_path(results_dir, record["run_id"]), record)
+
+
+def _fraction(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _problem(record, path: Path) -> str | None:
+    """What makes ``record`` invalid at ``path``, or None."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not a run record object"
+    version = record.get("schema_version")
+    if version != RECORD_SCHEMA_VERSION or isinstance(version, bool):
+        return (f"schema_version {version!r}; this lengthbench reads version {RECORD_SCHEMA_VERSION}")
+    missing = [k for k in ("run_id", "task", "encoding", "seed", "config_hash", "config", "status")
+               if k not in record]
+    if missing:
+        return f"lacks {', '.join(missing)}"
+    if record["status"] not in STATUSES:
+        return f"status {record['status']!r}; valid: {', '.join(STATUSES)}"
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(record, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+        config = RunConfig.from_dict(record["config"])
+        config_hash = config.config_hash()
+    except (TypeError, ValueError, AttributeError) as err:
+        return f"its config is not a run configuration ({err})"
+    if record["config_hash"] != config_hash:
+        return f"config_hash {record['config_hash']!r} does not match its config (hash {config_hash})"
+    stated = (record["task"], record["encoding"], record["seed"])
+    if stated != (config.task, config.encoding, config.seed) or record["run_id"] != config.run_id:
+        return f"task/encoding/seed/run_id disagree with its config (run {config.run_id})"
+    if path.stem != config.run_id:
+        return f"holds the record of run {config.run_id}, not of the run its file name names"
+    if record["status"] == "ok":
+        return _metrics_problem(record)
+    if record["status"] == "error" and not isinstance(record.get("error"), str):
+        return "an error record without its error message"
+    return None
+
+
+def _metrics_problem(record: dict) -> str | None:
+    summary = record.get("summary")
+    if not isinstance(summary, dict):
+        return "status ok but no summary"
+    for name in SUMMARY_FIELDS:
+        if name not in summary or not (summary[name] is None or _fraction(summary[name])):
+            return f"summary field {name} is {summary.get(name)!r}, not a fraction in [0, 1]"
+    per_length = record.get("per_length")
+    if not isinstance(per_length, list) or not per_length:
+        return "status ok but no per_length metrics"
+    for row in per_length:
+        if not isinstance(row, dict) or not _count(row.get("length")) or not _count(row.get("n_samples")):
+            return f"per_length entry {row!r} lacks an integer length or n_samples"
+        if row.get("status") not in LENGTH_STATUSES:
+            return f"per_length status {row.get('status')!r} at length {row['length']}; valid: ok, unsupported"
+        for metric in ("exact_match", "token_accuracy"):
+            if not _fraction(row.get(metric)):
+                return f"{metric} {row.get(metric)!r} at length {row['length']} is not a fraction in [0, 1]"
+    return None
 
 
 def read_record(path: Path) -> dict:
+    """Load and validate one record file; ``RecordError`` names the file."""
+    path = Path(path)
     try:
-        record = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise RecordError(f"{path}: not a readable run record ({err})") from err
-    missing = {"run_id", "status", "config", "schema_version"} - set(record)
-    if missing:
-        raise RecordError(f"{path}: run record lacks {sorted(missing)}")
-    if record["status"] not in STATUSES:
-        raise RecordError(f"{path}: status {record['status']!r}; valid: {', '.join(STATUSES)}")
+        record = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise RecordError(f"{path}: not a readable run record ({err})") from None
+    problem = _problem(record, path)
+    if problem:
+        raise RecordError(f"{path}: {problem}")
     return record
 
 
 def load_finished(results_dir: Path, run_id: str) -> dict | None:
-    """The stored record of a finished run, or None if it must (re)run."""
+    """The stored record of a finished run, or None if it must (re)run.
+
+    An invalid record is reported, moved aside to ``<file>.invalid`` (kept
+    for inspection, never read again) and its run is redone."""
     path = record_path(results_dir, run_id)
     if not path.exists():
         return None
-    record = read_record(path)
+    try:
+        record = read_record(path)
+    except RecordError as err:
+        aside = path.with_name(path.name + QUARANTINE_SUFFIX)
+        path.replace(aside)
+        log.warning("invalid record %s; moved to %s and rerunning its cell", err, aside.name)
+        return None
     return record if record["status"] in FINISHED else None
 
 
 def load_records(results_dir: Path) -> list[dict]:
-    return [read_record(p) for p in sorted(Path(results_dir).glob("*__seed*__*.json"))]
+    """Every record in a folder, each validated: one invalid file stops the
+    load with a one-line error that names it and says how to fix it."""
+    records = []
+    for path in sorted(Path(results_dir).glob("*__seed*__*.json")):
+        try:
+            records.append(read_record(path))
+        except RecordError as err:
+            raise RecordError(f"{err}; move the file out of the folder (or rerun its cell with "
+                              "`lengthbench run`, which sets invalid records aside)") from None
+    return records

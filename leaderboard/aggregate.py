@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from benchmark.records import SUMMARY_FIELDS
 from leaderboard.schema import COLUMN_NAMES, METRICS, SCHEMA_VERSION
 from leaderboard.statistics import GENERALIZE_THRESHOLD, bootstrap_ci, generalization_length
 from models.encodings import encoding_names
@@ -26,17 +27,26 @@ def _level(task: str) -> str:
         return "unknown"
 
 
-def runs_frame(records: list[dict]) -> pd.DataFrame:
-    """One row per run record with its status and summary metrics."""
-    rows = []
+def distinct_runs(records: list[dict]) -> list[dict]:
+    """Each run once: a record listed twice must not count as two seeds."""
+    first: dict[str, dict] = {}
     for r in records:
+        first.setdefault(r["run_id"], r)
+    return list(first.values())
+
+
+def runs_frame(records: list[dict]) -> pd.DataFrame:
+    """One row per distinct run with its status and summary metrics (the
+    metric columns exist, empty, even when no run finished)."""
+    rows = []
+    for r in distinct_runs(records):
         cfg = r["config"]
         signature = {k: v for k, v in cfg.items() if k != "seed"}
         rows.append({
             "task": r["task"], "encoding": r["encoding"], "seed": r["seed"], "status": r["status"],
             "train_length": cfg["train_length"], "test_length": cfg["test_length"],
             "signature": json.dumps(signature, sort_keys=True),
-            "run_id": r["run_id"], **(r.get("summary") or {}),
+            "run_id": r["run_id"], **{k: (r.get("summary") or {}).get(k) for k in SUMMARY_FIELDS},
         })
     return pd.DataFrame(rows)
 
@@ -46,7 +56,7 @@ def per_length_frame(records: list[dict]) -> pd.DataFrame:
     rows = [
         {"task": r["task"], "encoding": r["encoding"], "seed": r["seed"],
          "train_length": r["config"]["train_length"], **m}
-        for r in records if r["status"] == "ok" for m in r["per_length"]
+        for r in distinct_runs(records) if r["status"] == "ok" for m in r["per_length"]
     ]
     columns = ["task", "encoding", "seed", "train_length", "length", "status",
                "token_accuracy", "exact_match", "n_samples"]

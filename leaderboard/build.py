@@ -10,12 +10,17 @@ from leaderboard.tables import write_tables
 
 
 def build_leaderboard(records: list[dict], out_dir: Path):
-    """Write the three leaderboard files; returns (board, {kind: path})."""
+    """Write the leaderboard files (each atomically); returns (board, {kind: path}).
+    A grid in which no run finished (all n/a, errored or diverged) still gets
+    its tables: rows with their status and no metrics."""
     board = leaderboard_frame(records)
     paths = write_tables(board, out_dir)
     if not board.empty:
         paths["heatmap"] = plot_heatmap(board, Path(out_dir) / "leaderboard_heatmap.png")
     per_length = per_length_frame(records)
+    curves = Path(out_dir) / "accuracy_vs_length.png"
     if not per_length.empty:
-        paths["png"] = plot_accuracy_vs_length(per_length, Path(out_dir) / "accuracy_vs_length.png")
+        paths["png"] = plot_accuracy_vs_length(per_length, curves)
+    else:  # no run finished: a figure left from another grid would describe that grid
+        curves.unlink(missing_ok=True)
     return board, paths

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from benchmark.files import save_figure, write_csv, write_text
 from leaderboard.schema import KEY, read_leaderboard
 from leaderboard.statistics import welch
 from leaderboard.tables import _markdown_table, encoding_order
@@ -99,9 +100,10 @@ def plot_compare(diff: pd.DataFrame, path: Path) -> Path:
                   "(percentage points; bars: 95% CI; *: p < 0.05)")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return Path(path)
+    try:
+        return save_figure(fig, path, dpi=110)
+    finally:
+        plt.close(fig)
 
 
 def compare_files(path_a: Path, path_b: Path, out_dir: Path, metric: str = "exact_match"):
@@ -110,8 +112,7 @@ def compare_files(path_a: Path, path_b: Path, out_dir: Path, metric: str = "exac
     diff = compare_frames(a, b, metric)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"csv": out_dir / "compare.csv", "md": out_dir / "compare.md", "png": out_dir / "compare.png"}
-    diff.to_csv(paths["csv"], index=False, float_format="%.6g")
-    paths["md"].write_text(to_markdown(diff, str(path_a), str(path_b)))
-    plot_compare(diff, paths["png"])
+    paths = {"csv": write_csv(out_dir / "compare.csv", diff),
+             "md": write_text(out_dir / "compare.md", to_markdown(diff, str(path_a), str(path_b))),
+             "png": plot_compare(diff, out_dir / "compare.png")}
     return diff, paths

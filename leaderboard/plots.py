@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from benchmark.files import save_figure  # noqa: E402
 from leaderboard.tables import encoding_order  # noqa: E402
 from models.encodings import encoding_names  # noqa: E402
 from tasks import task_names  # noqa: E402
@@ -70,11 +71,10 @@ def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = 
     fig.suptitle(f"{metric.replace('_', ' ')} vs length (dashed: L_train; shaded: seed range)",
                  fontsize=10)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    try:
+        return save_figure(fig, path, dpi=110)
+    finally:
+        plt.close(fig)
 
 
 def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match_mean") -> Path:
@@ -116,7 +116,7 @@ def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match
     fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label=metric.replace("_", " "))
     ax.set_title(f"{metric.replace('_', ' ')} (%), tasks grouped by level", pad=16, fontsize=9)
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    try:
+        return save_figure(fig, path, dpi=110)
+    finally:
+        plt.close(fig)

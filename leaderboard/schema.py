@@ -1,102 +1,201 @@
-"""The versioned ``leaderboard.csv`` schema: column names, types, meaning,
-and the validating reader.
+"""The versioned ``leaderboard.csv`` schema: column names, types, valid
+values, meaning, and the validating reader.
 
 Bump ``SCHEMA_VERSION`` whenever a column is added, removed or changes
-meaning; the reader refuses files of another version.
+meaning; the reader refuses files of another version. The reader checks
+every cell's type and range, so an impossible value (a mean of ``inf`` or
+7.5, a negative std, 2.7 seeds) is refused with the file, row and column
+instead of turning into a confident wrong verdict in ``compare``.
 """
 
 from __future__ import annotations
 
+import csv
+import math
+import os
 from pathlib import Path
 
 import pandas as pd
 
+from benchmark.files import check_input_file
 from leaderboard.statistics import GENERALIZE_THRESHOLD
+from tasks.base import LEVELS, InputError
 
 SCHEMA_VERSION = 2
 METRICS = ("exact_match", "token_accuracy")
 KEY = ("task", "encoding")
+STATUSES = ("ok", "not_applicable", "failed")
+LEVEL_NAMES = (*LEVELS, "unknown")
+# A leaderboard of every task x every encoding is ~100 kB; these bound the work spent on a
+# file that is not one (a 2 MB header of duplicate columns used to hang pandas for minutes).
+MAX_HEADER_BYTES = 1 << 16
+MAX_FILE_BYTES = 64 << 20
 
 _T = f"{GENERALIZE_THRESHOLD:g}"
+FRACTION, COUNT, POSITIVE, NONNEGATIVE = (0, 1), (0, math.inf), (1, math.inf), (0, math.inf)
 
 
-def _metric_columns(m: str) -> list[tuple[str, str, str]]:
+def _metric_columns(m: str) -> list[tuple]:
     what = m.replace("_", " ")
     return [
-        (f"ood_{m}_mean", "float", f"mean over seeds of OOD {what} (each seed: mean over lengths > L_train)"),
-        (f"ood_{m}_std", "float", "sample standard deviation over seeds (empty with one seed)"),
-        (f"ood_{m}_ci_low", "float", "95% percentile-bootstrap CI of the mean over seeds, low end"),
-        (f"ood_{m}_ci_high", "float", "95% percentile-bootstrap CI, high end"),
-        (f"ood_{m}_max", "float", "MAX over seeds (the Deletang/Ruoss reporting convention; optimistic)"),
-        (f"id_{m}_mean", "float", f"mean over seeds of in-distribution {what} (lengths <= L_train)"),
-        (f"frac_seeds_generalize_{m}", "float", f"share of seeds whose OOD {what} is >= {_T}"),
-        (f"generalization_length_{m}", "int",
+        (f"ood_{m}_mean", "float", FRACTION,
+         f"mean over seeds of OOD {what} (each seed: mean over lengths > L_train)"),
+        (f"ood_{m}_std", "float", NONNEGATIVE, "sample standard deviation over seeds (empty with one seed)"),
+        (f"ood_{m}_ci_low", "float", FRACTION, "95% percentile-bootstrap CI of the mean over seeds, low end"),
+        (f"ood_{m}_ci_high", "float", FRACTION, "95% percentile-bootstrap CI, high end"),
+        (f"ood_{m}_max", "float", FRACTION, "MAX over seeds (the Deletang/Ruoss reporting convention; optimistic)"),
+        (f"id_{m}_mean", "float", FRACTION, f"mean over seeds of in-distribution {what} (lengths <= L_train)"),
+        (f"frac_seeds_generalize_{m}", "float", FRACTION, f"share of seeds whose OOD {what} is >= {_T}"),
+        (f"generalization_length_{m}", "int", COUNT,
          f"largest tested length up to which the seed-mean {what} stays >= {_T} at every tested length"),
-        (f"extrapolation_ratio_{m}", "float", f"generalization_length_{m} / train_length"),
+        (f"extrapolation_ratio_{m}", "float", NONNEGATIVE, f"generalization_length_{m} / train_length"),
     ]
 
 
-COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("schema_version", "int", "version of this column layout"),
-    ("task", "str", "task name"),
-    ("level", "str", "Chomsky level (R, DCF, CS) or family (arithmetic, sequence)"),
-    ("encoding", "str", "position encoding name"),
-    ("status", "str", "ok | not_applicable (encoding needs structure the task lacks) | failed (no seed finished)"),
-    ("n_seeds", "int", "seeds that finished training and evaluation"),
-    ("n_failed", "int", "seeds that diverged or raised"),
-    ("train_length", "int", "largest training length L_train"),
-    ("test_length", "int", "largest evaluated length L_test"),
+# (name, type, valid values: (low, high) for numbers or the allowed strings, meaning)
+COLUMNS: tuple[tuple, ...] = (
+    ("schema_version", "int", (SCHEMA_VERSION, SCHEMA_VERSION), "version of this column layout"),
+    ("task", "str", (), "task name"),
+    ("level", "str", LEVEL_NAMES, "Chomsky level (R, DCF, CS) or family (arithmetic, sequence)"),
+    ("encoding", "str", (), "position encoding name"),
+    ("status", "str", STATUSES,
+     "ok | not_applicable (encoding needs structure the task lacks) | failed (no seed finished)"),
+    ("n_seeds", "int", COUNT, "seeds that finished training and evaluation (>= 1 when status is ok, else 0)"),
+    ("n_failed", "int", COUNT, "seeds that diverged or raised"),
+    ("train_length", "int", POSITIVE, "largest training length L_train"),
+    ("test_length", "int", POSITIVE, "largest evaluated length L_test"),
     *_metric_columns("exact_match"),
     *_metric_columns("token_accuracy"),
-    ("rank", "float", "rank of the encoding within its task by ood_exact_match_mean (1 = best, ties share the lower rank)"),
+    ("rank", "float", POSITIVE,
+     "rank of the encoding within its task by ood_exact_match_mean (1 = best, ties share the lower rank)"),
 )
 
 COLUMN_NAMES = tuple(c[0] for c in COLUMNS)
-_KINDS = dict((c[0], c[1]) for c in COLUMNS)
 
 
-class LeaderboardFormatError(ValueError):
+def valid_text(kind: str, valid) -> str:
+    """Human-readable valid values of a column (README and error messages)."""
+    if kind == "str":
+        return " / ".join(valid) if valid else "non-empty text"
+    low, high = valid
+    if low == high:
+        return str(low)
+    if high == math.inf:
+        return f"integer >= {low}" if kind == "int" else f"number >= {low}, or empty"
+    return f"number in [{low}, {high}], or empty"
+
+
+def schema_table() -> str:
+    """The markdown table of the columns (the README shows exactly this)."""
+    lines = ["| column | type | valid | meaning |", "|---|---|---|---|"]
+    lines += [f"| `{name}` | {kind} | {valid_text(kind, valid)} | {doc.replace('|', '/')} |"
+              for name, kind, valid, doc in COLUMNS]
+    return "\n".join(lines)
+
+
+class LeaderboardFormatError(InputError):
     """A leaderboard CSV that does not follow the schema."""
+
+
+def _read_header(path: Path) -> list[str]:
+    """The header row, read without letting a huge or binary file cost much."""
+    size = os.stat(path).st_size
+    if size > MAX_FILE_BYTES:
+        raise LeaderboardFormatError(f"{path}: {size} bytes, more than any lengthbench leaderboard "
+                                     f"({MAX_FILE_BYTES} at most); not a leaderboard CSV")
+    with open(path, "rb") as f:
+        head = f.read(MAX_HEADER_BYTES + 1)
+    if not head.strip():
+        raise LeaderboardFormatError(f"{path}: empty file (no header, no rows)")
+    line, newline, _ = head.partition(b"\n")
+    if not newline and len(head) > MAX_HEADER_BYTES:
+        raise LeaderboardFormatError(f"{path}: first line longer than {MAX_HEADER_BYTES} bytes; "
+                                     "not a lengthbench leaderboard (its header is about 1 kB)")
+    try:
+        header = next(csv.reader([line.decode("utf-8").rstrip("\r")]))
+    except UnicodeDecodeError as err:
+        raise LeaderboardFormatError(f"{path}: not a text CSV (byte {err.object[err.start]:#04x} at "
+                                     f"offset {err.start} is not UTF-8)") from None
+    seen = set()
+    for name in header:
+        if name in seen:
+            raise LeaderboardFormatError(f"{path}: column {name!r} appears twice in the header; "
+                                         "not a lengthbench leaderboard")
+        seen.add(name)
+    if "schema_version" not in seen:
+        raise LeaderboardFormatError(f"{path}: missing column 'schema_version'; not a lengthbench leaderboard")
+    return header
+
+
+def _check_column(frame: pd.DataFrame, where: str, name: str, kind: str, valid) -> None:
+    values = frame[name].str.strip()
+
+    def refuse(i: int, why: str):
+        raise LeaderboardFormatError(f"{where}: row {i + 2}, column {name!r}: {frame[name].iloc[i]!r} {why}; "
+                                     f"valid: {valid_text(kind, valid)}")
+
+    if kind == "str":
+        bad = ~values.isin(valid) if valid else values == ""
+        if bad.any():
+            refuse(int(bad.to_numpy().nonzero()[0][0]), "is not valid")
+        return
+    empty = values == ""
+    numbers = pd.to_numeric(values.where(~empty), errors="coerce")
+    if kind == "int":
+        bad = ~values.str.fullmatch(r"[+-]?\d+")
+        if bad.any():
+            refuse(int(bad.to_numpy().nonzero()[0][0]), "is not an integer")
+    not_number = numbers.isna() & ~empty
+    if not_number.any():
+        refuse(int(not_number.to_numpy().nonzero()[0][0]), "is not a number")
+    low, high = valid
+    outside = ~empty & ~((numbers >= low) & (numbers <= high) & numbers.abs().lt(math.inf))
+    if outside.any():
+        refuse(int(outside.to_numpy().nonzero()[0][0]), "is out of range")
+    frame[name] = numbers.astype("int64") if kind == "int" else numbers.astype(float)
+
+
+def _check_rows(frame: pd.DataFrame, where: str) -> None:
+    """Cross-column rules: an ok cell has seeds and means; others have none."""
+    for i, row in enumerate(frame.itertuples(index=False)):
+        ok = row.status == "ok"
+        if ok and row.n_seeds < 1:
+            raise LeaderboardFormatError(f"{where}: row {i + 2}, column 'n_seeds': {row.n_seeds} with status ok; "
+                                         "valid: an ok cell has at least 1 seed")
+        if not ok and row.n_seeds != 0:
+            raise LeaderboardFormatError(f"{where}: row {i + 2}, column 'n_seeds': {row.n_seeds} with status "
+                                         f"{row.status}; valid: 0 (only ok cells have finished seeds)")
+        for metric in METRICS:
+            if ok and math.isnan(getattr(row, f"ood_{metric}_mean")):
+                raise LeaderboardFormatError(f"{where}: row {i + 2}, column 'ood_{metric}_mean': empty with "
+                                             "status ok; valid: a number in [0, 1]")
 
 
 def read_leaderboard(path: str | Path) -> pd.DataFrame:
     """Read and validate a leaderboard CSV; errors name file, row and column."""
-    path = Path(path)
+    path = check_input_file(path, "leaderboard CSV")
     where = str(path)
+    header = _read_header(path)
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except FileNotFoundError:
-        raise LeaderboardFormatError(f"{where}: no such file") from None
-    except pd.errors.EmptyDataError:
-        raise LeaderboardFormatError(f"{where}: empty file (no header, no rows)") from None
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise LeaderboardFormatError(f"{where}: not a text CSV (a byte at offset {err.start} of a "
+                                     "line is not UTF-8)") from None
     except pd.errors.ParserError as err:
         raise LeaderboardFormatError(f"{where}: not a CSV ({str(err).splitlines()[0]})") from None
-    if "schema_version" not in frame.columns:
-        raise LeaderboardFormatError(f"{where}: missing column 'schema_version'; not a lengthbench leaderboard")
     if frame.empty:
         raise LeaderboardFormatError(f"{where}: header only, no rows")
     for i, version in enumerate(frame["schema_version"], start=2):
-        if version != str(SCHEMA_VERSION):
+        if version.strip() != str(SCHEMA_VERSION):
             raise LeaderboardFormatError(
                 f"{where}: row {i}, column 'schema_version': version {version!r}, this lengthbench reads "
                 f"version {SCHEMA_VERSION} (rebuild it with `lengthbench leaderboard`)")
-    missing = [c for c in COLUMN_NAMES if c not in frame.columns]
+    missing = [c for c in COLUMN_NAMES if c not in header]
     if missing:
         raise LeaderboardFormatError(f"{where}: missing column(s) {', '.join(missing)}")
-    for column in COLUMN_NAMES:
-        kind = _KINDS[column]
-        if kind == "str":
-            continue
-        values = frame[column].str.strip()
-        numbers = pd.to_numeric(values.where(values != ""), errors="coerce")
-        bad = numbers.isna() & (values != "")
-        if kind == "int":
-            bad |= values == ""
-        if bad.any():
-            i = int(bad.to_numpy().nonzero()[0][0])
-            raise LeaderboardFormatError(
-                f"{where}: row {i + 2}, column {column!r}: {frame[column].iloc[i]!r} is not a number")
-        frame[column] = numbers.astype("int64") if kind == "int" else numbers.astype(float)
+    for name, kind, valid, _ in COLUMNS:
+        _check_column(frame, where, name, kind, valid)
+    _check_rows(frame, where)
     duplicated = frame.duplicated(list(KEY), keep="first")
     if duplicated.any():
         i = int(duplicated.to_numpy().nonzero()[0][0])

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from benchmark.files import write_csv
+
 
 def ranking_text(board: pd.DataFrame, names: list[str]) -> str:
     """Rank of each submitted encoding per task and overall (mean rank)."""
@@ -29,6 +31,4 @@ def ranking_text(board: pd.DataFrame, names: list[str]) -> str:
 def write_submission(board: pd.DataFrame, name: str, out_dir: Path) -> Path:
     """The submitted encoding's leaderboard rows (same schema as
     leaderboard.csv, so ``lengthbench compare`` reads it)."""
-    path = Path(out_dir) / f"submission-{name}.csv"
-    board[board.encoding == name].to_csv(path, index=False, float_format="%.6g")
-    return path
+    return write_csv(Path(out_dir) / f"submission-{name}.csv", board[board.encoding == name])

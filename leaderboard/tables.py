@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from benchmark.files import write_csv, write_text
 from leaderboard.aggregate import level_summary
 from models.encodings import encoding_names
 
@@ -74,7 +75,7 @@ def write_tables(board: pd.DataFrame, out_dir: Path) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out_dir / "leaderboard.csv", "md": out_dir / "leaderboard.md",
              "levels_csv": out_dir / "leaderboard_levels.csv"}
-    board.to_csv(paths["csv"], index=False, float_format="%.6g")
-    paths["md"].write_text(to_markdown(board))
-    level_summary(board).to_csv(paths["levels_csv"], index=False, float_format="%.6g")
+    write_csv(paths["csv"], board)
+    write_text(paths["md"], to_markdown(board))
+    write_csv(paths["levels_csv"], level_summary(board))
     return paths

@@ -1,42 +1,148 @@
 """Third-party encodings: from a Python file path or from installed packages
 that declare a ``lengthbench.encodings`` entry point. Either way the module
-registers its encodings with ``@register_encoding`` when imported."""
+registers its encodings with ``@register_encoding`` when imported.
+
+``run --plugin``, ``check`` and ``submit`` all go through ``load_plugin``
+(import, with any failure reported as one line naming the file and line) and
+``check_plugins`` (the encoding contract), so a file that one command refuses
+every command refuses.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
 import sys
+import traceback
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from models.encodings.base import encoding_names, set_source
+from models.encodings.base import (
+    check_encoding_name,
+    encoding_entry,
+    encoding_names,
+    register_encoding,
+    set_source,
+    unregister_encoding,
+)
+from tasks.base import InputError
 
 ENTRY_POINT_GROUP = "lengthbench.encodings"
 
 
-def load_encoding_file(path: str | Path) -> list[str]:
-    """Import ``path`` and return the names of the encodings it registered."""
-    path = Path(path).resolve()
-    if not path.is_file():
-        raise FileNotFoundError(f"encoding file {str(path)!r} does not exist")
-    key = f"lengthbench_plugin_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
-    if key in sys.modules:
-        return list(sys.modules[key].__lengthbench_registered__)
+class PluginError(InputError):
+    """A plugin file that cannot be imported, registers nothing, or fails the contract."""
+
+
+@dataclass(frozen=True)
+class PluginFile:
+    """An encoding file to load; ``rename`` registers its one encoding under
+    another leaderboard name (``submit --name``). Picklable, so pool workers
+    load exactly what the main process loaded."""
+
+    path: str
+    rename: str | None = None
+
+
+def _line_in(path: Path, err: BaseException) -> str:
+    """``path:line`` of the deepest frame of ``err`` inside the plugin file."""
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if Path(f.filename) == path]
+    return f"{path}:{frames[-1].lineno}" if frames else str(path)
+
+
+def _import_failure(path: Path, err: BaseException) -> PluginError:
+    where = _line_in(path, err)
+    if isinstance(err, SyntaxError):
+        return PluginError(f"{path}:{err.lineno}: syntax error in the encoding file: {err.msg}")
+    if isinstance(err, SystemExit):
+        return PluginError(f"{where}: the encoding file called sys.exit({err.code!r}) while being "
+                           "imported; a plugin must only define and register encodings")
+    if isinstance(err, ModuleNotFoundError):
+        return PluginError(f"{where}: the encoding file imports {err.name!r}, which is not installed "
+                           "here; install it or remove the import")
+    message = str(err).splitlines()[0] if str(err) else ""
+    return PluginError(f"{where}: importing the encoding file raised {type(err).__name__}: {message}")
+
+
+def _import_file(path: Path, key: str) -> list[str]:
+    """Execute the file as module ``key``; returns the encodings it registered
+    (and registers none if the import fails part-way)."""
+    try:
+        source = path.read_bytes().decode("utf-8")
+        code = compile(source, str(path), "exec")
+    except UnicodeDecodeError as err:
+        raise PluginError(f"{path}: not a Python source file (not UTF-8 text: byte {err.object[err.start]:#04x} "
+                          f"at offset {err.start}); give a .py file") from None
+    except SyntaxError as err:
+        raise _import_failure(path, err) from None
+    except ValueError as err:  # e.g. null bytes in the source
+        raise PluginError(f"{path}: not a Python source file ({err}); give a .py file") from None
     before = set(encoding_names())
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
-    spec = importlib.util.spec_from_file_location(key, path)
-    module = importlib.util.module_from_spec(spec)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(key, path))
     sys.modules[key] = module
     try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[key]
+        exec(code, module.__dict__)
+    except KeyboardInterrupt:
         raise
+    except BaseException as err:  # noqa: BLE001  (SystemExit included: reported, never obeyed)
+        del sys.modules[key]
+        for name in set(encoding_names()) - before:
+            unregister_encoding(name)
+        raise _import_failure(path, err) from None
     module.__lengthbench_registered__ = [n for n in encoding_names() if n not in before]
-    for name in module.__lengthbench_registered__:
-        set_source(name, f"file {path.name} sha256:{digest}")
-    return list(module.__lengthbench_registered__)
+    return module.__lengthbench_registered__
+
+
+def load_plugin(plugin: PluginFile) -> list[str]:
+    """Import ``plugin.path`` (once per process) and return the encoding names
+    it contributes: its own, or ``plugin.rename`` for its single encoding."""
+    path = Path(plugin.path).resolve()
+    if not path.exists():
+        raise PluginError(f"encoding file {plugin.path!r} does not exist")
+    if not path.is_file():
+        raise PluginError(f"encoding file {plugin.path!r} is not a file; give a .py file")
+    key = f"lengthbench_plugin_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
+    if key in sys.modules:
+        names = list(sys.modules[key].__lengthbench_registered__)
+    else:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+        names = _import_file(path, key)
+        for name in names:
+            set_source(name, f"file {path.name} sha256:{digest}")
+    if not names:
+        raise PluginError(f"{plugin.path} registers no encoding; decorate a PositionEncoding subclass "
+                          "with @register_encoding('your-name')")
+    if plugin.rename is None or plugin.rename in names:
+        return names
+    if len(names) != 1:
+        raise PluginError(f"--name needs a file with one encoding; {plugin.path} registers "
+                          f"{', '.join(names)}")
+    check_encoding_name(plugin.rename)
+    entry = encoding_entry(names[0])
+    if plugin.rename in encoding_names() and encoding_entry(plugin.rename).factory is entry.factory:
+        return [plugin.rename]  # renamed by an earlier load in this process
+    register_encoding(plugin.rename, defaults=entry.defaults, description=entry.description,
+                      source=entry.source)(entry.factory)
+    return [plugin.rename]
+
+
+def check_plugins(plugins) -> tuple[list[str], list]:
+    """Load every plugin and run each of its encodings through the contract;
+    returns (names, reports)."""
+    from models.contract import check_encoding
+
+    names = [name for plugin in plugins for name in load_plugin(plugin)]
+    return names, [check_encoding(name) for name in names]
+
+
+def contract_failure(plugins, reports) -> PluginError:
+    """The one-line refusal of plugins whose encodings failed the contract."""
+    failed = [f"{r.encoding!r} ({', '.join(c.name for c in r.results if not c.passed)})"
+              for r in reports if not r.passed]
+    files = ", ".join(p.path for p in plugins)
+    return PluginError(f"{files}: encoding {'; '.join(failed)} fails the contract check, so nothing "
+                       f"was run; `lengthbench check FILE` shows why")
 
 
 def load_entry_points() -> list[str]:
@@ -44,7 +150,13 @@ def load_entry_points() -> list[str]:
     added = []
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         before = set(encoding_names())
-        ep.load()
+        try:
+            ep.load()
+        except KeyboardInterrupt:
+            raise
+        except BaseException as err:  # noqa: BLE001  (a broken installed plugin: one line)
+            raise PluginError(f"entry point {ep.name} = {ep.value} (group {ENTRY_POINT_GROUP}) failed "
+                              f"to import: {type(err).__name__}: {err}; uninstall or fix that package") from None
         version = ep.dist.version if getattr(ep, "dist", None) else "unknown"
         for name in encoding_names():
             if name not in before:
@@ -53,7 +165,8 @@ def load_entry_points() -> list[str]:
     return added
 
 
-def load_plugins(paths=()) -> None:
+def load_plugins(plugins=()) -> None:
+    """Entry points, then plugin files (what a pool worker does at start)."""
     load_entry_points()
-    for path in paths:
-        load_encoding_file(path)
+    for plugin in plugins:
+        load_plugin(plugin)

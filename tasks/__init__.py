@@ -8,6 +8,7 @@ from tasks.base import (
     PAD,
     SEP,
     Batch,
+    InputError,
     Sample,
     Task,
     UnknownNameError,
@@ -18,6 +19,6 @@ from tasks.base import (
 )
 
 __all__ = [
-    "BOS", "EOS", "IGNORE", "PAD", "SEP", "Batch", "Sample", "Task", "UnknownNameError",
+    "BOS", "EOS", "IGNORE", "PAD", "SEP", "Batch", "InputError", "Sample", "Task", "UnknownNameError",
     "get_task", "make_batch", "register_task", "task_names",
 ]

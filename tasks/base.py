@@ -21,7 +21,13 @@ IGNORE = -1  # target value for positions that carry no loss
 LEVELS = ("R", "DCF", "CS", "arithmetic", "sequence")
 
 
-class UnknownNameError(ValueError):
+class InputError(ValueError):
+    """Bad input from the user (a name, a value, a file). The command line
+    prints its message as one line and exits 2; every message names the bad
+    value and says what is valid."""
+
+
+class UnknownNameError(InputError):
     """A name (task, encoding, preset, ...) that is not registered."""
 
     def __init__(self, kind: str, name: str, choices):
@@ -147,7 +153,7 @@ def make_batch(task: Task, rng: np.random.Generator, lengths: np.ndarray) -> Bat
     low, high = int(lengths.min()), int(lengths.max())
     if low < task.min_length or (task.max_length is not None and high > task.max_length):
         top = task.max_length if task.max_length is not None else "any"
-        raise ValueError(f"task {task.name!r} supports lengths {task.min_length}..{top}, "
+        raise InputError(f"task {task.name!r} supports lengths {task.min_length}..{top}, "
                          f"got {low if low < task.min_length else high}")
     groups = [(int(n), _assemble(task.sample(rng, int(n), int((lengths == n).sum()))))
               for n in np.unique(lengths)]

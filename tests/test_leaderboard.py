@@ -136,7 +136,7 @@ def test_compare_verdicts_and_one_sided_cells():
      "row 3: duplicate key task='parity_check', encoding='nope'"),
     (lambda t: _set_cell(t, 2, "ood_exact_match_mean", "abc"),
      "row 3, column 'ood_exact_match_mean': 'abc' is not a number"),
-    (lambda t: _set_cell(t, 1, "n_seeds", ""), "row 2, column 'n_seeds': '' is not a number"),
+    (lambda t: _set_cell(t, 1, "n_seeds", ""), "row 2, column 'n_seeds': '' is not an integer"),
 ])
 def test_malformed_csv_errors(two_boards, tmp_path, capsys, mutate, message):
     good = two_boards[0].read_text()

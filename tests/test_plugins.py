@@ -50,7 +50,7 @@ def test_missing_file_is_refused(capsys):
 
 
 def test_plugin_source_hash_in_config():
-    plugins.load_encoding_file(EXAMPLE)
+    plugins.load_plugin(plugins.PluginFile(str(EXAMPLE)))
     source = encoding_entry("log-decay-sink").source
     assert source.startswith("file log_decay_sink.py sha256:")
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from benchmark.cli import build_parser
 from benchmark.presets import PRESETS
-from leaderboard.schema import COLUMN_NAMES
+from leaderboard.schema import COLUMN_NAMES, schema_table
 from models.encodings import encoding_entry, encoding_names
 from tasks.listing import tasks_table
 
@@ -13,6 +13,10 @@ README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
 def test_task_table_is_current():
     assert tasks_table() in README
+
+
+def test_schema_table_is_current():
+    assert schema_table() in README
 
 
 def test_every_encoding_preset_and_column_documented():

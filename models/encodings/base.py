@@ -14,13 +14,14 @@ Names are leaderboard row keys, so they are stable once registered.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 from torch import nn
 
-from tasks.base import UnknownNameError
+from tasks.base import InputError, UnknownNameError
 
 
 class PositionsOutOfRange(RuntimeError):
@@ -86,15 +87,25 @@ class EncodingEntry:
 
 
 _ENCODINGS: dict[str, EncodingEntry] = {}
+# Names become leaderboard keys and record file names (``task__encoding__seed0__hash``).
+NAME_PATTERN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.+-]|_(?!_))*")
+
+
+def check_encoding_name(name) -> str:
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name) or name.endswith("_"):
+        raise InputError(f"encoding name {name!r} is not valid; use letters, digits and . + - _ "
+                         "(no '__', no spaces or slashes), starting with a letter or digit")
+    return name
 
 
 def register_encoding(name: str, *, defaults: dict | None = None, description: str = "",
                       source: str = "built-in"):
     """Class/factory decorator: ``factory(d_model, n_heads, **params)``."""
+    check_encoding_name(name)
 
     def deco(factory):
         if name in _ENCODINGS:
-            raise ValueError(
+            raise InputError(
                 f"encoding name {name!r} is already registered ({_ENCODINGS[name].source}); "
                 "choose another name"
             )
@@ -114,6 +125,11 @@ def encoding_names() -> list[str]:
     return list(_ENCODINGS)
 
 
+def unregister_encoding(name: str) -> None:
+    """Forget a third-party encoding (a plugin whose import failed half-way)."""
+    _ENCODINGS.pop(name, None)
+
+
 def set_source(name: str, source: str) -> None:
     """Record where a third-party encoding came from (file + content hash);
     it is part of every run config, so editing the file invalidates records."""
@@ -128,7 +144,7 @@ def resolve_params(name: str, overrides: dict | None = None) -> dict:
     for key, value in (overrides or {}).items():
         if key not in params:
             valid = ", ".join(sorted(params)) or "none"
-            raise ValueError(f"encoding {name!r} has no parameter {key!r}; valid: {valid}")
+            raise InputError(f"encoding {name!r} has no parameter {key!r}; valid: {valid}")
         params[key] = value
     return params
 

@@ -1,0 +1,98 @@
+"""Every file the benchmark writes, and the path checks made before work starts.
+
+Writes are atomic (a temp file in the target's folder, flushed, then renamed
+over the target), so a reader sees the old file or the complete new one, never
+half of one, even when the disk fills up or the process is killed mid-write.
+Path checks run before any training so that a bad ``--results``/``--out`` or
+input file costs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+from tasks.base import InputError
+
+
+class OutputError(OSError):
+    """A derived file could not be written (full disk, file size limit, ...);
+    the previous version of the file is left untouched."""
+
+
+@contextmanager
+def atomic_path(path: str | Path):
+    """Yield a temp path beside ``path`` (same suffix, so writers that infer a
+    format from it work); on success rename it over ``path``, on any failure
+    remove it and leave ``path`` as it was."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as err:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError) and not isinstance(err, OutputError):
+            raise OutputError(f"could not write {path}: {err.strerror or err}; "
+                              "the previous file is unchanged") from err
+        raise
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)
+
+
+def write_json(path: str | Path, data) -> Path:
+    return write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def write_csv(path: str | Path, frame) -> Path:
+    """A pandas frame as CSV, in the one float format every table uses."""
+    return write_text(path, frame.to_csv(index=False, float_format="%.6g"))
+
+
+def save_figure(fig, path: str | Path, **kwargs) -> Path:
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, **kwargs)
+    return Path(path)
+
+
+def ensure_output_dir(path: str | Path, flag: str) -> Path:
+    """Create ``path`` if needed and prove it is a writable folder, or raise
+    an ``InputError`` naming the flag and the path."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{flag} {str(path)!r} is a file, not a folder; give a folder path "
+                         "(it is created if missing)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".tmp-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise InputError(f"{flag} {str(path)!r} is not a writable folder ({err.strerror or err}); "
+                         "give a folder you can write to") from None
+    return path
+
+
+def check_input_file(path: str | Path, what: str) -> Path:
+    """Raise an ``InputError`` unless ``path`` is a readable regular file."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{what} {str(path)!r}: no such file")
+    if path.is_dir():
+        raise InputError(f"{what} {str(path)!r} is a folder; give a file")
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as err:
+        raise InputError(f"{what} {str(path)!r} cannot be read ({err.strerror or err})") from None
+    return path
