@@ -32,6 +32,7 @@ MAX_HEADER_BYTES = 1 << 16
 MAX_FILE_BYTES = 64 << 20
 
 _T = f"{GENERALIZE_THRESHOLD:g}"
+WHAT_IS_VALID = "give a leaderboard.csv written by `lengthbench run` or `lengthbench leaderboard`"
 FRACTION, COUNT, POSITIVE, NONNEGATIVE = (0, 1), (0, math.inf), (1, math.inf), (0, math.inf)
 
 
@@ -102,28 +103,29 @@ def _read_header(path: Path) -> list[str]:
     size = os.stat(path).st_size
     if size > MAX_FILE_BYTES:
         raise LeaderboardFormatError(f"{path}: {size} bytes, more than any lengthbench leaderboard "
-                                     f"({MAX_FILE_BYTES} at most); not a leaderboard CSV")
+                                     f"({MAX_FILE_BYTES} at most); {WHAT_IS_VALID}")
     with open(path, "rb") as f:
         head = f.read(MAX_HEADER_BYTES + 1)
     if not head.strip():
-        raise LeaderboardFormatError(f"{path}: empty file (no header, no rows)")
+        raise LeaderboardFormatError(f"{path}: empty file (no header, no rows); {WHAT_IS_VALID}")
     line, newline, _ = head.partition(b"\n")
     if not newline and len(head) > MAX_HEADER_BYTES:
         raise LeaderboardFormatError(f"{path}: first line longer than {MAX_HEADER_BYTES} bytes; "
-                                     "not a lengthbench leaderboard (its header is about 1 kB)")
+                                     f"not a lengthbench leaderboard (its header is about 1 kB); {WHAT_IS_VALID}")
     try:
         header = next(csv.reader([line.decode("utf-8").rstrip("\r")]))
     except UnicodeDecodeError as err:
         raise LeaderboardFormatError(f"{path}: not a text CSV (byte {err.object[err.start]:#04x} at "
-                                     f"offset {err.start} is not UTF-8)") from None
+                                     f"offset {err.start} is not UTF-8); {WHAT_IS_VALID}") from None
     seen = set()
     for name in header:
         if name in seen:
             raise LeaderboardFormatError(f"{path}: column {name!r} appears twice in the header; "
-                                         "not a lengthbench leaderboard")
+                                         f"{WHAT_IS_VALID}")
         seen.add(name)
     if "schema_version" not in seen:
-        raise LeaderboardFormatError(f"{path}: missing column 'schema_version'; not a lengthbench leaderboard")
+        raise LeaderboardFormatError(f"{path}: missing column 'schema_version', so not a lengthbench "
+                                     f"leaderboard; {WHAT_IS_VALID}")
     return header
 
 
@@ -180,11 +182,11 @@ def read_leaderboard(path: str | Path) -> pd.DataFrame:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
     except UnicodeDecodeError as err:
         raise LeaderboardFormatError(f"{where}: not a text CSV (a byte at offset {err.start} of a "
-                                     "line is not UTF-8)") from None
+                                     f"line is not UTF-8); {WHAT_IS_VALID}") from None
     except pd.errors.ParserError as err:
-        raise LeaderboardFormatError(f"{where}: not a CSV ({str(err).splitlines()[0]})") from None
+        raise LeaderboardFormatError(f"{where}: not a CSV ({str(err).splitlines()[0]}); {WHAT_IS_VALID}") from None
     if frame.empty:
-        raise LeaderboardFormatError(f"{where}: header only, no rows")
+        raise LeaderboardFormatError(f"{where}: header only, no rows; {WHAT_IS_VALID}")
     for i, version in enumerate(frame["schema_version"], start=2):
         if version.strip() != str(SCHEMA_VERSION):
             raise LeaderboardFormatError(
@@ -192,7 +194,7 @@ def read_leaderboard(path: str | Path) -> pd.DataFrame:
                 f"version {SCHEMA_VERSION} (rebuild it with `lengthbench leaderboard`)")
     missing = [c for c in COLUMN_NAMES if c not in header]
     if missing:
-        raise LeaderboardFormatError(f"{where}: missing column(s) {', '.join(missing)}")
+        raise LeaderboardFormatError(f"{where}: missing column(s) {', '.join(missing)}; {WHAT_IS_VALID}")
     for name, kind, valid, _ in COLUMNS:
         _check_column(frame, where, name, kind, valid)
     _check_rows(frame, where)

@@ -10,10 +10,15 @@ from benchmark.presets import get_preset
 torch.set_num_threads(1)
 
 
-@pytest.fixture
-def tiny_preset():
+def make_tiny_preset():
+    """smoke at 3 steps on copy/parity_check x nope/coupled (one cell n/a)."""
     base = get_preset("smoke")
     return replace(
         base, name="tiny", tasks=("copy", "parity_check"), encodings=("nope", "coupled"),
         settings={**base.settings, "steps": 3, "eval_samples": 4, "test_length": 7},
     )
+
+
+@pytest.fixture
+def tiny_preset():
+    return make_tiny_preset()

@@ -1,0 +1,134 @@
+"""Interrupts and faults of a real ``lengthbench`` process: Ctrl-C, SIGTERM,
+kill -9 of the driver, a file-size limit. Each test starts the command line
+in its own process group and looks at what is left afterwards."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+
+# The smoke model at 300 steps: about a second per run on one core, six runs.
+SCRIPT = textwrap.dedent("""
+    import sys
+    from dataclasses import replace
+    import benchmark.cli as cli
+    base = cli.PRESETS["smoke"]
+    cli.PRESETS["slow"] = replace(base, name="slow", tasks=("copy", "parity_check"),
+                                  encodings=("nope", "rope", "alibi"),
+                                  settings={**base.settings, "steps": 300})
+    if __name__ == "__main__":
+        sys.exit(cli.main(sys.argv[1:]))
+""")
+
+
+def start(tmp_path: Path, *argv, **kwargs) -> subprocess.Popen:
+    script = tmp_path / "lb.py"
+    script.write_text(SCRIPT)
+    return subprocess.Popen([sys.executable, str(script), *map(str, argv)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, **kwargs)
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of a process group."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(stat.parent.name))
+    return members
+
+
+def wait_for(condition, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def records_in(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*__seed*__*.json"))
+
+
+def assert_clean_folder(folder: Path) -> None:
+    leftovers = [p.name for p in folder.iterdir() if p.name.startswith(".tmp-")]
+    assert not leftovers, leftovers
+    for path in records_in(folder):  # every kept record is whole and valid
+        from benchmark.records import read_record
+        read_record(path)
+
+
+@pytest.mark.parametrize("workers,how", [(2, "group"), (2, "driver"), (1, "group"), (2, "sigterm")])
+def test_interrupt_stops_quickly_and_keeps_finished_records(tmp_path, workers, how):
+    results = tmp_path / "res"
+    proc = start(tmp_path, "run", "--preset", "slow", "--results", results, "--workers", workers,
+                 "--no-progress")
+    assert wait_for(lambda: len(records_in(results)) >= 1, 120), proc.communicate()
+    if how == "group":  # a terminal's Ctrl-C reaches every process of the group
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        os.kill(proc.pid, signal.SIGTERM if how == "sigterm" else signal.SIGINT)
+    sent = time.monotonic()
+    out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - sent < 10
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("lengthbench: interrupted: ") and "rerun the same command to resume" in last
+    assert wait_for(lambda: not group_members(proc.pid), 10), "worker processes outlived the driver"
+    assert_clean_folder(results)
+    kept = len(records_in(results))
+    assert 1 <= kept < 6 and f"{kept} of 6 runs have records" in last
+
+
+def test_killed_driver_takes_its_workers_along(tmp_path):
+    results = tmp_path / "res"
+    proc = start(tmp_path, "run", "--preset", "slow", "--results", results, "--workers", 2, "--no-progress")
+    assert wait_for(lambda: len(group_members(proc.pid)) >= 3, 60)  # driver + 2 workers
+    time.sleep(1.0)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert wait_for(lambda: not group_members(proc.pid), 10), "workers outlived a killed driver"
+    for path in records_in(results):
+        json.loads(path.read_text())
+
+
+def test_full_disk_leaves_previous_outputs_whole(tmp_path):
+    """Under a file-size limit a leaderboard cannot be rewritten: the command
+    fails with one line and the previous leaderboard files stay whole."""
+    results, out = tmp_path / "res", tmp_path / "out"
+    proc = start(tmp_path, "run", "--preset", "smoke", "--tasks", "copy,parity_check",
+                 "--encodings", "nope,coupled", "--results", results, "--out", out, "--no-progress",
+                 "--workers", 1)
+    assert proc.wait(timeout=120) == 0, proc.communicate()
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert {"leaderboard.csv", "accuracy_vs_length.png"} <= set(before)
+    for record in results.glob("copy__*.json"):  # the new leaderboard would differ
+        record.unlink()
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (300, 300))
+
+    proc = start(tmp_path, "leaderboard", "--results", results, "--out", out, preexec_fn=small_files)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert "could not write" in last and "leaderboard.csv" in last and "previous file is unchanged" in last
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before

@@ -1,0 +1,110 @@
+"""What `run` and `submit` do with every outcome a cell can have: invalid
+stored records, grids where nothing finished, failed cells, renamed
+submissions trained by pool workers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import benchmark.cli as cli
+import benchmark.runner as runner
+from benchmark.cli import main
+from benchmark.grid import run_grid
+from leaderboard.aggregate import leaderboard_frame
+from leaderboard.schema import read_leaderboard
+
+FAILS_IN_TRAINING = """
+from models.encodings import PositionEncoding, register_encoding
+
+
+@register_encoding("fails-in-training")
+class FailsInTraining(PositionEncoding):
+    '''Passes the contract (batches of 2) but raises on a real training batch.'''
+
+    def positions(self, pos, ctx):
+        if ctx.batch_size > 2:
+            raise RuntimeError("this encoding breaks on real batches")
+        return pos
+"""
+
+
+@pytest.fixture
+def tiny(monkeypatch, tiny_preset):
+    monkeypatch.setitem(cli.PRESETS, "tiny", tiny_preset)
+    return ["--preset", "tiny", "--no-progress", "--workers", "1"]
+
+
+def test_invalid_stored_record_is_set_aside_and_rerun(tmp_path, tiny, caplog):
+    results = tmp_path / "res"
+    assert main(["run", *tiny, "--results", str(results)]) == 0
+    nope, coupled = (next(results.glob(f"copy__{e}__seed0__*.json")) for e in ("nope", "coupled"))
+    coupled.write_text(nope.read_text())  # a record copied over another cell's file
+    assert main(["run", *tiny, "--results", str(results)]) == 0
+    assert f"invalid record {coupled}: holds the record of run copy__nope" in caplog.text
+    assert json.loads(coupled.read_text())["encoding"] == "coupled"  # rerun, right cell
+    assert (coupled.parent / (coupled.name + ".invalid")).read_text() == nope.read_text()
+    board = read_leaderboard(results / "leaderboard.csv")
+    assert board.set_index(["task", "encoding"]).loc[("copy", "nope"), "n_seeds"] == 1
+
+
+def test_records_listed_twice_count_once(tmp_path, tiny_preset):
+    records = run_grid(tiny_preset.with_grid(tasks=["copy"], encodings=["nope"]), tmp_path, progress=False)
+    board = leaderboard_frame(records + records)
+    assert board.n_seeds.tolist() == [1] and pd.isna(board.ood_exact_match_std.item())
+
+
+@pytest.mark.parametrize("outcome", ["not_applicable", "error", "diverged"])
+def test_grid_where_no_run_finished_still_gets_a_leaderboard(tmp_path, tiny, monkeypatch, outcome, capsys):
+    from benchmark.train import TrainResult
+
+    if outcome == "error":
+        monkeypatch.setattr(runner, "train", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
+    if outcome == "diverged":
+        monkeypatch.setattr(runner, "train", lambda *a, **k: TrainResult(2, True, [1.0], float("nan")))
+    encodings = "coupled" if outcome == "not_applicable" else "nope,coupled"
+    out = tmp_path / "res"
+    (out / "accuracy_vs_length.png").parent.mkdir()
+    (out / "accuracy_vs_length.png").write_bytes(b"a figure of another grid")
+    code = main(["run", *tiny, "--tasks", "parity_check", "--encodings", encodings, "--results", str(out)])
+    assert code == (1 if outcome == "error" else 0)
+    board = read_leaderboard(out / "leaderboard.csv")
+    expected = {"not_applicable": {"not_applicable"}, "error": {"failed", "not_applicable"},
+                "diverged": {"failed", "not_applicable"}}[outcome]
+    assert set(board.status) == expected and board.ood_exact_match_mean.isna().all()
+    assert not (out / "accuracy_vs_length.png").exists()
+    assert (out / "leaderboard_heatmap.png").exists()
+    err = capsys.readouterr().err
+    if outcome == "error":
+        assert "run parity_check/nope seed 0 failed: RuntimeError: boom" in err
+        assert err.strip().splitlines()[-1].startswith("lengthbench: error: 1 of 2 runs ended in error")
+
+
+def test_run_and_submit_exit_nonzero_when_a_cell_errors(tmp_path, tiny, capsys):
+    plugin = tmp_path / "fails.py"
+    plugin.write_text(FAILS_IN_TRAINING)
+    results = tmp_path / "res"
+    assert main(["run", *tiny, "--encodings", "nope,fails-in-training", "--plugin", str(plugin),
+                 "--results", str(results)]) == 1
+    err = capsys.readouterr().err
+    assert "run copy/fails-in-training seed 0 failed: RuntimeError: this encoding breaks on real batches" in err
+    assert "lengthbench: error: 2 of 4 runs ended in error" in err.strip().splitlines()[-1]
+    assert main(["submit", str(plugin), *tiny, "--results", str(results)]) == 1
+    assert "runs ended in error" in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_submit_name_reaches_pool_workers(tmp_path, monkeypatch, tiny_preset, capsys):
+    """`--name` used to exist in the main process only: every pool worker
+    failed to find the renamed encoding and the submission was all errors."""
+    monkeypatch.setitem(cli.PRESETS, "tiny", tiny_preset.with_grid(encodings=["nope"]))
+    example = Path(__file__).resolve().parent.parent / "examples" / "log_decay_sink.py"
+    results = tmp_path / "res"
+    assert main(["submit", str(example), "--preset", "tiny", "--name", "my-sink", "--workers", "2",
+                 "--results", str(results), "--no-progress"]) == 0
+    records = [json.loads(p.read_text()) for p in results.glob("*__my-sink__seed0__*.json")]
+    assert len(records) == 2 and {r["status"] for r in records} == {"ok"}
+    submission = read_leaderboard(results / "submission-my-sink.csv")
+    assert set(submission.status) == {"ok"} and "my-sink: rank per task" in capsys.readouterr().out
