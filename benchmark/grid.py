@@ -89,7 +89,6 @@ def _exit_with_parent(parent: int) -> None:
 
 
 def _worker_init(threads: int, plugins: tuple, parent: int) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     torch.set_num_threads(threads)
     from models.plugins import load_plugins  # re-register third-party encodings in the child
@@ -101,8 +100,9 @@ def _run_in_worker(config: RunConfig) -> dict:
 
 
 class _SigintIgnored:
-    """Ignore SIGINT while worker processes start, so they inherit the
-    disposition and a Ctrl-C during their import cannot print tracebacks."""
+    """Ignore SIGINT while worker processes start: they inherit the ignored
+    disposition (Python keeps it, instead of raising KeyboardInterrupt), so
+    a terminal's Ctrl-C reaches the driver alone, even during their import."""
 
     def __enter__(self):
         self.active = threading.current_thread() is threading.main_thread()

@@ -98,6 +98,31 @@ def test_interrupt_stops_quickly_and_keeps_finished_records(tmp_path, workers, h
     assert 1 <= kept < 6 and f"{kept} of 6 runs have records" in last
 
 
+def ignores_sigint(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status").read_text()
+    mask = int(next(x for x in status.splitlines() if x.startswith("SigIgn:")).split()[1], 16)
+    return bool(mask & (1 << (signal.SIGINT - 1)))
+
+
+def test_ctrl_c_while_workers_start_prints_no_worker_traceback(tmp_path):
+    """Workers ignore SIGINT from their first instruction (a terminal's Ctrl-C
+    reaches the whole group, also while workers still import torch): only the
+    driver reacts, so no worker dies with a KeyboardInterrupt traceback."""
+    results = tmp_path / "res"
+    proc = start(tmp_path, "run", "--preset", "slow", "--results", results, "--workers", 2, "--no-progress")
+    # driver, resource tracker and two workers, which now spend a second importing torch
+    assert wait_for(lambda: len(group_members(proc.pid)) >= 4, 60)
+    workers = [pid for pid in group_members(proc.pid)
+               if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert len(workers) == 2 and all(ignores_sigint(pid) for pid in workers)
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert "0 of 6 runs have records" in err.strip().splitlines()[-1]
+    assert wait_for(lambda: not group_members(proc.pid), 10)
+
+
 def test_killed_driver_takes_its_workers_along(tmp_path):
     results = tmp_path / "res"
     proc = start(tmp_path, "run", "--preset", "slow", "--results", results, "--workers", 2, "--no-progress")
@@ -132,3 +157,22 @@ def test_full_disk_leaves_previous_outputs_whole(tmp_path):
     last = err.strip().splitlines()[-1]
     assert "could not write" in last and "leaderboard.csv" in last and "previous file is unchanged" in last
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_interrupted_grid_in_a_long_lived_process_kills_its_workers(tmp_path, tiny_preset):
+    """A notebook keeps running after Ctrl-C: the pool's workers must not go
+    on training in the background."""
+    import _thread
+    import multiprocessing
+    import threading
+
+    from benchmark.grid import GridInterrupted, run_grid
+
+    preset = tiny_preset.with_grid(encodings=["nope"])
+    preset = preset.__class__(**{**preset.__dict__, "settings": {**preset.settings, "steps": 5000}})
+    threading.Timer(4.0, _thread.interrupt_main).start()
+    with pytest.raises(GridInterrupted) as stop:
+        run_grid(preset, tmp_path, workers=2, progress=False)
+    assert (stop.value.finished, stop.value.total) == (0, 2)
+    assert wait_for(lambda: not multiprocessing.active_children(), 2.0)
+    assert not list(tmp_path.iterdir())
