@@ -22,3 +22,13 @@ def make_tiny_preset():
 @pytest.fixture
 def tiny_preset():
     return make_tiny_preset()
+
+
+def set_csv_cell(text: str, row: int, column: str, value: str) -> str:
+    """``text`` (a CSV) with one cell replaced; row 1 is the first data row."""
+    lines = text.splitlines()
+    header = lines[0].split(",")
+    cells = lines[row].split(",")
+    cells[header.index(column)] = value
+    lines[row] = ",".join(cells)
+    return "\n".join(lines) + "\n"

@@ -19,6 +19,7 @@ import benchmark.cli as cli
 import benchmark.grid as grid_module
 from benchmark.cli import main
 from benchmark.grid import run_grid
+from conftest import make_tiny_preset, set_csv_cell
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -26,7 +27,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 @pytest.fixture(scope="session")
 def valid_results(tmp_path_factory):
     """A finished tiny grid with its leaderboard files (built once)."""
-    from conftest import make_tiny_preset
+
 
     folder = tmp_path_factory.mktemp("valid") / "results"
     run_grid(make_tiny_preset(), folder, progress=False)
@@ -194,37 +195,28 @@ def test_invalid_records_are_refused_by_leaderboard(case, ctx, capsys):
 # ---------------------------------------------------------------- leaderboard CSVs
 
 
-def _cell(text: str, row: int, column: str, value: str) -> str:
-    lines = text.splitlines()
-    header = lines[0].split(",")
-    cells = lines[row].split(",")
-    cells[header.index(column)] = value
-    lines[row] = ",".join(cells)
-    return "\n".join(lines) + "\n"
-
-
 # rows: 1 = parity_check/nope (ok), 2 = parity_check/coupled (n/a), 3 = copy/nope, 4 = copy/coupled
 CSV_CASES = [
-    ("mean-inf", lambda t: _cell(t, 1, "ood_exact_match_mean", "inf"), "'inf' is out of range", "valid: number in [0, 1]"),
-    ("mean-750-percent", lambda t: _cell(t, 1, "ood_exact_match_mean", "7.5"), "'7.5' is out of range", "valid: number in [0, 1]"),
-    ("mean-negative", lambda t: _cell(t, 1, "ood_token_accuracy_mean", "-0.2"), "'-0.2' is out of range", "[0, 1]"),
-    ("mean-nan-text", lambda t: _cell(t, 1, "ood_exact_match_mean", "nan"), "'nan' is not a number", "or empty"),
-    ("std-inf", lambda t: _cell(t, 1, "ood_exact_match_std", "inf"), "'inf' is out of range", "number >= 0"),
-    ("std-negative", lambda t: _cell(t, 1, "ood_exact_match_std", "-0.1"), "'-0.1' is out of range", "number >= 0"),
-    ("n-seeds-negative", lambda t: _cell(t, 1, "n_seeds", "-3"), "'-3' is out of range", "integer >= 0"),
-    ("n-seeds-fraction", lambda t: _cell(t, 1, "n_seeds", "2.7"), "'2.7' is not an integer", "integer >= 0"),
-    ("n-seeds-zero-but-ok", lambda t: _cell(t, 1, "n_seeds", "0"), "'n_seeds': 0 with status ok", "at least 1 seed"),
-    ("n-seeds-on-na-row", lambda t: _cell(t, 2, "n_seeds", "2"), "'n_seeds': 2 with status not_applicable", "valid: 0"),
-    ("status-unknown", lambda t: _cell(t, 1, "status", "great"), "'great' is not valid", "ok / not_applicable / failed"),
-    ("level-unknown", lambda t: _cell(t, 1, "level", "XL"), "'XL' is not valid", "R / DCF / CS"),
-    ("task-empty", lambda t: _cell(t, 1, "task", ""), "column 'task'", "non-empty text"),
-    ("ok-mean-empty", lambda t: _cell(t, 1, "ood_exact_match_mean", ""), "empty with status ok", "number in [0, 1]"),
-    ("rank-zero", lambda t: _cell(t, 1, "rank", "0"), "'0' is out of range", "number >= 1"),
-    ("train-length-zero", lambda t: _cell(t, 1, "train_length", "0"), "'0' is out of range", "integer >= 1"),
-    ("ci-above-one", lambda t: _cell(t, 1, "ood_exact_match_ci_high", "1.5"), "'1.5' is out of range", "[0, 1]"),
-    ("frac-seeds-above-one", lambda t: _cell(t, 1, "frac_seeds_generalize_exact_match", "2"), "'2' is out of range", "[0, 1]"),
-    ("gen-length-fraction", lambda t: _cell(t, 1, "generalization_length_exact_match", "3.5"), "'3.5' is not an integer", "integer >= 0"),
-    ("schema-version-other", lambda t: _cell(t, 1, "schema_version", "1"), "version '1'", "reads version 2"),
+    ("mean-inf", lambda t: set_csv_cell(t, 1, "ood_exact_match_mean", "inf"), "'inf' is out of range", "valid: number in [0, 1]"),
+    ("mean-750-percent", lambda t: set_csv_cell(t, 1, "ood_exact_match_mean", "7.5"), "'7.5' is out of range", "valid: number in [0, 1]"),
+    ("mean-negative", lambda t: set_csv_cell(t, 1, "ood_token_accuracy_mean", "-0.2"), "'-0.2' is out of range", "[0, 1]"),
+    ("mean-nan-text", lambda t: set_csv_cell(t, 1, "ood_exact_match_mean", "nan"), "'nan' is not a number", "or empty"),
+    ("std-inf", lambda t: set_csv_cell(t, 1, "ood_exact_match_std", "inf"), "'inf' is out of range", "number >= 0"),
+    ("std-negative", lambda t: set_csv_cell(t, 1, "ood_exact_match_std", "-0.1"), "'-0.1' is out of range", "number >= 0"),
+    ("n-seeds-negative", lambda t: set_csv_cell(t, 1, "n_seeds", "-3"), "'-3' is out of range", "integer >= 0"),
+    ("n-seeds-fraction", lambda t: set_csv_cell(t, 1, "n_seeds", "2.7"), "'2.7' is not an integer", "integer >= 0"),
+    ("n-seeds-zero-but-ok", lambda t: set_csv_cell(t, 1, "n_seeds", "0"), "'n_seeds': 0 with status ok", "at least 1 seed"),
+    ("n-seeds-on-na-row", lambda t: set_csv_cell(t, 2, "n_seeds", "2"), "'n_seeds': 2 with status not_applicable", "valid: 0"),
+    ("status-unknown", lambda t: set_csv_cell(t, 1, "status", "great"), "'great' is not valid", "ok / not_applicable / failed"),
+    ("level-unknown", lambda t: set_csv_cell(t, 1, "level", "XL"), "'XL' is not valid", "R / DCF / CS"),
+    ("task-empty", lambda t: set_csv_cell(t, 1, "task", ""), "column 'task'", "non-empty text"),
+    ("ok-mean-empty", lambda t: set_csv_cell(t, 1, "ood_exact_match_mean", ""), "empty with status ok", "number in [0, 1]"),
+    ("rank-zero", lambda t: set_csv_cell(t, 1, "rank", "0"), "'0' is out of range", "number >= 1"),
+    ("train-length-zero", lambda t: set_csv_cell(t, 1, "train_length", "0"), "'0' is out of range", "integer >= 1"),
+    ("ci-above-one", lambda t: set_csv_cell(t, 1, "ood_exact_match_ci_high", "1.5"), "'1.5' is out of range", "[0, 1]"),
+    ("frac-seeds-above-one", lambda t: set_csv_cell(t, 1, "frac_seeds_generalize_exact_match", "2"), "'2' is out of range", "[0, 1]"),
+    ("gen-length-fraction", lambda t: set_csv_cell(t, 1, "generalization_length_exact_match", "3.5"), "'3.5' is not an integer", "integer >= 0"),
+    ("schema-version-other", lambda t: set_csv_cell(t, 1, "schema_version", "1"), "version '1'", "reads version 2"),
     ("missing-column", lambda t: t.replace(",rank", ",rnk", 1), "missing column(s) rank", "give a leaderboard.csv"),
     ("header-only", lambda t: t.splitlines()[0] + "\n", "header only", "give a leaderboard.csv"),
     ("empty", lambda t: "", "empty file", "give a leaderboard.csv"),

@@ -8,6 +8,7 @@ import pytest
 
 from benchmark.cli import main
 from benchmark.grid import run_grid
+from conftest import set_csv_cell
 from leaderboard.aggregate import leaderboard_frame, level_summary
 from leaderboard.compare import compare_frames, summary_counts
 from leaderboard.schema import COLUMN_NAMES, SCHEMA_VERSION, LeaderboardFormatError, read_leaderboard
@@ -134,9 +135,9 @@ def test_compare_verdicts_and_one_sided_cells():
     (lambda t: t.replace(",rank", ",rnk", 1), "missing column(s) rank"),
     (lambda t: "\n".join([t.splitlines()[0], t.splitlines()[1], t.splitlines()[1]]) + "\n",
      "row 3: duplicate key task='parity_check', encoding='nope'"),
-    (lambda t: _set_cell(t, 2, "ood_exact_match_mean", "abc"),
+    (lambda t: set_csv_cell(t, 2, "ood_exact_match_mean", "abc"),
      "row 3, column 'ood_exact_match_mean': 'abc' is not a number"),
-    (lambda t: _set_cell(t, 1, "n_seeds", ""), "row 2, column 'n_seeds': '' is not an integer"),
+    (lambda t: set_csv_cell(t, 1, "n_seeds", ""), "row 2, column 'n_seeds': '' is not an integer"),
 ])
 def test_malformed_csv_errors(two_boards, tmp_path, capsys, mutate, message):
     good = two_boards[0].read_text()
@@ -148,12 +149,3 @@ def test_malformed_csv_errors(two_boards, tmp_path, capsys, mutate, message):
     assert main(["compare", str(bad), str(two_boards[1]), "--out", str(tmp_path / "o")]) == 2
     line = capsys.readouterr().err.strip()
     assert message in line and "\n" not in line
-
-
-def _set_cell(text, row, column, value):
-    lines = text.splitlines()
-    header = lines[0].split(",")
-    cells = lines[row].split(",")
-    cells[header.index(column)] = value
-    lines[row] = ",".join(cells)
-    return "\n".join(lines) + "\n"
