@@ -27,8 +27,6 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 @pytest.fixture(scope="session")
 def valid_results(tmp_path_factory):
     """A finished tiny grid with its leaderboard files (built once)."""
-
-
     folder = tmp_path_factory.mktemp("valid") / "results"
     run_grid(make_tiny_preset(), folder, progress=False)
     assert main(["leaderboard", "--results", str(folder)]) == 0
