@@ -201,11 +201,10 @@ def cmd_compare(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from models.contract import check_encoding
-    from models.plugins import PluginFile, load_entry_points, load_plugin
+    from models.plugins import PluginFile, check_plugins, load_entry_points
 
     load_entry_points()
-    reports = [check_encoding(n) for n in load_plugin(PluginFile(args.path))]
+    _, reports = check_plugins([PluginFile(args.path)])
     for report in reports:
         print(report.format())
     if all(r.passed for r in reports):
