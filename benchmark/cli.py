@@ -238,6 +238,21 @@ def cmd_bench_generation(args) -> int:
     return EXIT_OK
 
 
+def cmd_perf(args) -> int:
+    from benchmark.files import ensure_output_dir
+    from benchmark.perf import main as perf_main, perf_configs
+    from tasks.base import UnknownNameError
+
+    for name in args.configs:
+        if name not in perf_configs():
+            raise UnknownNameError("perf configuration", name, perf_configs())
+    if not args.configs:
+        raise InputError(f"--configs: the list is empty; give some of {', '.join(perf_configs())}")
+    ensure_output_dir(Path(args.out).parent, "--out (its folder)")
+    perf_main(args.configs, args.steps, args.eval_lengths, Path(args.out))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="lengthbench", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
@@ -295,6 +310,16 @@ def build_parser() -> argparse.ArgumentParser:
                      help="batch size (default 128)")
     gen.add_argument("--tasks", type=_csv, help="comma-separated subset of tasks")
     gen.set_defaults(func=cmd_bench_generation)
+
+    prf = sub.add_parser("perf", help="measure training and evaluation speed on this machine")
+    prf.add_argument("--configs", type=_csv, default=["reference", "quick"],
+                     help="model configurations to time (default reference,quick)")
+    prf.add_argument("--steps", type=_count(1, "--steps is a positive number of training steps"),
+                     default=10, help="timed training steps per measurement (default 10)")
+    prf.add_argument("--eval-lengths", type=_lengths, default=[100, 500],
+                     help="task lengths to time evaluation at (default 100,500)")
+    prf.add_argument("--out", default="results/perf.json", help="JSON report (default results/perf.json)")
+    prf.set_defaults(func=cmd_perf)
     return parser
 
 

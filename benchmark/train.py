@@ -1,6 +1,7 @@
 """Training one model on one task: lengths uniform in 1..L_train, every
 batch mixing lengths; AdamW with warmup + cosine decay and gradient
-clipping."""
+clipping. A batch is processed as a few length buckets (``batching``) whose
+token losses add up to the loss of the whole batch."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from benchmark.batching import training_batches
 from benchmark.config import RunConfig
 from benchmark.seeding import data_rng, init_seed, position_generator
 from models import Transformer, build_encoding
-from tasks import IGNORE, Batch, Task, make_batch
+from tasks import IGNORE, Batch, Task
 
 LOSS_CURVE_POINTS = 20
 
@@ -58,18 +60,23 @@ def train(model: Transformer, task: Task, config: RunConfig, device: torch.devic
     low = task.min_length
     for step in range(config.steps):
         lengths = rng.integers(low, config.train_length + 1, size=config.batch_size)
-        t = batch_tensors(make_batch(task, rng, lengths), device)
-        logits = model(t["tokens"], t["position_ids"], t["seq_lens"], gen)
-        loss = F.cross_entropy(logits.flatten(0, 1), t["targets"].flatten(), ignore_index=IGNORE)
-        if not torch.isfinite(loss):
-            return TrainResult(step, True, _curve(losses), float("nan"))
+        buckets = [batch_tensors(b, device) for b in training_batches(task, rng, lengths)]
+        n_targets = sum(int((t["targets"] != IGNORE).sum()) for t in buckets)
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, config)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        loss = 0.0
+        for t in buckets:
+            logits = model(t["tokens"], t["position_ids"], t["seq_lens"], gen)
+            part = F.cross_entropy(logits.flatten(0, 1), t["targets"].flatten(), ignore_index=IGNORE,
+                                   reduction="sum") / n_targets
+            part.backward()
+            loss += part.detach()
+        if not torch.isfinite(loss):
+            return TrainResult(step, True, _curve(losses), float("nan"))
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimizer.step()
-        losses.append(loss.item())
+        losses.append(float(loss))
         if progress is not None:
             progress.update(1)
             if step % 50 == 0:
