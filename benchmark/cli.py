@@ -144,7 +144,24 @@ def cmd_run(args) -> int:
     plugins = [PluginFile(p) for p in args.plugin or ()]
     _checked_plugins(plugins, show_reports=False)
     grid = preset.with_grid(args.tasks, args.encodings, args.seeds)
+    if args.plan:
+        return _print_plan(args, grid)
     return _run_and_report(args, grid, plugins)
+
+
+def _print_plan(args, grid) -> int:
+    """``run --plan``: the grid's cost on this machine; nothing is written."""
+    from benchmark.grid import resolve_workers
+    from benchmark.plan import estimate, format_plan
+
+    results = Path(args.results or f"results/{grid.name}")
+    if results.exists() and not results.is_dir():
+        raise InputError(f"--results {str(results)!r} is a file, not a folder; give a folder path")
+    workers = resolve_workers(args.workers)
+    start = time.perf_counter()
+    estimates, total, stored = estimate(grid, results, workers)
+    print(format_plan(grid, estimates, total, stored, workers, time.perf_counter() - start))
+    return EXIT_OK
 
 
 def cmd_list(args) -> int:
@@ -273,6 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--plugin", action="append",
                      help="Python file registering extra encodings (contract-checked before any run)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    run.add_argument("--plan", action="store_true",
+                     help="print the grid, its useful FLOPs and its estimated wall time here; train nothing")
     run.set_defaults(func=cmd_run)
 
     lst = sub.add_parser("list", help="list tasks, encodings or presets")

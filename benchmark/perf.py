@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from benchmark.batching import training_batches
 from benchmark.config import RunConfig
 from benchmark.files import write_json
+from benchmark.flops import training_flops
 from benchmark.presets import get_preset
 from benchmark.train import batch_tensors, build_model, train
 from models.transformer import ModelSize
@@ -65,15 +66,6 @@ def _median_seconds(fn, repeats: int) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
-
-
-def useful_flops(token_lengths, size: ModelSize, vocab: int) -> float:
-    """Training FLOPs (forward + backward = 3x forward) of real tokens only:
-    the projections, the causal attention scores and mixing, the output head."""
-    n = np.asarray(token_lengths, dtype=float)
-    d, f = size.d_model, size.d_ff
-    per_layer = 2 * n * (4 * d * d + 2 * d * f) + 2 * d * n * (n + 1)
-    return float(3 * (size.n_layers * per_layer + 2 * n * d * vocab).sum())
 
 
 def _sample_lengths(config: RunConfig, task, rng) -> np.ndarray:
@@ -128,7 +120,7 @@ def batch_shape(config: RunConfig, samples: int = 20) -> dict:
             "padding_share_padded_batch": 1 - sum(real) / sum(padded_whole),
             "padding_share_buckets": 1 - sum(real) / sum(padded_buckets),
             "data_seconds_per_step": statistics.median(gen_seconds),
-            "useful_flops_per_step": float(np.mean([useful_flops(t, config.model, task.vocab_size)
+            "useful_flops_per_step": float(np.mean([training_flops(t, config.model, task.vocab_size)
                                                     for t in tokens]))}
 
 

@@ -121,17 +121,21 @@ def read_record(path: Path) -> dict:
     return record
 
 
-def load_finished(results_dir: Path, run_id: str) -> dict | None:
+def load_finished(results_dir: Path, run_id: str, set_aside: bool = True) -> dict | None:
     """The stored record of a finished run, or None if it must (re)run.
 
-    An invalid record is reported, moved aside to ``<file>.invalid`` (kept
-    for inspection, never read again) and its run is redone."""
+    An invalid record is reported and, with ``set_aside``, moved aside to
+    ``<file>.invalid`` (kept for inspection, never read again) so that its
+    run is redone."""
     path = record_path(results_dir, run_id)
     if not path.exists():
         return None
     try:
         record = read_record(path)
     except RecordError as err:
+        if not set_aside:
+            log.warning("invalid record %s; it would be rerun", err)
+            return None
         aside = path.with_name(path.name + QUARANTINE_SUFFIX)
         path.replace(aside)
         log.warning("invalid record %s; moved to %s and rerunning its cell", err, aside.name)

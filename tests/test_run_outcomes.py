@@ -108,3 +108,22 @@ def test_submit_name_reaches_pool_workers(tmp_path, monkeypatch, tiny_preset, ca
     assert len(records) == 2 and {r["status"] for r in records} == {"ok"}
     submission = read_leaderboard(results / "submission-my-sink.csv")
     assert set(submission.status) == {"ok"} and "my-sink: rank per task" in capsys.readouterr().out
+
+
+def test_plan_estimates_without_training_or_writing(tmp_path, tiny, monkeypatch, capsys):
+    import benchmark.grid as grid_module
+
+    results = tmp_path / "res"
+    argv = ["run", *tiny, "--results", str(results), "--plan"]
+    real = grid_module.execute_run
+    monkeypatch.setattr(grid_module, "execute_run", lambda *a, **k: pytest.fail("--plan trained"))
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "2 tasks x 2 encodings x 1 seeds = 4 runs; 0 stored (reused), 4 to run (1 of them n/a" in out
+    assert "| copy | no | 2 | 3 |" in out and "estimated wall time on this machine:" in out
+    assert not results.exists()
+    monkeypatch.setattr(grid_module, "execute_run", real)
+    assert main(["run", *tiny, "--results", str(results)]) == 0
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "4 stored (reused), 0 to run" in capsys.readouterr().out

@@ -1,0 +1,167 @@
+"""``lengthbench run --plan``: what a grid will cost, before anything trains.
+
+For the runs still to do (stored records are reused) it counts the useful
+FLOPs of training (real tokens of sampled batches, times the steps) and of
+evaluation (every evaluated length, times the samples), and calibrates this
+machine: for each distinct training shape (task, model, batch, lengths, and
+whether the encoding adds an attention bias, which makes attention slower)
+it times a few trainer steps (the median counts) and two small evaluations with the threads one
+worker process gets. The wall-time estimate is the calibrated seconds summed
+over the runs and shared by the worker processes. Nothing is written.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from benchmark.config import Preset, RunConfig
+from benchmark.device import default_device
+from benchmark.evaluate import evaluate_length
+from benchmark.flops import forward_flops, training_flops
+from benchmark.grid import grid_configs
+from benchmark.records import load_finished
+from benchmark.train import build_model, train
+from models.encodings import build_encoding
+from tasks import get_task, make_batch
+
+CALIBRATION_STEPS = 5  # timed one at a time; the median counts
+CALIBRATION_SAMPLES = 8  # evaluation samples timed per calibrated length
+FLOP_SAMPLES = 4  # examples per evaluated length used to count tokens
+
+
+@dataclass
+class Estimate:
+    """Per distinct training shape: how many runs, and what one costs."""
+
+    task: str
+    attention_bias: bool
+    runs: int
+    steps: int
+    train_flops: float  # per run
+    eval_flops: float  # per run
+    train_seconds: float  # per run, on one worker
+    eval_seconds: float  # per run, on one worker
+
+
+def _encoding_kind(config: RunConfig) -> str | None:
+    """"bias" or "plain" (attention with a logit bias is slower), or None for
+    an n/a cell, which is recorded without training."""
+    encoding = build_encoding(config.encoding, config.model.d_model, config.model.n_heads,
+                              config.encoding_params)
+    if encoding.uses_task_positions and not get_task(config.task).has_coupled_ids:
+        return None
+    return "bias" if "bias" in encoding.hooks_used() else "plain"
+
+
+def _token_lengths(config: RunConfig, lengths: np.ndarray, seed: int = 0) -> np.ndarray:
+    return make_batch(get_task(config.task), np.random.default_rng(seed), lengths).seq_lens
+
+
+def _flops(config: RunConfig) -> tuple[float, float]:
+    task = get_task(config.task)
+    rng = np.random.default_rng(0)
+    steps = [training_flops(_token_lengths(config, rng.integers(task.min_length, config.train_length + 1,
+                                                                size=config.batch_size)),
+                            config.model, task.vocab_size) for _ in range(4)]
+    evaluation = sum(forward_flops(_token_lengths(config, np.full(FLOP_SAMPLES, n)), config.model,
+                                   task.vocab_size) * config.eval_samples / FLOP_SAMPLES
+                     for n in config.eval_lengths())
+    return float(np.mean(steps)) * config.steps, evaluation
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _calibrate(config: RunConfig) -> tuple[float, float]:
+    """(train seconds, eval seconds) of one run of ``config`` on one worker."""
+    task, device = get_task(config.task), default_device()
+    model = build_model(config, task, device)
+    one_step = replace(config, steps=1)
+    train(model, task, one_step, device)
+    per_step = float(np.median([_timed(lambda: train(model, task, one_step, device))
+                                for _ in range(CALIBRATION_STEPS)]))
+    model.eval()
+    lengths = config.eval_lengths()
+    probe = replace(config, eval_samples=CALIBRATION_SAMPLES)
+    short, long = lengths[len(lengths) // 2], lengths[-1]
+    evaluate_length(model, task, short, probe, device)
+    t_short, t_long = (_timed(lambda n=n: evaluate_length(model, task, n, probe, device)) for n in (short, long))
+    w_short, w_long = (float(_token_lengths(config, np.full(1, n)).max()) for n in (short, long))
+    # per-sample cost grows between linearly (projections) and quadratically (attention) in width
+    power = 1.5 if w_long == w_short else float(np.clip(np.log(max(t_long, 1e-9) / max(t_short, 1e-9))
+                                                        / np.log(w_long / w_short), 1.0, 2.0))
+    per_sample = t_long / CALIBRATION_SAMPLES
+    eval_seconds = sum(per_sample * (float(_token_lengths(config, np.full(1, n)).max()) / w_long) ** power
+                       for n in lengths) * config.eval_samples
+    return per_step * config.steps, eval_seconds
+
+
+def estimate(preset: Preset, results_dir: Path, workers: int) -> tuple[list[Estimate], int, int]:
+    """(one Estimate per training shape of the runs to do, runs in grid, runs stored)."""
+    configs = grid_configs(preset)
+    todo = [c for c in configs if load_finished(results_dir, c.run_id, set_aside=False) is None]
+    shapes: dict[tuple, list[RunConfig]] = defaultdict(list)
+    for config in todo:
+        kind = _encoding_kind(config)
+        if kind is not None:
+            shapes[(config.task, config.model, config.batch_size, config.train_length, config.test_length,
+                    config.steps, config.eval_samples, config.eval_stride, kind)].append(config)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(1, threads // max(1, min(workers, len(todo)))))
+    try:
+        estimates = []
+        for key, group in shapes.items():
+            train_flops, eval_flops = _flops(group[0])
+            train_seconds, eval_seconds = _calibrate(group[0])
+            estimates.append(Estimate(group[0].task, key[-1] == "bias", len(group), group[0].steps, train_flops,
+                                      eval_flops, train_seconds, eval_seconds))
+    finally:
+        torch.set_num_threads(threads)
+    return estimates, len(configs), len(configs) - len(todo)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h" if seconds < 172800 else f"{seconds / 86400:.1f} days"
+
+
+def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: int, workers: int,
+                calibration_seconds: float) -> str:
+    todo = sum(e.runs for e in estimates)
+    serial = sum(e.runs * (e.train_seconds + e.eval_seconds) for e in estimates)
+    flops = sum(e.runs * (e.train_flops + e.eval_flops) for e in estimates)
+    parallel = max(1, min(workers, todo))
+    lines = [
+        f"plan for preset {preset.name!r}: {len(preset.tasks)} tasks x {len(preset.encodings)} encodings x "
+        f"{len(preset.seeds)} seeds = {total} runs; {stored} stored (reused), {total - stored} to run "
+        f"({total - stored - todo} of them n/a: recorded without training)",
+        f"grouping: each run trains alone, {parallel} worker process(es) side by side",
+        "",
+        f"| task | attention bias | runs | steps | train TFLOP/run | eval TFLOP/run | "
+        f"train/run | eval/run |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for e in sorted(estimates, key=lambda e: (e.task, e.attention_bias)):
+        lines.append(f"| {e.task} | {'yes' if e.attention_bias else 'no'} | {e.runs} | {e.steps} | "
+                     f"{e.train_flops / 1e12:.3f} | {e.eval_flops / 1e12:.3f} | "
+                     f"{_duration(e.train_seconds)} | {_duration(e.eval_seconds)} |")
+    lines += [
+        "",
+        f"useful work: {flops / 1e12:.2f} TFLOP; run time on one worker: {_duration(serial)}",
+        f"estimated wall time on this machine: {_duration(serial / parallel)} with {parallel} worker(s) "
+        f"(calibrated from {CALIBRATION_STEPS} steps per shape in {calibration_seconds:.0f} s; "
+        "other load on the machine makes it longer)",
+    ]
+    return "\n".join(lines)

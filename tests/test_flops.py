@@ -1,0 +1,22 @@
+"""The useful-FLOP count against torch's own count of the model's matmuls."""
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from benchmark.flops import forward_flops, training_flops
+from models import Transformer, build_encoding
+from models.transformer import ModelSize
+
+
+@pytest.mark.parametrize("n", [1, 13, 40])
+def test_projection_and_head_flops_match_torch_count(n):
+    size = ModelSize(d_model=32, n_layers=2, n_heads=4, d_ff=64)
+    model = Transformer(11, size, build_encoding("nope", 32, 4)).eval()
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(torch.randint(0, 11, (1, n)))
+    counted = sum(v for op, v in counter.get_flop_counts()["Global"].items()
+                  if str(op) in ("aten.addmm", "aten.mm"))
+    causal_attention = size.n_layers * 2 * size.d_model * n * (n + 1)  # scores + mixing, j <= i
+    assert forward_flops([n], size, 11) - causal_attention == counted
+    assert training_flops([n, n], size, 11) == 6 * forward_flops([n], size, 11)
