@@ -24,7 +24,8 @@ from benchmark.train import batch_tensors, build_model
 from tasks import IGNORE, get_task, make_batch, task_names
 
 
-def _median_time(fn, repeats: int) -> float:
+def median_seconds(fn, repeats: int) -> float:
+    """Median wall time of ``repeats`` calls of ``fn``."""
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -52,7 +53,7 @@ def train_step_time(task_name: str, batch_size: int, repeats: int = 3) -> float:
         optimizer.step()
 
     step()
-    return _median_time(step, repeats)
+    return median_seconds(step, repeats)
 
 
 def bench(lengths=(40, 500), batch_size: int = 128, repeats: int = 5, tasks=None):
@@ -64,14 +65,14 @@ def bench(lengths=(40, 500), batch_size: int = 128, repeats: int = 5, tasks=None
             if task.max_length is not None and length > task.max_length:
                 continue
             lens = np.full(batch_size, length)
-            vectorized = _median_time(lambda: make_batch(task, np.random.default_rng(0), lens), repeats)
+            vectorized = median_seconds(lambda: make_batch(task, np.random.default_rng(0), lens), repeats)
 
             def per_example():
                 rng = np.random.default_rng(0)
                 for _ in range(batch_size):
                     task.solve(task.sample(rng, length, 1).inputs[0].tolist())
 
-            baseline = _median_time(per_example, max(1, repeats // 2))
+            baseline = median_seconds(per_example, max(1, repeats // 2))
             yield {"task": name, "length": length, "batch": batch_size, "vectorized_ms": 1e3 * vectorized,
                    "per_example_ms": 1e3 * baseline, "speedup": baseline / vectorized,
                    "fraction_of_train_step": vectorized / step}

@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from benchmark.batching import training_batches
+from benchmark.bench_generation import median_seconds
 from benchmark.config import RunConfig
 from benchmark.files import write_json
 from benchmark.flops import training_flops
@@ -55,17 +56,8 @@ def matmul_peak(repeats: int = 5) -> float:
     for m, k, n in MATMUL_SHAPES:
         a, b = torch.randn(m, k), torch.randn(k, n)
         a @ b
-        best = max(best, 2 * m * k * n / _median_seconds(lambda: a @ b, repeats) / 1e9)
+        best = max(best, 2 * m * k * n / median_seconds(lambda: a @ b, repeats) / 1e9)
     return best
-
-
-def _median_seconds(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def _sample_lengths(config: RunConfig, task, rng) -> np.ndarray:
@@ -88,7 +80,7 @@ def plain_loop_seconds(config: RunConfig, steps: int) -> float:
         optimizer.step()
 
     step()
-    return _median_seconds(step, steps)
+    return median_seconds(step, steps)
 
 
 def trainer_seconds(config: RunConfig, steps: int) -> float:
