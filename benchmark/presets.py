@@ -7,6 +7,9 @@
   ``reverse_string``/``copy``; coupling extends ``addition`` past L_train).
 * ``arithmetic``: addition only, 2000 steps of 128 instead of 1200 of 64
   (~18 minutes on 2 cores).
+* ``suite``: every task x the five core encodings x 3 seeds at half of
+  quick's steps and eval samples, the whole benchmark in about an hour on 2
+  cores (``run --plan`` estimates 51 minutes).
 * ``standard``: every task and every built-in encoding, 3 seeds, train
   lengths 1..20 and test to 60; sized for a GPU (hours), days on a laptop.
 """
@@ -88,6 +91,19 @@ PRESETS["standard"] = Preset(
     | {"coupled": {"max_positions": 192}},
 )
 
+
+PRESETS["suite"] = Preset(
+    name="suite",
+    description="every task x the 5 core encodings x 3 seeds at a laptop budget (~1 h on 2 CPU cores)",
+    tasks=tuple(task_names()),
+    encodings=CORE_ENCODINGS,
+    seeds=(0, 1, 2),
+    model=ModelSize(d_model=64, n_layers=2, n_heads=4, d_ff=256),
+    settings=dict(train_length=8, test_length=16, eval_stride=1, eval_samples=128, eval_seed=1234,
+                  steps=1000, batch_size=64, lr=1e-3, weight_decay=0.01, warmup_steps=100, grad_clip=1.0),
+    task_settings={"addition": ADDITION_SETTINGS | dict(steps=1000, batch_size=64)},
+    encoding_params=QUICK_ENCODING_PARAMS,
+)
 
 def get_preset(name: str) -> Preset:
     if name not in PRESETS:
