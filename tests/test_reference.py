@@ -1,0 +1,22 @@
+"""The shipped reference leaderboards are what their shipped records give:
+every record passes validation and the tables rebuild byte for byte."""
+
+from pathlib import Path
+
+import pytest
+
+from benchmark.records import load_records
+from leaderboard.aggregate import leaderboard_frame
+from leaderboard.tables import write_tables
+
+REFERENCE = Path(__file__).resolve().parent.parent / "leaderboard" / "reference"
+
+
+@pytest.mark.parametrize("folder", sorted(p for p in REFERENCE.iterdir() if (p / "records").is_dir()),
+                         ids=lambda p: p.name)
+def test_reference_tables_rebuild_from_their_records(folder, tmp_path):
+    records = load_records(folder / "records")
+    assert records
+    paths = write_tables(leaderboard_frame(records), tmp_path)
+    for kind in ("csv", "md", "levels_csv"):
+        assert paths[kind].read_bytes() == (folder / paths[kind].name).read_bytes(), paths[kind].name
