@@ -60,8 +60,9 @@ def train(model: Transformer, task: Task, config: RunConfig, device: torch.devic
     low = task.min_length
     for step in range(config.steps):
         lengths = rng.integers(low, config.train_length + 1, size=config.batch_size)
-        buckets = [batch_tensors(b, device) for b in training_batches(task, rng, lengths)]
-        n_targets = sum(int((t["targets"] != IGNORE).sum()) for t in buckets)
+        batches = training_batches(task, rng, lengths)
+        n_targets = sum(int((b.targets != IGNORE).sum()) for b in batches)  # on the host: no device sync
+        buckets = [batch_tensors(b, device) for b in batches]
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, config)
         optimizer.zero_grad(set_to_none=True)
