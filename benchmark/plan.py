@@ -149,8 +149,7 @@ def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: i
         f"({total - stored - todo} of them n/a: recorded without training)",
         f"grouping: each run trains alone, {parallel} worker process(es) side by side",
         "",
-        f"| task | attention bias | runs | steps | train TFLOP/run | eval TFLOP/run | "
-        f"train/run | eval/run |",
+        "| task | attention bias | runs | steps | train TFLOP/run | eval TFLOP/run | train/run | eval/run |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for e in sorted(estimates, key=lambda e: (e.task, e.attention_bias)):
