@@ -3,22 +3,26 @@
 A training batch draws its task lengths uniformly from 1..L_train, so padding
 every example to the longest one wastes about half of the tokens (and more of
 the attention work, which grows with the square of the width). Instead the
-batch's lengths are split into a few contiguous length buckets, chosen by an
-exact dynamic program to minimise padded tokens, with as few buckets as keep
-the padding at or below ``MAX_PADDING``. The trainer runs one forward and
-backward pass per bucket and sums token losses, so the update is the one the
-whole padded batch would give: same examples (buckets are sampled in
-ascending length order, as ``make_batch`` does), same loss, same gradient.
+batch's rows (in ascending length) are split into a few contiguous buckets,
+chosen by an exact dynamic program to minimise padded tokens, with as few
+buckets as keep the padding at or below ``MAX_PADDING``. The trainer runs one
+forward and backward pass per bucket and sums token losses, so the update is
+the one the whole padded batch would give: same examples, same loss, same
+gradient. A group of runs is bucketed by rank: bucket rows ``lo:hi`` of
+every run's batch (their i-th shortest examples have similar lengths, since
+all draw from one distribution) share one stacked pass.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from tasks import Batch, Task, make_batch
 
 MAX_PADDING = 0.10  # share of a step's tokens that may be padding
-MAX_BUCKETS = 8
+# Solo batches need at most 7 buckets for 10% padding; a group bucketed by rank needs more
+# (the i-th shortest examples of different runs differ a little): reference batches, 4 runs:
+# 13 buckets for 9.9%; 16 runs: 16 buckets for 12.5%.
+MAX_BUCKETS = 16
 # A forward/backward pass has a fixed cost (kernel launches, Python), so a small batch is
 # cheaper padded than split: at most one bucket per this many (estimated) padded tokens.
 # Measured on 2 CPU cores: quick's copy batch (64 x ~19 tokens) ran 0.85x as fast in 4
@@ -26,25 +30,23 @@ MAX_BUCKETS = 8
 MIN_BUCKET_TOKENS = 1024
 
 
-def _padded_width(length: np.ndarray) -> np.ndarray:
-    """Cost proxy for the padded width of a task length (monotone in it)."""
-    return 2 * length + 3
-
-
-def length_buckets(lengths: np.ndarray, max_padding: float = MAX_PADDING, max_buckets: int = MAX_BUCKETS,
-                   min_bucket_tokens: int = MIN_BUCKET_TOKENS) -> list[np.ndarray]:
-    """Sorted ``lengths`` split into ascending contiguous buckets: the fewest
-    (up to ``max_buckets``, and one per ``min_bucket_tokens`` padded tokens)
-    whose estimated padding share is <= ``max_padding``, each the split that
-    minimises padded tokens for its count."""
-    values, counts = np.unique(np.asarray(lengths, dtype=np.int64), return_counts=True)
+def length_buckets(widths: np.ndarray, n_runs: int = 1, real_tokens: float | None = None,
+                   max_padding: float = MAX_PADDING, max_buckets: int = MAX_BUCKETS,
+                   min_bucket_tokens: int = MIN_BUCKET_TOKENS) -> list[tuple[int, int]]:
+    """Rank ranges ``(lo, hi)`` of the non-decreasing per-row ``widths``: the
+    fewest contiguous buckets (up to ``max_buckets``, and one per
+    ``min_bucket_tokens`` padded tokens) whose padding share against
+    ``real_tokens`` (default: the widths' sum) is <= ``max_padding``, each
+    the split that minimises padded tokens for its count. Every bucket is
+    padded to its last width, for each of ``n_runs`` runs."""
+    widths = np.asarray(widths, dtype=np.int64)
+    values, counts = np.unique(widths, return_counts=True)  # sorted widths: contiguous runs of equal values
     m = len(values)
-    whole = int(_padded_width(values[-1]) * counts.sum())
-    max_buckets = max(1, min(max_buckets, whole // min_bucket_tokens))
+    real = float(widths.sum() * n_runs if real_tokens is None else real_tokens)
+    max_buckets = max(1, min(max_buckets, int(values[-1] * counts.sum() * n_runs) // min_bucket_tokens))
     before = np.concatenate([[0], np.cumsum(counts)])
-    width = _padded_width(values).astype(float)
-    real = float((width * counts).sum())
-    # padded[k][j]: least padded tokens covering the first j distinct lengths with k buckets
+    width = values.astype(float) * n_runs
+    # padded[k][j]: least padded tokens covering the first j distinct widths with k buckets
     padded = np.full((max_buckets + 1, m + 1), np.inf)
     cut = np.zeros((max_buckets + 1, m + 1), dtype=np.int64)
     padded[0, 0] = 0.0
@@ -59,11 +61,16 @@ def length_buckets(lengths: np.ndarray, max_padding: float = MAX_PADDING, max_bu
     for level in range(k, 0, -1):
         edges.append(j)
         j = cut[level, j]
-    ordered = np.sort(np.asarray(lengths, dtype=np.int64))
     bounds = [0] + [int(before[e]) for e in reversed(edges)]
-    return [ordered[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
+    return [(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
 
 
-def training_batches(task: Task, rng: np.random.Generator, lengths: np.ndarray) -> list[Batch]:
-    """The examples of one training step, as one padded batch per bucket."""
-    return [make_batch(task, rng, bucket) for bucket in length_buckets(lengths)]
+def group_buckets(seq_lens: list[np.ndarray]) -> list[tuple[int, int, int]]:
+    """Buckets ``(lo, hi, width)`` for one step of a group of runs, each
+    batch's rows in ascending task length (``make_batch``'s order): bucket
+    rows ``lo:hi`` of every run, truncated to ``width`` tokens (the longest
+    real sequence among them), form one stacked forward pass."""
+    stacked = np.stack([np.asarray(s, dtype=np.int64) for s in seq_lens])
+    widths = np.maximum.accumulate(stacked.max(axis=0))  # non-decreasing by rank
+    return [(lo, hi, int(stacked[:, lo:hi].max()))
+            for lo, hi in length_buckets(widths, len(seq_lens), real_tokens=float(stacked.sum()))]

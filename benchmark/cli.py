@@ -47,12 +47,17 @@ def _count(minimum: int, what: str):
     return parse
 
 
-def _lengths(value: str) -> list[int]:
-    lengths = [_count(1, "task lengths are comma-separated integers >= 1, e.g. 40,500")(v)
-               for v in _csv(value)]
-    if not lengths:
-        raise argparse.ArgumentTypeError(f"{value!r}: empty; give task lengths >= 1, e.g. 40,500")
-    return lengths
+def _positive_list(what: str, example: str):
+    """Flag type: comma-separated integers >= 1 (e.g. task lengths)."""
+    def parse(value: str) -> list[int]:
+        numbers = [_count(1, f"{what} are comma-separated integers >= 1, e.g. {example}")(v) for v in _csv(value)]
+        if not numbers:
+            raise argparse.ArgumentTypeError(f"{value!r}: empty; give {what} >= 1, e.g. {example}")
+        return numbers
+    return parse
+
+
+_lengths = _positive_list("task lengths", "40,500")
 
 
 def _print_board(board, paths) -> None:
@@ -114,7 +119,8 @@ def _run_and_report(args, grid, plugins, names=()) -> int:
     results, out = _output_dirs(args, grid.name)
     start = time.perf_counter()
     records = run_grid(grid, results, force=getattr(args, "force", False),
-                       workers=resolve_workers(args.workers), plugins=tuple(plugins),
+                       workers=resolve_workers(args.workers), group_size=args.group_size,
+                       plugins=tuple(plugins),
                        progress=not args.no_progress)
     board, paths = build_leaderboard(records, out)
     paths["provenance"] = _write_provenance(out, args.argv, time.perf_counter() - start, records)
@@ -159,8 +165,8 @@ def _print_plan(args, grid) -> int:
         raise InputError(f"--results {str(results)!r} is a file, not a folder; give a folder path")
     workers = resolve_workers(args.workers)
     start = time.perf_counter()
-    estimates, total, stored = estimate(grid, results, workers)
-    print(format_plan(grid, estimates, total, stored, workers, time.perf_counter() - start))
+    estimates, total, stored, groups = estimate(grid, results, workers, args.group_size)
+    print(format_plan(grid, estimates, total, stored, workers, time.perf_counter() - start, groups))
     return EXIT_OK
 
 
@@ -266,7 +272,7 @@ def cmd_perf(args) -> int:
     if not args.configs:
         raise InputError(f"--configs: the list is empty; give some of {', '.join(perf_configs())}")
     ensure_output_dir(Path(args.out).parent, "--out (its folder)")
-    perf_main(args.configs, args.steps, args.eval_lengths, Path(args.out))
+    perf_main(args.configs, args.steps, args.eval_lengths, Path(args.out), args.groups)
     return EXIT_OK
 
 
@@ -275,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     sub = parser.add_subparsers(dest="command", required=True)
     workers = _count(0, "--workers is 0 (auto) or a positive number of processes")
+    group_size = _count(0, "--group-size is 0 (auto) or a positive number of runs")
 
     run = sub.add_parser("run", help="train and evaluate a preset's grid, then build the leaderboard")
     run.add_argument("--preset", default="quick", help=f"one of: {', '.join(PRESETS)} (default quick)")
@@ -287,6 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=workers, default=0,
                      help="parallel run processes; 0 = auto: one per CPU core (at most 8) on CPU, "
                           "1 on CUDA; more than the CPU cores is capped (default 0)")
+    run.add_argument("--group-size", type=group_size, default=0,
+                     help="train up to this many runs of one task as one stacked model; "
+                          "0 = auto (sized by device and memory), 1 = every run alone (default 0)")
     run.add_argument("--plugin", action="append",
                      help="Python file registering extra encodings (contract-checked before any run)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -313,6 +323,8 @@ def build_parser() -> argparse.ArgumentParser:
     sbm.add_argument("--results", help="records folder (default results/<preset>, shared with `run`)")
     sbm.add_argument("--out", help="leaderboard folder (default: the records folder)")
     sbm.add_argument("--workers", type=workers, default=0, help="parallel run processes (0 = auto)")
+    sbm.add_argument("--group-size", type=group_size, default=0,
+                     help="runs per stacked model (0 = auto, 1 = alone)")
     sbm.add_argument("--no-progress", action="store_true", help="hide progress bars")
     sbm.set_defaults(func=cmd_submit)
 
@@ -337,6 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
                      default=10, help="timed training steps per measurement (default 10)")
     prf.add_argument("--eval-lengths", type=_lengths, default=[100, 500],
                      help="task lengths to time evaluation at (default 100,500)")
+    prf.add_argument("--groups", type=_positive_list("group sizes", "1,4,16"), default=[1, 4, 16],
+                     help="group sizes to time the trainer at (default 1,4,16; 1 = the solo trainer)")
     prf.add_argument("--out", default="results/perf.json", help="JSON report (default results/perf.json)")
     prf.set_defaults(func=cmd_perf)
     return parser

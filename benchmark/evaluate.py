@@ -1,4 +1,5 @@
-"""Evaluation: one teacher-forced forward pass per chunk per length.
+"""Evaluation: one teacher-forced forward pass per chunk per length, for
+every run of a group at once.
 
 Teacher-forced argmax exact match equals greedy-decoding exact match (a
 greedy decoder emits the same tokens as long as every earlier one was right,
@@ -13,57 +14,87 @@ import torch
 from benchmark.config import RunConfig
 from benchmark.seeding import eval_streams
 from benchmark.train import batch_tensors
-from models import Transformer
+from models.stacked import StackedTransformer
 from models.encodings import PositionsOutOfRange
 from tasks import Task, make_batch
 
 ATTENTION_BUDGET_BYTES = 1 << 28  # per chunk, for the (B, H, T, T) score/bias tensors
 
 
-def chunk_size(total: int, seq_len: int, n_heads: int) -> int:
-    per_example = 4 * n_heads * seq_len * seq_len * 3
+def chunk_size(total: int, seq_len: int, n_heads: int, n_runs: int = 1) -> int:
+    per_example = 4 * n_heads * seq_len * seq_len * 3 * n_runs
     return max(1, min(total, ATTENTION_BUDGET_BYTES // per_example))
 
 
+def _unsupported(length: int, reason: str) -> dict:
+    return {"length": length, "status": "unsupported", "reason": reason,
+            "token_accuracy": 0.0, "exact_match": 0.0, "n_samples": 0}
+
+
 @torch.no_grad()
-def evaluate_length(model: Transformer, task: Task, length: int, config: RunConfig,
-                    device: torch.device) -> dict:
-    """Metrics at one task length on the fixed evaluation stream."""
-    rng, gen = eval_streams(config.eval_seed, length, device)
-    batch = make_batch(task, rng, np.full(config.eval_samples, length))
-    t = batch_tensors(batch, device)
-    token_acc, exact = [], []
-    step = chunk_size(config.eval_samples, t["tokens"].shape[1], config.model.n_heads)
-    try:
-        for lo in range(0, config.eval_samples, step):
-            sl = slice(lo, lo + step)
-            logits = model(t["tokens"][sl], t["position_ids"][sl], t["seq_lens"][sl], gen)
-            scored = t["scored"][sl]
-            correct = (logits.argmax(-1) == t["targets"][sl]) & scored
-            n_scored = scored.sum(1)
-            token_acc.append((correct.sum(1) / n_scored).cpu())
-            exact.append((correct.sum(1) == n_scored).cpu())
-    except PositionsOutOfRange as err:
-        return {"length": length, "status": "unsupported", "reason": str(err),
-                "token_accuracy": 0.0, "exact_match": 0.0, "n_samples": 0}
-    return {
-        "length": length,
-        "status": "ok",
-        "token_accuracy": round(float(torch.cat(token_acc).float().mean()), 6),
-        "exact_match": round(float(torch.cat(exact).float().mean()), 6),
-        "n_samples": config.eval_samples,
-    }
+def _score(model: StackedTransformer, t: dict, positions: dict, runs: list[int], n_heads: int):
+    """Per run: per-example token accuracy and exact match, one pass per chunk."""
+    total, seq_len = t["tokens"].shape
+    step = chunk_size(total, seq_len, n_heads, len(runs))
+    token_acc, exact = [[] for _ in runs], [[] for _ in runs]
+    for lo in range(0, total, step):
+        sl = slice(lo, lo + step)
+        tokens = t["tokens"][sl].expand(len(runs), -1, -1)
+        pos = [positions[r][sl] if positions[r].shape[0] > 1 else positions[r] for r in runs]
+        scored = t["scored"][sl]
+        correct = (model(tokens, pos, runs).argmax(-1) == t["targets"][sl]) & scored
+        right, n_scored = correct.sum(2), scored.sum(1)
+        for i in range(len(runs)):
+            token_acc[i].append((right[i] / n_scored).cpu())
+            exact[i].append((right[i] == n_scored).cpu())
+    return {r: (torch.cat(a).float().mean(), torch.cat(e).float().mean())
+            for r, a, e in zip(runs, token_acc, exact)}
 
 
-def evaluate(model: Transformer, task: Task, config: RunConfig, device: torch.device,
-             progress=None) -> list[dict]:
+@torch.no_grad()
+def evaluate_length(model: StackedTransformer, task: Task, length: int, config: RunConfig,
+                    device: torch.device, runs: list[int] | None = None) -> dict[int, dict]:
+    """Metrics of each of ``runs`` (default: all) at one task length, on the
+    fixed evaluation stream; every run sees the same examples and draws its
+    eval-time positions from a fresh copy of the same stream, as if alone."""
+    runs = list(range(model.n_runs)) if runs is None else list(runs)
     model.eval()
-    results = []
+    rng, _ = eval_streams(config.eval_seed, length, device)
+    t = batch_tensors(make_batch(task, rng, np.full(config.eval_samples, length)), device)
+    results, positions = {}, {}
+    for r in runs:
+        try:
+            positions[r] = model.positions(r, t["tokens"], t["position_ids"], t["seq_lens"],
+                                           eval_streams(config.eval_seed, length, device)[1])
+        except PositionsOutOfRange as err:
+            results[r] = _unsupported(length, str(err))
+    able = [r for r in runs if r in positions]
+    try:
+        scores = _score(model, t, positions, able, config.model.n_heads) if able else {}
+    except PositionsOutOfRange:  # some run cannot take this length: find which, one by one
+        scores = {}
+        for r in able:
+            try:
+                scores.update(_score(model, t, positions, [r], config.model.n_heads))
+            except PositionsOutOfRange as err:
+                results[r] = _unsupported(length, str(err))
+    for r, (token_acc, exact) in scores.items():
+        results[r] = {"length": length, "status": "ok", "token_accuracy": round(float(token_acc), 6),
+                      "exact_match": round(float(exact), 6), "n_samples": config.eval_samples}
+    return results
+
+
+def evaluate(model: StackedTransformer, task: Task, config: RunConfig, device: torch.device,
+             runs: list[int] | None = None, progress=None) -> dict[int, list[dict]]:
+    """Every evaluated length (``config.eval_lengths``) for each of ``runs``."""
+    runs = list(range(model.n_runs)) if runs is None else list(runs)
+    per_run: dict[int, list[dict]] = {r: [] for r in runs}
     for length in config.eval_lengths():
-        results.append(evaluate_length(model, task, length, config, device))
+        for r, row in evaluate_length(model, task, length, config, device, runs).items():
+            per_run[r].append(row)
         if progress is not None:
             progress.update(1)
-    return results
+    return per_run
 
 
 def summarize(per_length: list[dict], train_length: int) -> dict:

@@ -20,18 +20,23 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
+import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from benchmark.config import Preset, RunConfig
 from benchmark.device import default_device
 from benchmark.records import load_finished, write_record
-from benchmark.runner import error_record, execute_run
+from benchmark.runner import error_record, execute_group
+from benchmark.train import group_key
 from tasks.base import InputError
 
 log = logging.getLogger(__name__)
 
 PARENT_POLL_S = 0.5  # how often a worker checks that the driver is alive
+GROUP_SIZE_CPU = 4
+GROUP_SIZE_CUDA = 32
+CPU_GROUP_BUDGET_BYTES = 2 << 30
 
 
 class GridInterrupted(Exception):
@@ -95,8 +100,8 @@ def _worker_init(threads: int, plugins: tuple, parent: int) -> None:
     load_plugins(plugins)
 
 
-def _run_in_worker(config: RunConfig) -> dict:
-    return execute_run(config, default_device())
+def _run_in_worker(group: list[RunConfig]) -> list[dict]:
+    return execute_group(group, default_device())
 
 
 class _SigintIgnored:
@@ -114,7 +119,7 @@ class _SigintIgnored:
             signal.signal(signal.SIGINT, self.previous)
 
 
-def _run_pool(todo: list[RunConfig], workers: int, plugins: tuple, finish) -> None:
+def _run_pool(todo: list[list[RunConfig]], workers: int, plugins: tuple, finish) -> None:
     threads = max(1, torch.get_num_threads() // workers)
     ctx = multiprocessing.get_context("spawn")
     before = set(multiprocessing.active_children())
@@ -125,10 +130,11 @@ def _run_pool(todo: list[RunConfig], workers: int, plugins: tuple, finish) -> No
             futures = {pool.submit(_run_in_worker, c): c for c in todo}
         for future in as_completed(futures):
             try:
-                record = future.result()
+                records = future.result()
             except Exception as err:  # noqa: BLE001  (a worker died: record it, go on)
-                record = error_record(futures[future], default_device(), err)
-            finish(record)
+                records = [error_record(c, default_device(), err) for c in futures[future]]
+            for record in records:
+                finish(record)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         for process in set(multiprocessing.active_children()) - before:
@@ -137,9 +143,56 @@ def _run_pool(todo: list[RunConfig], workers: int, plugins: tuple, finish) -> No
     pool.shutdown()
 
 
+def form_groups(todo: list[RunConfig], group_size: int) -> list[list[RunConfig]]:
+    """Runs that can share a stacked model (equal ``group_key``: same task,
+    shape and schedule), in grid order, cut into groups of at most
+    ``group_size``."""
+    by_key: dict[str, list[RunConfig]] = {}
+    for config in todo:
+        by_key.setdefault(group_key(config), []).append(config)
+    groups = []
+    for members in by_key.values():
+        n_groups = -(-len(members) // group_size)
+        sizes = [len(members) // n_groups + (i < len(members) % n_groups) for i in range(n_groups)]
+        starts = np.cumsum([0] + sizes)
+        groups += [members[a:b] for a, b in zip(starts[:-1], starts[1:])]
+    return groups
+
+
+def auto_group_size(todo: list[RunConfig], workers: int) -> int:
+    """On CPU, small groups: attention dominates there and a group of 4 runs
+    only ~15% more run-steps per second than one run alone (quick's model,
+    ``lengthbench perf``); on CUDA, large groups fill the device. Bounded by
+    the activation memory of a training step and by one group per worker."""
+    device = default_device()
+    cap, budget = (GROUP_SIZE_CUDA, torch.cuda.mem_get_info(device)[0] / 4) if device.type == "cuda" else (
+        GROUP_SIZE_CPU, CPU_GROUP_BUDGET_BYTES)
+    if not todo:
+        return 1
+    per_run = max(activation_bytes(c) for c in todo)
+    by_memory = max(1, int(budget // per_run))
+    per_worker = -(-len(todo) // max(1, workers))
+    return max(1, min(cap, by_memory, per_worker))
+
+
+def activation_bytes(config: RunConfig) -> float:
+    """Rough float32 activation memory of one run's training step: per token
+    and layer ~32 d_model-wide tensors, plus the attention scores."""
+    m, width = config.model, 2 * config.train_length + 3
+    tokens = config.batch_size * width
+    return 4.0 * m.n_layers * (tokens * (32 * m.d_model + 4 * m.d_ff) + config.batch_size * m.n_heads * width ** 2)
+
+
+def resolve_group_size(requested: int, todo: list[RunConfig], workers: int) -> int:
+    """``0`` means auto (``auto_group_size``)."""
+    return requested or auto_group_size(todo, workers)
+
+
 def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers: int = 1,
-             plugins: tuple = (), progress: bool = True) -> list[dict]:
+             group_size: int = 0, plugins: tuple = (), progress: bool = True) -> list[dict]:
     """Run (or load) every cell of ``preset``; returns the records in grid order.
+
+    Runs are trained in stacked groups of at most ``group_size`` (0: auto).
 
     ``plugins`` are ``models.plugins.PluginFile``s that pool workers load.
     Raises ``GridInterrupted`` on Ctrl-C, after saving what finished."""
@@ -163,13 +216,15 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
         outer.set_postfix_str(f"{record['task']}/{record['encoding']}: {record['status']}")
         outer.update(1)
 
+    groups = form_groups(todo, resolve_group_size(group_size, todo, workers))
     try:
-        if workers <= 1 or len(todo) <= 1:
+        if workers <= 1 or len(groups) <= 1:
             device = default_device()
-            for config in todo:
-                finish(execute_run(config, device, _bar_factory(1) if progress else None))
+            for group in groups:
+                for record in execute_group(group, device, _bar_factory(1) if progress else None):
+                    finish(record)
         else:
-            _run_pool(todo, min(workers, len(todo)), plugins, finish)
+            _run_pool(groups, min(workers, len(groups)), plugins, finish)
     except KeyboardInterrupt:
         raise GridInterrupted(len(records), len(configs), len(records) - stored_count) from None
     finally:

@@ -7,13 +7,14 @@ for ``quick``'s copy model:
 
 * ``plain loop``: the baseline, the same model trained by the few lines a
   user would write (one padded batch per step, made once, mean loss, AdamW);
-* ``trainer``: lengthbench's trainer (fresh data every step, length buckets,
-  warmup/cosine, clipping), the two sides interleaved (A B A B), medians;
+* ``group of R``: lengthbench's trainer (fresh data every step, length
+  buckets, warmup/cosine, clipping) on a stacked group of R runs (seeds
+  0..R-1); a group of 1 is the solo trainer;
 
-each as steps/s, real (non-padding) tokens/s, useful GFLOP/s (the FLOPs of
-real tokens only) and its share of the matmul peak; the padding share of a
-padded batch and of the trainer's buckets; the data-generation share of a
-trainer step; and evaluation seconds and peak memory at task lengths 100 and
+all sides interleaved (A B C A B C), medians; each as run-steps/s (a group
+step counts R), real (non-padding) tokens/s, useful GFLOP/s (the FLOPs of
+real tokens only) and its share of the matmul peak, and its padding share;
+the data-generation share of a solo step; and evaluation seconds and peak memory at task lengths 100 and
 500 (512 samples, the paper's protocol), each in a fresh process.
 """
 
@@ -29,13 +30,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from benchmark.batching import training_batches
+from benchmark.batching import group_buckets
 from benchmark.bench_generation import median_seconds
 from benchmark.config import RunConfig
 from benchmark.files import write_json
 from benchmark.flops import training_flops
 from benchmark.presets import get_preset
-from benchmark.train import batch_tensors, build_model, train
+from benchmark.train import batch_tensors, build_group, build_model, train_group
 from models.transformer import ModelSize
 from tasks import IGNORE, get_task, make_batch
 
@@ -83,44 +84,52 @@ def plain_loop_seconds(config: RunConfig, steps: int) -> float:
     return median_seconds(step, steps)
 
 
-def trainer_seconds(config: RunConfig, steps: int) -> float:
-    """Seconds per step of ``train`` (data generation included)."""
+def group_configs(config: RunConfig, runs: int, steps: int) -> list[RunConfig]:
+    return [replace(config, seed=seed, steps=steps) for seed in range(runs)]
+
+
+def trainer_seconds(config: RunConfig, steps: int, runs: int = 1) -> float:
+    """Seconds per step of ``train_group`` on a group of ``runs`` seeds
+    (data generation included); the first step is warm-up."""
     task = get_task(config.task)
-    model = build_model(config, task, CPU)
-    train(model, task, replace(config, steps=1), CPU)
+    model = build_group(group_configs(config, runs, steps), task, CPU)
+    train_group(model, task, group_configs(config, runs, 1), CPU)
     start = time.perf_counter()
-    train(model, task, replace(config, steps=steps), CPU)
+    train_group(model, task, group_configs(config, runs, steps), CPU)
     return (time.perf_counter() - start) / steps
 
 
-def batch_shape(config: RunConfig, samples: int = 20) -> dict:
-    """Real tokens per step, padding shares and data-generation seconds."""
+def batch_shape(config: RunConfig, groups: tuple[int, ...], samples: int = 20) -> dict:
+    """Per run-step: real tokens, useful FLOPs and data-generation seconds;
+    padding shares of one padded batch and of the buckets of each group size."""
     task = get_task(config.task)
     rng = np.random.default_rng(1)
-    real, padded_whole, padded_buckets, gen_seconds, tokens = [], [], [], [], []
+    real, padded_whole, gen_seconds, flops = [], [], [], []
+    padded = {runs: [] for runs in groups}
     for _ in range(samples):
-        lengths = _sample_lengths(config, task, rng)
-        whole = make_batch(task, np.random.default_rng(2), lengths)
         start = time.perf_counter()
-        buckets = [batch_tensors(b, CPU) for b in training_batches(task, rng, lengths)]
+        whole = batch_tensors(make_batch(task, rng, _sample_lengths(config, task, rng)), CPU)
         gen_seconds.append(time.perf_counter() - start)
-        real.append(int(whole.seq_lens.sum()))
-        tokens.append(whole.seq_lens)
-        padded_whole.append(whole.tokens.size)
-        padded_buckets.append(sum(b["tokens"].numel() for b in buckets))
+        real.append(int(whole["seq_lens"].sum()))
+        padded_whole.append(whole["tokens"].numel())
+        flops.append(training_flops(whole["seq_lens"].numpy(), config.model, task.vocab_size))
+    for runs in groups:
+        for _ in range(max(1, samples // runs)):
+            lens = [make_batch(task, rng, _sample_lengths(config, task, rng)).seq_lens for _ in range(runs)]
+            bucketed = sum((hi - lo) * width * runs for lo, hi, width in group_buckets(lens))
+            padded[runs].append(1 - sum(int(s.sum()) for s in lens) / bucketed)
     return {"real_tokens_per_step": float(np.mean(real)),
             "padding_share_padded_batch": 1 - sum(real) / sum(padded_whole),
-            "padding_share_buckets": 1 - sum(real) / sum(padded_buckets),
+            "padding_share_buckets": {str(runs): float(np.mean(v)) for runs, v in padded.items()},
             "data_seconds_per_step": statistics.median(gen_seconds),
-            "useful_flops_per_step": float(np.mean([training_flops(t, config.model, task.vocab_size)
-                                                    for t in tokens]))}
+            "useful_flops_per_step": float(np.mean(flops))}
 
 
 def _eval_in_child(config: RunConfig, length: int, queue) -> None:
     from benchmark.evaluate import evaluate_length
 
     task = get_task(config.task)
-    model = build_model(config, task, CPU).eval()
+    model = build_group([config], task, CPU)
     start = time.perf_counter()
     evaluate_length(model, task, length, config, CPU)
     queue.put((time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
@@ -137,27 +146,32 @@ def eval_seconds(config: RunConfig, length: int, samples: int = 512) -> tuple[fl
     return result
 
 
-def measure(configs: list[str], steps: int, eval_lengths: tuple[int, ...], rounds: int = 2) -> dict:
+def measure(configs: list[str], steps: int, eval_lengths: tuple[int, ...], groups: tuple[int, ...] = (1, 4, 16),
+            rounds: int = 2) -> dict:
     report = {"torch": torch.__version__, "threads": torch.get_num_threads(),
               "matmul_peak_gflops": matmul_peak(), "configs": {}}
     peak = report["matmul_peak_gflops"]
+    groups = tuple(sorted(set(groups) | {1}))
     for name in configs:
         config = perf_configs()[name]
-        shape = batch_shape(config)
-        sides = {"plain_loop": [], "trainer": []}
-        for _ in range(rounds):  # interleaved: A B A B
+        shape = batch_shape(config, groups)
+        sides = {"plain_loop": []} | {f"group_{runs}": [] for runs in groups}
+        for _ in range(rounds):  # interleaved: A B C A B C
             sides["plain_loop"].append(plain_loop_seconds(config, steps))
-            sides["trainer"].append(trainer_seconds(config, steps))
+            for runs in groups:  # seconds per run-step
+                sides[f"group_{runs}"].append(trainer_seconds(config, steps, runs) / runs)
         entry = {"task": config.task, "encoding": config.encoding, "batch_size": config.batch_size,
                  "train_length": config.train_length, "model": vars(config.model), **shape}
         for side, seconds in sides.items():
             step = statistics.median(seconds)
             flops = shape["useful_flops_per_step"] / step / 1e9
-            entry[side] = {"seconds_per_step": step, "steps_per_s": 1 / step,
+            entry[side] = {"seconds_per_run_step": step, "run_steps_per_s": 1 / step,
                            "real_tokens_per_s": shape["real_tokens_per_step"] / step,
                            "useful_gflops": flops, "share_of_peak": flops / peak}
-        entry["trainer_vs_plain_loop"] = entry["trainer"]["steps_per_s"] / entry["plain_loop"]["steps_per_s"]
-        entry["data_share_of_trainer_step"] = shape["data_seconds_per_step"] / entry["trainer"]["seconds_per_step"]
+        entry["solo_trainer_vs_plain_loop"] = (entry["group_1"]["run_steps_per_s"]
+                                               / entry["plain_loop"]["run_steps_per_s"])
+        entry["data_share_of_trainer_step"] = (shape["data_seconds_per_step"]
+                                               / entry["group_1"]["seconds_per_run_step"])
         if name == "reference":
             entry["eval"] = {str(n): dict(zip(("seconds", "peak_rss_mb"), eval_seconds(config, n)))
                              for n in eval_lengths}
@@ -171,15 +185,17 @@ def format_report(report: dict) -> str:
     for name, e in report["configs"].items():
         lines.append(f"{name}: {e['task']} / {e['encoding']}, batch {e['batch_size']}, lengths "
                      f"1..{e['train_length']}, d={e['model']['d_model']} x {e['model']['n_layers']} layers")
-        lines.append(f"  {'':12s} {'steps/s':>8s} {'tokens/s':>9s} {'GFLOP/s':>8s} {'of peak':>8s}")
-        for side in ("plain_loop", "trainer"):
+        lines.append(f"  {'':12s} {'run-steps/s':>11s} {'tokens/s':>9s} {'GFLOP/s':>8s} {'of peak':>8s} "
+                     f"{'padding':>8s}")
+        for side in [k for k in e if k == "plain_loop" or k.startswith("group_")]:
             s = e[side]
-            lines.append(f"  {side:12s} {s['steps_per_s']:8.2f} {s['real_tokens_per_s']:9.0f} "
-                         f"{s['useful_gflops']:8.1f} {100 * s['share_of_peak']:7.1f}%")
-        lines.append(f"  trainer / plain loop: {e['trainer_vs_plain_loop']:.2f}x; padding: "
-                     f"{100 * e['padding_share_padded_batch']:.1f}% of a padded batch, "
-                     f"{100 * e['padding_share_buckets']:.1f}% in buckets; data generation "
-                     f"{100 * e['data_share_of_trainer_step']:.1f}% of a trainer step")
+            padding = (e["padding_share_padded_batch"] if side == "plain_loop"
+                       else e["padding_share_buckets"][side.removeprefix("group_")])
+            label = "group of " + side.removeprefix("group_") if side != "plain_loop" else "plain loop"
+            lines.append(f"  {label:12s} {s['run_steps_per_s']:11.2f} {s['real_tokens_per_s']:9.0f} "
+                         f"{s['useful_gflops']:8.1f} {100 * s['share_of_peak']:7.1f}% {100 * padding:7.1f}%")
+        lines.append(f"  solo trainer (group of 1) / plain loop: {e['solo_trainer_vs_plain_loop']:.2f}x; "
+                     f"data generation {100 * e['data_share_of_trainer_step']:.1f}% of a solo step")
         for length, ev in e.get("eval", {}).items():
             lines.append(f"  eval 512 samples at length {length}: {ev['seconds']:.1f} s, "
                          f"peak RSS {ev['peak_rss_mb']:.0f} MB")
@@ -187,8 +203,8 @@ def format_report(report: dict) -> str:
     return "\n".join(lines)
 
 
-def main(configs, steps: int, eval_lengths, out) -> dict:
-    report = measure(configs, steps, tuple(eval_lengths))
+def main(configs, steps: int, eval_lengths, out, groups=(1, 4, 16)) -> dict:
+    report = measure(configs, steps, tuple(eval_lengths), tuple(groups))
     print(format_report(report))
     if out:
         print(f"wrote {write_json(out, report)}")

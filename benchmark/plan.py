@@ -5,9 +5,12 @@ FLOPs of training (real tokens of sampled batches, times the steps) and of
 evaluation (every evaluated length, times the samples), and calibrates this
 machine: for each distinct training shape (task, model, batch, lengths, and
 whether the encoding adds an attention bias, which makes attention slower)
-it times a few trainer steps (the median counts) and two small evaluations with the threads one
-worker process gets. The wall-time estimate is the calibrated seconds summed
-over the runs and shared by the worker processes. Nothing is written.
+it times a few trainer steps of one run alone (the median counts) and two
+small evaluations with the threads one worker process gets. The wall-time
+estimate is the calibrated seconds summed over the runs and shared by the
+worker processes; stacking runs in groups changes the per-run cost little
+on a CPU (``lengthbench perf`` measures it), so it is not credited here.
+It also shows how the runs will be grouped. Nothing is written.
 """
 
 from __future__ import annotations
@@ -24,9 +27,9 @@ from benchmark.config import Preset, RunConfig
 from benchmark.device import default_device
 from benchmark.evaluate import evaluate_length
 from benchmark.flops import forward_flops, training_flops
-from benchmark.grid import grid_configs
+from benchmark.grid import form_groups, grid_configs, resolve_group_size
 from benchmark.records import load_finished
-from benchmark.train import build_model, train
+from benchmark.train import build_group, train_group
 from models.encodings import build_encoding
 from tasks import get_task, make_batch
 
@@ -84,12 +87,11 @@ def _timed(fn) -> float:
 def _calibrate(config: RunConfig) -> tuple[float, float]:
     """(train seconds, eval seconds) of one run of ``config`` on one worker."""
     task, device = get_task(config.task), default_device()
-    model = build_model(config, task, device)
     one_step = replace(config, steps=1)
-    train(model, task, one_step, device)
-    per_step = float(np.median([_timed(lambda: train(model, task, one_step, device))
+    model = build_group([one_step], task, device)
+    train_group(model, task, [one_step], device)
+    per_step = float(np.median([_timed(lambda: train_group(model, task, [one_step], device))
                                 for _ in range(CALIBRATION_STEPS)]))
-    model.eval()
     lengths = config.eval_lengths()
     probe = replace(config, eval_samples=CALIBRATION_SAMPLES)
     short, long = lengths[len(lengths) // 2], lengths[-1]
@@ -105,10 +107,14 @@ def _calibrate(config: RunConfig) -> tuple[float, float]:
     return per_step * config.steps, eval_seconds
 
 
-def estimate(preset: Preset, results_dir: Path, workers: int) -> tuple[list[Estimate], int, int]:
-    """(one Estimate per training shape of the runs to do, runs in grid, runs stored)."""
+def estimate(preset: Preset, results_dir: Path, workers: int,
+             group_size: int = 0) -> tuple[list[Estimate], int, int, list[int]]:
+    """(one Estimate per training shape of the runs to do, runs in grid, runs
+    stored, the size of each stacked group the grid will train)."""
     configs = grid_configs(preset)
     todo = [c for c in configs if load_finished(results_dir, c.run_id, set_aside=False) is None]
+    trainable = [c for c in todo if _encoding_kind(c) is not None]
+    groups = [len(g) for g in form_groups(trainable, resolve_group_size(group_size, trainable, workers))]
     shapes: dict[tuple, list[RunConfig]] = defaultdict(list)
     for config in todo:
         kind = _encoding_kind(config)
@@ -126,7 +132,15 @@ def estimate(preset: Preset, results_dir: Path, workers: int) -> tuple[list[Esti
                                       eval_flops, train_seconds, eval_seconds))
     finally:
         torch.set_num_threads(threads)
-    return estimates, len(configs), len(configs) - len(todo)
+    return estimates, len(configs), len(configs) - len(todo), groups
+
+
+def _grouping(groups: list[int]) -> str:
+    if not groups:
+        return "nothing to train"
+    sizes = sorted(set(groups), reverse=True)
+    parts = ", ".join(f"{groups.count(n)} of {n}" for n in sizes)
+    return f"{len(groups)} stacked group(s) ({parts} runs; runs of one task, shape and schedule train as one model)"
 
 
 def _duration(seconds: float) -> str:
@@ -138,7 +152,7 @@ def _duration(seconds: float) -> str:
 
 
 def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: int, workers: int,
-                calibration_seconds: float) -> str:
+                calibration_seconds: float, groups: list[int]) -> str:
     todo = sum(e.runs for e in estimates)
     serial = sum(e.runs * (e.train_seconds + e.eval_seconds) for e in estimates)
     flops = sum(e.runs * (e.train_flops + e.eval_flops) for e in estimates)
@@ -147,7 +161,7 @@ def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: i
         f"plan for preset {preset.name!r}: {len(preset.tasks)} tasks x {len(preset.encodings)} encodings x "
         f"{len(preset.seeds)} seeds = {total} runs; {stored} stored (reused), {total - stored} to run "
         f"({total - stored - todo} of them n/a: recorded without training)",
-        f"grouping: each run trains alone, {parallel} worker process(es) side by side",
+        f"grouping: {_grouping(groups)}; {parallel} worker process(es) side by side",
         "",
         "| task | attention bias | runs | steps | train TFLOP/run | eval TFLOP/run | train/run | eval/run |",
         "|---|---|---|---|---|---|---|---|",

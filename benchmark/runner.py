@@ -1,4 +1,4 @@
-"""Executing one grid cell into a run record; never raises for a bad cell."""
+"""Executing a group of grid cells into run records; never raises for a bad cell."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from benchmark.config import RunConfig
 from benchmark.device import device_description
 from benchmark.evaluate import evaluate, summarize
 from benchmark.records import RECORD_SCHEMA_VERSION
-from benchmark.train import build_model, train
+from benchmark.train import build_group, train_group
 from benchmark.version import code_version
+from models import build_encoding
 from tasks import get_task
 
 
@@ -41,41 +42,81 @@ def _error_fields(err: BaseException) -> dict:
 
 
 def error_record(config: RunConfig, device: torch.device, err: BaseException) -> dict:
-    """The record of a run that failed outside ``execute_run`` (a dead worker)."""
+    """The record of a run that failed outside ``execute_group`` (a dead worker)."""
     return {**base_record(config, device), **_error_fields(err), "wall_time_s": 0.0}
 
 
-def execute_run(config: RunConfig, device: torch.device, progress_factory=None) -> dict:
-    """Train and evaluate one cell. Errors become an ``error`` record."""
-    record = base_record(config, device)
+def not_applicable_reason(config: RunConfig) -> str | None:
+    """Why a cell has no result to compute (an encoding the task cannot feed)."""
+    encoding = build_encoding(config.encoding, config.model.d_model, config.model.n_heads, config.encoding_params)
+    if encoding.uses_task_positions and not get_task(config.task).has_coupled_ids:
+        return f"{config.encoding} needs coupled position ids; {config.task} has none"
+    return None
+
+
+def execute_group(configs: list[RunConfig], device: torch.device, progress_factory=None) -> list[dict]:
+    """Train and evaluate a group of cells (``train.group_key`` equal) as one
+    stacked model; one record per cell, in order. Errors become ``error``
+    records: when a group fails, each of its runs is retried alone, so the
+    error lands on the cell that caused it."""
+    records = [base_record(c, device) for c in configs]
     start = time.perf_counter()
+    todo = []
+    for i, config in enumerate(configs):
+        try:
+            reason = not_applicable_reason(config)
+        except Exception as err:  # noqa: BLE001  (one bad cell must not stop the grid)
+            records[i].update(_error_fields(err), wall_time_s=0.0)
+            continue
+        if reason is None:
+            todo.append(i)
+        else:
+            records[i].update(status="not_applicable", reason=reason, wall_time_s=0.0)
+    if not todo:
+        return records
     try:
-        task = get_task(config.task)
-        model = build_model(config, task, device)
-        if model.encoding.uses_task_positions and not task.has_coupled_ids:
-            record.update(status="not_applicable",
-                          reason=f"{config.encoding} needs coupled position ids; {config.task} has none")
-            return record
-        record["n_parameters"] = sum(p.numel() for p in model.parameters())
-        bar = progress_factory(config.steps, "train") if progress_factory else None
-        result = train(model, task, config, device, bar)
-        if bar is not None:
-            bar.close()
-        record["training"] = {
-            "steps_done": result.steps_done, "final_loss": result.final_loss,
-            "loss_curve": result.loss_curve,
-        }
+        _train_and_evaluate([configs[i] for i in todo], [records[i] for i in todo], device, progress_factory)
+    except Exception as err:  # noqa: BLE001
+        if len(todo) == 1:
+            records[todo[0]].update(_error_fields(err))
+        else:
+            for i in todo:
+                records[i] = execute_group([configs[i]], device, progress_factory)[0]
+            return records
+    share = round((time.perf_counter() - start) / len(todo), 3)
+    for i in todo:
+        records[i].update(wall_time_s=share, group_size=len(todo))
+    return records
+
+
+def _train_and_evaluate(configs: list[RunConfig], records: list[dict], device: torch.device,
+                        progress_factory) -> None:
+    task = get_task(configs[0].task)
+    model = build_group(configs, task, device)
+    for r, record in enumerate(records):
+        record["n_parameters"] = sum(p.numel() for p in model.weights.values()) // model.n_runs + sum(
+            p.numel() for p in model.run_parameters(r))
+    bar = progress_factory(configs[0].steps, _label("train", configs)) if progress_factory else None
+    results = train_group(model, task, configs, device, bar)
+    if bar is not None:
+        bar.close()
+    for record, result in zip(records, results):
+        record["training"] = {"steps_done": result.steps_done, "final_loss": result.final_loss,
+                              "loss_curve": result.loss_curve}
         if result.diverged:
             record["status"] = "diverged"
-            return record
-        bar = progress_factory(len(config.eval_lengths()), "eval") if progress_factory else None
-        per_length = evaluate(model, task, config, device, bar)
-        if bar is not None:
-            bar.close()
-        record.update(status="ok", per_length=per_length,
-                      summary=summarize(per_length, config.train_length))
-    except Exception as err:  # noqa: BLE001  (one bad cell must not stop the grid)
-        record.update(_error_fields(err))
-    finally:
-        record["wall_time_s"] = round(time.perf_counter() - start, 3)
-    return record
+    alive = [r for r, result in enumerate(results) if not result.diverged]
+    if not alive:
+        return
+    bar = progress_factory(len(configs[0].eval_lengths()), _label("eval", configs)) if progress_factory else None
+    per_run = evaluate(model, task, configs[0], device, alive, bar)
+    if bar is not None:
+        bar.close()
+    for r in alive:
+        records[r].update(status="ok", per_length=per_run[r],
+                          summary=summarize(per_run[r], configs[r].train_length))
+
+
+def _label(stage: str, configs: list[RunConfig]) -> str:
+    first = configs[0]
+    return f"{stage} {first.task}/{first.encoding}" + (f" +{len(configs) - 1}" if len(configs) > 1 else "")

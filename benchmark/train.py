@@ -1,22 +1,29 @@
-"""Training one model on one task: lengths uniform in 1..L_train, every
-batch mixing lengths; AdamW with warmup + cosine decay and gradient
-clipping. A batch is processed as a few length buckets (``batching``) whose
-token losses add up to the loss of the whole batch."""
+"""Training a group of runs on one task, as one stacked model.
+
+Each step every run draws its own batch (task lengths uniform in
+1..L_train, every batch mixing lengths) from its own data stream; AdamW
+with warmup + cosine decay and gradient clipping, per run. The step's
+examples are processed as a few length buckets (``batching``) whose token
+losses add up to the loss of each run's whole batch. A group of one is a
+solo run, and a run trains the same in any group: its data, positions and
+update never depend on the other runs."""
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from benchmark.batching import training_batches
+from benchmark.batching import group_buckets
 from benchmark.config import RunConfig
 from benchmark.seeding import data_rng, init_seed, position_generator
 from models import Transformer, build_encoding
-from tasks import IGNORE, Batch, Task
+from models.stacked import StackedTransformer
+from tasks import IGNORE, PAD, Batch, Task, make_batch
 
 LOSS_CURVE_POINTS = 20
 
@@ -27,6 +34,7 @@ class TrainResult:
     diverged: bool
     loss_curve: list[float]  # mean loss over LOSS_CURVE_POINTS equal windows
     final_loss: float
+    step_losses: list[float]  # every step's loss (not stored in records)
 
 
 def build_model(config: RunConfig, task: Task, device: torch.device) -> Transformer:
@@ -41,6 +49,21 @@ def batch_tensors(batch: Batch, device: torch.device) -> dict[str, torch.Tensor]
     return {n: torch.from_numpy(np.ascontiguousarray(getattr(batch, n))).to(device) for n in names}
 
 
+def widen(batch: Batch, width: int) -> Batch:
+    """``batch`` padded on the right to ``width`` tokens (so that the batches
+    of a group stack); padding is never attended to nor scored."""
+    extra = width - batch.tokens.shape[1]
+    if extra == 0:
+        return batch
+
+    def pad(array, value=None):
+        mode = {"mode": "edge"} if value is None else {"constant_values": value}
+        return np.pad(array, ((0, 0), (0, extra)), **mode)
+
+    return replace(batch, tokens=pad(batch.tokens, PAD), targets=pad(batch.targets, IGNORE),
+                   scored=pad(batch.scored, False), position_ids=pad(batch.position_ids))
+
+
 def lr_at(step: int, config: RunConfig) -> float:
     if step < config.warmup_steps:
         return config.lr * (step + 1) / config.warmup_steps
@@ -48,42 +71,111 @@ def lr_at(step: int, config: RunConfig) -> float:
     return config.lr * 0.5 * (1 + math.cos(math.pi * progress))
 
 
-def train(model: Transformer, task: Task, config: RunConfig, device: torch.device,
-          progress=None) -> TrainResult:
-    """Train in place; stops early (``diverged``) on a non-finite loss."""
-    rng = data_rng(config.seed)
-    gen = position_generator(config.seed, device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr,
-                                  weight_decay=config.weight_decay)
+def group_key(config: RunConfig) -> str:
+    """Runs with equal keys share a task, a model shape and a training and
+    evaluation schedule, so they can be trained as one stacked model: only
+    the seed and the encoding differ. A run with dropout trains alone (its
+    masks come from the process-wide random stream), so its key is its own."""
+    shared = config.to_dict()
+    if not config.model.dropout:
+        for own in ("seed", "encoding", "encoding_params", "encoding_source"):
+            shared.pop(own)
+    return json.dumps(shared, sort_keys=True)
+
+
+def build_group(configs: list[RunConfig], task: Task, device: torch.device) -> StackedTransformer:
+    """Each run's model, initialised exactly as a solo run's, stacked."""
+    if len({group_key(c) for c in configs}) != 1:
+        raise ValueError("runs of one group must differ only in seed and encoding")
+    return StackedTransformer([build_model(c, task, device) for c in configs]).to(device)
+
+
+def train_group(model: StackedTransformer, task: Task, configs: list[RunConfig], device: torch.device,
+                progress=None) -> list[TrainResult]:
+    """Train the stacked runs in place, each on its own data and position
+    streams with its own loss, clipping and (elementwise) AdamW state. A
+    run whose loss turns non-finite stops there (``diverged``); the others
+    go on."""
+    schedule = configs[0]
+    rngs = [data_rng(c.seed) for c in configs]
+    gens = [position_generator(c.seed, device) for c in configs]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=schedule.lr, weight_decay=schedule.weight_decay)
     model.train()
-    losses = []
-    low = task.min_length
-    for step in range(config.steps):
-        lengths = rng.integers(low, config.train_length + 1, size=config.batch_size)
-        batches = training_batches(task, rng, lengths)
-        n_targets = sum(int((b.targets != IGNORE).sum()) for b in batches)  # on the host: no device sync
-        buckets = [batch_tensors(b, device) for b in batches]
+    losses: list[list[float]] = [[] for _ in configs]
+    diverged_at: dict[int, int] = {}
+    active = list(range(len(configs)))
+    for step in range(schedule.steps):
+        if not active:
+            break
+        batches = [make_batch(task, rngs[r], rngs[r].integers(task.min_length, schedule.train_length + 1,
+                                                              size=schedule.batch_size)) for r in active]
+        width = max(b.tokens.shape[1] for b in batches)
+        batches = [widen(b, width) for b in batches]
+        n_targets = torch.tensor([float((b.targets != IGNORE).sum()) for b in batches], device=device)
+        tensors = [batch_tensors(b, device) for b in batches]
+        positions = [model.positions(r, t["tokens"], t["position_ids"], t["seq_lens"], gens[r])
+                     for r, t in zip(active, tensors)]
         for group in optimizer.param_groups:
-            group["lr"] = lr_at(step, config)
-        optimizer.zero_grad(set_to_none=True)
-        loss = 0.0
-        for t in buckets:
-            logits = model(t["tokens"], t["position_ids"], t["seq_lens"], gen)
-            part = F.cross_entropy(logits.flatten(0, 1), t["targets"].flatten(), ignore_index=IGNORE,
-                                   reduction="sum") / n_targets
-            part.backward()
-            loss += part.detach()
-        if not torch.isfinite(loss):
-            return TrainResult(step, True, _curve(losses), float("nan"))
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            group["lr"] = lr_at(step, schedule)
+        optimizer.zero_grad(set_to_none=False)
+        run_loss = torch.zeros(len(active), device=device)
+        for lo, hi, width in group_buckets([b.seq_lens for b in batches]):
+            tokens = torch.stack([t["tokens"][lo:hi, :width] for t in tensors])
+            targets = torch.stack([t["targets"][lo:hi, :width] for t in tensors])
+            logits = model(tokens, [p[lo:hi, :width] if p.shape[0] > 1 else p[:, :width] for p in positions],
+                           active)
+            part = F.cross_entropy(logits.flatten(0, 2), targets.flatten(), ignore_index=IGNORE,
+                                   reduction="none").view(len(active), -1).sum(1) / n_targets
+            part.sum().backward()
+            run_loss += part.detach()
+        values = run_loss.tolist()
+        for r, value in zip(active, values):
+            if math.isfinite(value):
+                losses[r].append(value)
+            else:
+                diverged_at[r] = step
+                _zero_run_grads(model, r)
+        clip_per_run(model, schedule.grad_clip)
         optimizer.step()
-        losses.append(float(loss))
+        active = [r for r in active if r not in diverged_at]
         if progress is not None:
             progress.update(1)
-            if step % 50 == 0:
-                progress.set_postfix(loss=f"{losses[-1]:.3f}")
-    tail = losses[-max(1, len(losses) // LOSS_CURVE_POINTS):]
-    return TrainResult(config.steps, False, _curve(losses), float(np.mean(tail)))
+            if step % 50 == 0 and active:
+                progress.set_postfix(loss=f"{losses[active[0]][-1]:.3f}")
+    results = []
+    for r in range(len(configs)):
+        if r in diverged_at:
+            results.append(TrainResult(diverged_at[r], True, _curve(losses[r]), float("nan"), losses[r]))
+        else:
+            tail = losses[r][-max(1, len(losses[r]) // LOSS_CURVE_POINTS):]
+            results.append(TrainResult(schedule.steps, False, _curve(losses[r]), float(np.mean(tail)), losses[r]))
+    return results
+
+
+def _zero_run_grads(model: StackedTransformer, run: int) -> None:
+    for p in model.weights.values():
+        p.grad[run].zero_()
+    for p in model.run_parameters(run):
+        if p.grad is not None:
+            p.grad.zero_()
+
+
+def clip_per_run(model: StackedTransformer, max_norm: float) -> None:
+    """``clip_grad_norm_`` for every run on its own: the norm over its slice
+    of each stacked weight and its encoding's parameters."""
+    stacked = [p.grad for p in model.weights.values()]
+    norms = torch.stack([torch.linalg.vector_norm(g.flatten(1), dim=1) for g in stacked], dim=1)
+    own = [[torch.linalg.vector_norm(p.grad) for p in model.run_parameters(r) if p.grad is not None]
+           for r in range(model.n_runs)]
+    total = torch.stack([torch.linalg.vector_norm(torch.cat([norms[r], torch.stack(o)]) if o else norms[r])
+                         for r, o in enumerate(own)])
+    scale = (max_norm / (total + 1e-6)).clamp(max=1.0)
+    for g in stacked:
+        g.mul_(scale.view(-1, *([1] * (g.dim() - 1))))
+    for r in range(model.n_runs):
+        for p in model.run_parameters(r):
+            if p.grad is not None:
+                p.grad.mul_(scale[r])
 
 
 def _curve(losses: list[float]) -> list[float]:

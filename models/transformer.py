@@ -25,6 +25,30 @@ class ModelSize:
     dropout: float = 0.0
 
 
+def encoded_positions(encoding: PositionEncoding, tokens: torch.Tensor, position_ids, seq_lens,
+                      train: bool, generator) -> torch.Tensor:
+    """The positions every other hook sees, ``(B|1, T)``: the task's ids for a
+    coupled encoding, else 0..T-1, passed through the encoding's ``positions``."""
+    b, t = tokens.shape
+    if encoding.uses_task_positions:
+        if position_ids is None:
+            raise ValueError("this encoding needs the task's position ids")
+        pos = position_ids
+    else:
+        pos = torch.arange(t, device=tokens.device)[None]
+    return encoding.positions(pos, PositionContext(b, t, seq_lens, train, generator))
+
+
+def attention_mask(encoding: PositionEncoding, pos: torch.Tensor, t: int, dtype) -> torch.Tensor | None:
+    """The encoding's logit bias with the causal mask folded in, or ``None``
+    (plain causal attention) when it has no bias."""
+    bias = encoding.bias(pos, pos)
+    if bias is None:
+        return None
+    causal = torch.ones(t, t, dtype=torch.bool, device=pos.device).tril()
+    return bias.to(dtype).masked_fill(~causal, float("-inf"))
+
+
 class Attention(nn.Module):
     def __init__(self, size: ModelSize):
         super().__init__()
@@ -75,20 +99,9 @@ class Transformer(nn.Module):
 
     def forward(self, tokens, position_ids=None, seq_lens=None, generator=None):
         b, t = tokens.shape
-        if self.encoding.uses_task_positions:
-            if position_ids is None:
-                raise ValueError("this encoding needs the task's position ids")
-            pos = position_ids
-        else:
-            pos = torch.arange(t, device=tokens.device)[None]
-        ctx = PositionContext(b, t, seq_lens, self.training, generator)
-        pos = self.encoding.positions(pos, ctx)
+        pos = encoded_positions(self.encoding, tokens, position_ids, seq_lens, self.training, generator)
         h = self.drop(self.encoding.embed(self.token_embedding(tokens), pos))
-        bias = self.encoding.bias(pos, pos)
-        mask = None
-        if bias is not None:
-            causal = torch.ones(t, t, dtype=torch.bool, device=tokens.device).tril()
-            mask = bias.to(h.dtype).masked_fill(~causal, float("-inf"))
+        mask = attention_mask(self.encoding, pos, t, h.dtype)
         for block in self.blocks:
             h = block(h, self.encoding, pos, mask)
         return self.head(self.ln_f(h))

@@ -45,7 +45,7 @@ def ctx(tmp_path, valid_results, monkeypatch, tiny_preset):
     def no_training(*args, **kwargs):
         raise AssertionError("a run was trained although the input was bad")
 
-    monkeypatch.setattr(grid_module, "execute_run", no_training)
+    monkeypatch.setattr(grid_module, "execute_group", no_training)
     return {"tmp": tmp_path, "results": results, "board": results / "leaderboard.csv",
             "file": tmp_path / "a_file.txt"}
 

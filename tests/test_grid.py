@@ -20,7 +20,7 @@ def test_grid_writes_records_and_resume_skips(tmp_path, tiny_preset, monkeypatch
     def no_training(*a, **k):
         raise AssertionError("a finished run was executed again")
 
-    monkeypatch.setattr(grid_module, "execute_run", no_training)
+    monkeypatch.setattr(grid_module, "execute_group", no_training)
     again = run_grid(tiny_preset, tmp_path, progress=False)
     assert again == records
 
@@ -29,8 +29,8 @@ def test_force_reruns(tmp_path, tiny_preset, monkeypatch):
     preset = tiny_preset.with_grid(tasks=["copy"], encodings=["nope"])
     run_grid(preset, tmp_path, progress=False)
     calls = []
-    real = grid_module.execute_run
-    monkeypatch.setattr(grid_module, "execute_run", lambda c, *a, **k: calls.append(c) or real(c, *a, **k))
+    real = grid_module.execute_group
+    monkeypatch.setattr(grid_module, "execute_group", lambda g, *a, **k: calls.extend(g) or real(g, *a, **k))
     run_grid(preset, tmp_path, force=True, progress=False)
     assert len(calls) == 1
 
@@ -38,14 +38,14 @@ def test_force_reruns(tmp_path, tiny_preset, monkeypatch):
 def test_error_cell_is_recorded_not_fatal(tmp_path, tiny_preset, monkeypatch):
     import benchmark.runner as runner
 
-    real_train = runner.train
+    real_train = runner.train_group
 
-    def flaky(model, task, config, *a, **k):
+    def flaky(model, task, configs, *a, **k):
         if task.name == "copy":
             raise RuntimeError("boom in copy")
-        return real_train(model, task, config, *a, **k)
+        return real_train(model, task, configs, *a, **k)
 
-    monkeypatch.setattr(runner, "train", flaky)
+    monkeypatch.setattr(runner, "train_group", flaky)
     preset = tiny_preset.with_grid(encodings=["nope"])
     records = run_grid(preset, tmp_path, progress=False)
     by_task = {r["task"]: r for r in records}
@@ -108,13 +108,13 @@ def test_evaluation_has_dropout_off(tiny_preset):
     import torch
 
     from benchmark.evaluate import evaluate
-    from benchmark.train import build_model
+    from benchmark.train import build_group
     from tasks import get_task
 
     config = tiny_preset.run_config("copy", "nope", 0)
     config = replace(config, model=replace(config.model, dropout=0.5))
     task = get_task("copy")
-    model = build_model(config, task, torch.device("cpu"))
+    model = build_group([config], task, torch.device("cpu"))
     model.train()
     first = evaluate(model, task, config, torch.device("cpu"))
     assert not model.training
@@ -127,9 +127,9 @@ def test_unsupported_length_is_recorded(tiny_preset):
     preset = tiny_preset.with_grid(tasks=["copy"], encodings=["learned"])
     preset = preset.__class__(**{**preset.__dict__, "encoding_params": {"learned": {"max_positions": 12}}})
     from benchmark.device import default_device
-    from benchmark.runner import execute_run
+    from benchmark.runner import execute_group
 
-    record = execute_run(grid_configs(preset)[0], default_device())
+    [record] = execute_group(grid_configs(preset)[:1], default_device())
     assert record["status"] == "ok"
     statuses = {m["length"]: m["status"] for m in record["per_length"]}
     assert statuses[5] == "ok" and statuses[7] == "unsupported"
@@ -147,12 +147,12 @@ def test_dead_worker_is_recorded(tmp_path, tiny_preset, monkeypatch):
         def shutdown(self, *a, **k):
             pass
 
-        def submit(self, fn, config):
+        def submit(self, fn, group):
             future = Future()
-            if config.task == "copy":
+            if group[0].task == "copy":
                 future.set_exception(RuntimeError("worker killed"))
             else:
-                future.set_result(fn(config))
+                future.set_result(fn(group))
             return future
 
     monkeypatch.setattr(grid_module, "ProcessPoolExecutor", DyingPool)

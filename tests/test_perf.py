@@ -8,15 +8,19 @@ from benchmark.cli import main
 
 def test_perf_measures_and_writes_json(tmp_path, capsys):
     out = tmp_path / "perf.json"
-    assert main(["perf", "--configs", "quick", "--steps", "2", "--out", str(out)]) == 0
+    assert main(["perf", "--configs", "quick", "--steps", "2", "--groups", "1,3", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["matmul_peak_gflops"] > 0
     quick = report["configs"]["quick"]
-    for side in ("plain_loop", "trainer"):
+    for side in ("plain_loop", "group_1", "group_3"):
         s = quick[side]
-        assert s["steps_per_s"] > 0 and abs(s["steps_per_s"] * s["seconds_per_step"] - 1) < 1e-9
+        assert s["run_steps_per_s"] > 0 and abs(s["run_steps_per_s"] * s["seconds_per_run_step"] - 1) < 1e-9
         assert s["useful_gflops"] > 0 and 0 < s["share_of_peak"] < 1
-    assert 0 < quick["padding_share_padded_batch"] < 1 and 0 <= quick["padding_share_buckets"] < 1
+    assert "group_4" not in quick
+    assert 0 < quick["padding_share_padded_batch"] < 1
+    assert set(quick["padding_share_buckets"]) == {"1", "3"}
+    assert all(0 <= v < 1 for v in quick["padding_share_buckets"].values())
     assert 0 < quick["data_share_of_trainer_step"] < 1
     printed = capsys.readouterr().out
-    assert "fp32 matmul peak:" in printed and "trainer / plain loop:" in printed
+    assert "fp32 matmul peak:" in printed and "solo trainer (group of 1) / plain loop:" in printed
+    assert "group of 3" in printed

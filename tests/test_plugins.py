@@ -65,9 +65,9 @@ def test_submit_ranks_and_reuses_builtin_records(tmp_path, capsys, tiny_preset, 
     assert main(["run", "--preset", "tiny", "--results", str(results), "--no-progress",
                  "--workers", "1"]) == 0
     executed = []
-    real = grid_module.execute_run
-    monkeypatch.setattr(grid_module, "execute_run",
-                        lambda config, *a, **k: executed.append(config.encoding) or real(config, *a, **k))
+    real = grid_module.execute_group
+    monkeypatch.setattr(grid_module, "execute_group",
+                        lambda group, *a, **k: executed.extend(c.encoding for c in group) or real(group, *a, **k))
     assert main(argv) == 0
     assert set(executed) == {"log-decay-sink"} and len(executed) == 2  # two tasks, built-ins reused
     out = capsys.readouterr().out

@@ -62,9 +62,10 @@ def test_grid_where_no_run_finished_still_gets_a_leaderboard(tmp_path, tiny, mon
     from benchmark.train import TrainResult
 
     if outcome == "error":
-        monkeypatch.setattr(runner, "train", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
+        monkeypatch.setattr(runner, "train_group", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
     if outcome == "diverged":
-        monkeypatch.setattr(runner, "train", lambda *a, **k: TrainResult(2, True, [1.0], float("nan")))
+        monkeypatch.setattr(runner, "train_group",
+                            lambda model, task, configs, *a, **k: [TrainResult(2, True, [1.0], float("nan"), [1.0])] * len(configs))
     encodings = "coupled" if outcome == "not_applicable" else "nope,coupled"
     out = tmp_path / "res"
     (out / "accuracy_vs_length.png").parent.mkdir()
@@ -115,14 +116,14 @@ def test_plan_estimates_without_training_or_writing(tmp_path, tiny, monkeypatch,
 
     results = tmp_path / "res"
     argv = ["run", *tiny, "--results", str(results), "--plan"]
-    real = grid_module.execute_run
-    monkeypatch.setattr(grid_module, "execute_run", lambda *a, **k: pytest.fail("--plan trained"))
+    real = grid_module.execute_group
+    monkeypatch.setattr(grid_module, "execute_group", lambda *a, **k: pytest.fail("--plan trained"))
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "2 tasks x 2 encodings x 1 seeds = 4 runs; 0 stored (reused), 4 to run (1 of them n/a" in out
     assert "| copy | no | 2 | 3 |" in out and "estimated wall time on this machine:" in out
     assert not results.exists()
-    monkeypatch.setattr(grid_module, "execute_run", real)
+    monkeypatch.setattr(grid_module, "execute_group", real)
     assert main(["run", *tiny, "--results", str(results)]) == 0
     capsys.readouterr()
     assert main(argv) == 0

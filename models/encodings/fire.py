@@ -28,8 +28,8 @@ class FIRE(PositionEncoding):
         return torch.log1p(self.c.abs() * x)
 
     def bias(self, q_pos, k_pos):
-        q = q_pos.float()
-        distance = (q[:, :, None] - k_pos[:, None, :].float()).clamp(min=0)
+        q = q_pos.to(self.c.dtype)
+        distance = (q[:, :, None] - k_pos[:, None, :].to(q.dtype)).clamp(min=0)
         norm = self.psi(torch.maximum(q, self.threshold.abs()))[:, :, None].clamp(min=1e-6)
         ratio = (self.psi(distance) / norm)[..., None]  # (B|1, Tq, Tk, 1)
         return self.mlp(ratio).permute(0, 3, 1, 2)

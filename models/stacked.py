@@ -1,0 +1,139 @@
+"""Several transformers of one shape run as one model.
+
+``StackedTransformer`` takes R ``Transformer``s (one per run of a group:
+same vocabulary and size, any encodings, their own initial weights) and
+stacks every weight outside the encodings along a new leading *run*
+dimension, so one batched matmul serves all runs. Each run keeps its own
+encoding module: the encoding hooks are applied per run, and attention runs
+per run when an encoding adds a logit bias (its mask differs by run).
+
+Numerically each run computes what its own ``Transformer`` would (layer
+norms and attention are per run; a batched matmul computes each run's
+product on its own), so a group of runs trains like the runs one by one.
+Dropout works for a stack of one only: its masks come from the process-wide
+random stream, which runs of a group cannot each own.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from models.encodings.base import PositionEncoding
+from models.transformer import Transformer, attention_mask, encoded_positions
+
+
+
+def _overrides(encoding: PositionEncoding, hook: str) -> bool:
+    return getattr(type(encoding), hook) is not getattr(PositionEncoding, hook)
+
+
+class StackedTransformer(nn.Module):
+    """``forward(tokens (R, B, T), positions [R x (B|1, T)], runs) -> logits (R, B, T, V)``.
+
+    ``runs`` picks a subset of the stacked runs (default: all), in order;
+    ``tokens`` and ``positions`` then hold those runs only."""
+
+    def __init__(self, models: list[Transformer]):
+        super().__init__()
+        if not models:
+            raise ValueError("a stack needs at least one model")
+        first = models[0]
+        self.size, self.n_runs = first.size, len(models)
+        if self.size.dropout and len(models) > 1:
+            raise ValueError("runs with dropout train alone (dropout masks come from one shared stream)")
+        shared = [name for name, _ in first.named_parameters() if not name.startswith("encoding.")]
+        for model in models[1:]:
+            if model.size != first.size or model.head.out_features != first.head.out_features:
+                raise ValueError("stacked models must share vocabulary and size")
+        params = [dict(m.named_parameters()) for m in models]
+        self.weights = nn.ParameterDict({
+            _key(name): nn.Parameter(torch.stack([p[name].detach() for p in params]).clone())
+            for name in shared
+        })
+        self.encodings = nn.ModuleList(m.encoding for m in models)
+
+    def run_parameters(self, run: int) -> list[torch.Tensor]:
+        """Parameters of one run's own encoding (the stacked weights hold the rest)."""
+        return list(self.encodings[run].parameters())
+
+    def positions(self, run: int, tokens, position_ids, seq_lens, generator) -> torch.Tensor:
+        """One run's positions for a ``(B, T)`` batch (``encoded_positions``)."""
+        return encoded_positions(self.encodings[run], tokens, position_ids, seq_lens, self.training, generator)
+
+    def forward(self, tokens: torch.Tensor, positions: list[torch.Tensor],
+                runs: list[int] | None = None) -> torch.Tensor:
+        runs = list(range(self.n_runs)) if runs is None else list(runs)
+        w = self._weights(runs)
+        encodings = [self.encodings[r] for r in runs]
+        n_runs, b, t = tokens.shape
+        vocab = w["token_embedding.weight"].shape[1]
+        offsets = torch.arange(n_runs, device=tokens.device)[:, None, None] * vocab
+        h = F.embedding(tokens + offsets, w["token_embedding.weight"].flatten(0, 1))
+        h = self._dropout(_per_run(h, encodings, "embed", lambda enc, x, i: enc.embed(x, positions[i])))
+        masks = [attention_mask(enc, pos, t, h.dtype) for enc, pos in zip(encodings, positions)]
+        for layer in range(self.size.n_layers):
+            p = f"blocks.{layer}."
+            x = _layer_norm(h, w[p + "ln1.weight"], w[p + "ln1.bias"])
+            h = h + _linear(self._attention(_linear(x, w, p + "attn.qkv"), encodings, positions, masks), w,
+                            p + "attn.out")
+            x = _layer_norm(h, w[p + "ln2.weight"], w[p + "ln2.bias"])
+            h = h + self._dropout(_linear(F.gelu(_linear(x, w, p + "mlp.0")), w, p + "mlp.2"))
+        return _linear(_layer_norm(h, w["ln_f.weight"], w["ln_f.bias"]), w, "head")
+
+    def _dropout(self, x):
+        return F.dropout(x, self.size.dropout, self.training) if self.size.dropout else x
+
+    def _weights(self, runs: list[int]) -> dict[str, torch.Tensor]:
+        every = runs == list(range(self.n_runs))
+        index = None if every else torch.tensor(runs, device=next(iter(self.weights.values())).device)
+        return {_name(key): (p if every else p.index_select(0, index)) for key, p in self.weights.items()}
+
+    def _attention(self, qkv, encodings, positions, masks):
+        n_runs, b, t, _ = qkv.shape
+        heads = self.size.n_heads
+        q, k, v = qkv.view(n_runs, b, t, 3, heads, -1).permute(3, 0, 1, 4, 2, 5)  # (R, B, H, T, Dh) each
+        if any(_overrides(enc, "rotate") for enc in encodings):
+            pairs = [enc.rotate(q[i], k[i], positions[i]) for i, enc in enumerate(encodings)]
+            q, k = torch.stack([a for a, _ in pairs]), torch.stack([c for _, c in pairs])
+        if all(m is None for m in masks):
+            y = F.scaled_dot_product_attention(q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1), is_causal=True,
+                                               dropout_p=self.size.dropout if self.training else 0.0,
+                                               ).view(n_runs, b, heads, t, -1)
+        else:
+            y = torch.stack([
+                F.scaled_dot_product_attention(q[i], k[i], v[i], attn_mask=m, is_causal=m is None,
+                                               dropout_p=self.size.dropout if self.training else 0.0)
+                for i, m in enumerate(masks)
+            ])
+        return y.transpose(2, 3).reshape(n_runs, b, t, -1)
+
+
+def _key(name: str) -> str:
+    return name.replace(".", ":")
+
+
+def _name(key: str) -> str:
+    return key.replace(":", ".")
+
+
+def _per_run(h, encodings, hook, apply):
+    """Apply an encoding hook run by run, skipping runs whose encoding keeps the identity."""
+    if not any(_overrides(enc, hook) for enc in encodings):
+        return h
+    return torch.stack([apply(enc, h[i], i) if _overrides(enc, hook) else h[i]
+                        for i, enc in enumerate(encodings)])
+
+
+def _layer_norm(x, weight, bias):
+    """Per-run affine layer norm (one fused call per run, as ``nn.LayerNorm``)."""
+    return torch.stack([F.layer_norm(x[i], x.shape[-1:], weight[i], bias[i]) for i in range(x.shape[0])])
+
+
+def _linear(x, w, name):
+    """``x (R, B, T, in) -> (R, B, T, out)`` with run r's weight and bias."""
+    weight, bias = w[name + ".weight"], w[name + ".bias"]
+    n_runs, b, t, _ = x.shape
+    y = torch.baddbmm(bias[:, None, :], x.reshape(n_runs, b * t, -1), weight.transpose(1, 2))
+    return y.view(n_runs, b, t, -1)

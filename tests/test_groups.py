@@ -1,0 +1,156 @@
+"""Stacked groups of runs: a run trains and scores the same in any group as
+alone, a diverging or crashing run harms no other, and the grid forms groups
+only of runs that can share a model."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+import benchmark.grid as grid_module
+from benchmark.grid import form_groups, grid_configs, resolve_group_size, run_grid
+from benchmark.presets import get_preset
+from benchmark.runner import execute_group
+from benchmark.train import build_group, group_key, train_group
+from models import Transformer, build_encoding
+from models.encodings.base import PositionEncoding, register_encoding, unregister_encoding
+from models.stacked import StackedTransformer
+from models.transformer import ModelSize
+from tasks import get_task
+
+CPU = torch.device("cpu")
+ENCODINGS = ("nope", "rope", "alibi", "randomized-rope", "learned", "t5", "kerple-log", "fire", "coupled")
+
+
+@pytest.fixture
+def float64():
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(torch.float32)
+
+
+def test_a_stack_computes_what_each_model_computes(float64):
+    size = ModelSize(d_model=32, n_layers=2, n_heads=4, d_ff=64)
+    models = []
+    for seed, name in enumerate(ENCODINGS):
+        torch.manual_seed(seed)
+        models.append(Transformer(11, size, build_encoding(name, 32, 4)).eval())
+    stack = StackedTransformer(models).eval()
+    tokens = torch.randint(0, 11, (len(models), 5, 9))
+    ids, lens = torch.arange(9).expand(5, 9), torch.full((5,), 9)
+    positions = [stack.positions(r, tokens[r], ids, lens, torch.Generator().manual_seed(3))
+                 for r in range(len(models))]
+    out = stack(tokens, positions)
+    for r, model in enumerate(models):
+        alone = model(tokens[r], ids, lens, torch.Generator().manual_seed(3))
+        torch.testing.assert_close(out[r], alone, rtol=1e-12, atol=1e-12)
+    subset = stack(tokens[[1, 4]], [positions[1], positions[4]], runs=[1, 4])
+    torch.testing.assert_close(subset, out[[1, 4]], rtol=0, atol=0)
+
+
+def _configs(encodings_and_seeds, steps=30, task="copy"):
+    preset = get_preset("quick")
+    return [replace(preset.run_config(task, e, s), steps=steps, warmup_steps=5) for e, s in encodings_and_seeds]
+
+
+def test_a_group_trains_each_run_as_alone_float64(float64):
+    """Three seeds, three encodings (one with a bias, one randomized): every
+    run's loss at every one of 30 steps matches its solo run within 1e-9."""
+    configs = _configs([("rope", 0), ("alibi", 1), ("randomized-rope", 2), ("rope", 3)])
+    task = get_task("copy")
+    together = train_group(build_group(configs, task, CPU), task, configs, CPU)
+    for config, grouped in zip(configs, together):
+        [alone] = train_group(build_group([config], task, CPU), task, [config], CPU)
+        assert len(alone.step_losses) == 30 and not alone.diverged
+        assert grouped.step_losses == pytest.approx(alone.step_losses, rel=1e-9, abs=0)
+    assert together[0].step_losses != pytest.approx(together[3].step_losses, rel=1e-3)  # seeds differ
+
+
+def test_smoke_records_of_a_group_equal_solo_records(tmp_path):
+    """Default float32: every metric of every record is the same whether the
+    runs of a task train in one group or one by one (the training losses,
+    summed over other bucket splits, agree to float32 rounding)."""
+    preset = get_preset("smoke").with_grid(tasks=["copy", "addition"], seeds=[0, 1])
+    solo = run_grid(preset, tmp_path / "solo", group_size=1, progress=False)
+    grouped = run_grid(preset, tmp_path / "grouped", group_size=10, progress=False)
+    assert {r["group_size"] for r in solo if r["status"] == "ok"} == {1}
+    assert {r["group_size"] for r in grouped if r["status"] == "ok"} == {10}
+    for a, b in zip(solo, grouped):
+        assert a["run_id"] == b["run_id"] and a["status"] == b["status"]
+        for key in ("per_length", "summary", "n_parameters"):
+            assert a.get(key) == b.get(key), (a["run_id"], key)
+        if a["status"] == "ok":
+            assert b["training"]["loss_curve"] == pytest.approx(a["training"]["loss_curve"], rel=1e-4)
+
+
+@pytest.fixture
+def exploding_encoding():
+    """An encoding whose activations overflow from its fourth training step on
+    (``positions`` runs once per run and step)."""
+    @register_encoding("test-explodes")
+    class Explodes(PositionEncoding):
+        steps = 0
+
+        def positions(self, pos, ctx):
+            type(self).steps += ctx.train
+            return pos
+
+        def embed(self, h, pos):
+            return h * (float("inf") if self.training and type(self).steps > 3 else 1.0)
+
+    yield "test-explodes"
+    unregister_encoding("test-explodes")
+
+
+def test_a_diverging_run_stops_alone(exploding_encoding):
+    configs = _configs([("rope", 0), (exploding_encoding, 0), ("alibi", 1)], steps=12)
+    task = get_task("copy")
+    results = train_group(build_group(configs, task, CPU), task, configs, CPU)
+    assert results[1].diverged and results[1].steps_done == 3 and len(results[1].step_losses) == 3
+    for config, result in zip(configs[::2], results[::2]):
+        [alone] = train_group(build_group([config], task, CPU), task, [config], CPU)
+        assert not result.diverged and result.step_losses == pytest.approx(alone.step_losses, rel=1e-5)
+
+
+@pytest.fixture
+def crashing_encoding():
+    @register_encoding("test-crashes")
+    class Crashes(PositionEncoding):
+        def rotate(self, q, k, pos):
+            raise RuntimeError("boom in rotate")
+
+    yield "test-crashes"
+    unregister_encoding("test-crashes")
+
+
+def test_a_crash_in_a_group_lands_on_its_own_cell(crashing_encoding):
+    configs = _configs([("nope", 0), (crashing_encoding, 0), ("rope", 0)], steps=3)
+    records = execute_group(configs, CPU)
+    assert [r["status"] for r in records] == ["ok", "error", "ok"]
+    assert "boom in rotate" in records[1]["error"]
+    assert [r["group_size"] for r in records if r["status"] == "ok"] == [1, 1]  # retried alone
+
+
+def test_groups_hold_only_runs_that_can_share_a_model():
+    preset = get_preset("suite").with_grid(tasks=["copy", "addition"])
+    configs = grid_configs(preset)
+    groups = form_groups(configs, 4)
+    assert sorted(c.run_id for g in groups for c in g) == sorted(c.run_id for c in configs)
+    for group in groups:
+        assert 1 <= len(group) <= 4 and len({group_key(c) for c in group}) == 1
+    sizes = sorted(len(g) for g in groups)
+    assert sizes == [3, 3, 4, 4, 4, 4, 4, 4]  # 15 runs per task: 4 groups each
+    dropout = [replace(c, model=replace(c.model, dropout=0.1)) for c in configs[:3]]
+    assert [len(g) for g in form_groups(dropout, 4)] == [1, 1, 1]
+
+
+def test_auto_group_size_keeps_every_worker_busy(monkeypatch):
+    configs = grid_configs(get_preset("suite").with_grid(tasks=["copy"]))
+    monkeypatch.setattr(grid_module, "default_device", lambda: CPU)
+    assert resolve_group_size(0, configs, workers=2) == grid_module.GROUP_SIZE_CPU
+    assert resolve_group_size(0, configs[:3], workers=2) == 2
+    assert resolve_group_size(7, configs, workers=2) == 7
+    monkeypatch.setattr(grid_module, "CPU_GROUP_BUDGET_BYTES", grid_module.activation_bytes(configs[0]) * 2.5)
+    assert resolve_group_size(0, configs, workers=2) == 2
