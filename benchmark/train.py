@@ -132,9 +132,8 @@ def train_group(model: StackedTransformer, task: Task, configs: list[RunConfig],
         for r, value in zip(active, values):
             if math.isfinite(value):
                 losses[r].append(value)
-            else:
+            else:  # its update below touches its own slices only; it is left out from now on
                 diverged_at[r] = step
-                _zero_run_grads(model, r)
         clip_per_run(model, schedule.grad_clip)
         optimizer.step()
         active = [r for r in active if r not in diverged_at]
@@ -150,14 +149,6 @@ def train_group(model: StackedTransformer, task: Task, configs: list[RunConfig],
             tail = losses[r][-max(1, len(losses[r]) // LOSS_CURVE_POINTS):]
             results.append(TrainResult(schedule.steps, False, _curve(losses[r]), float(np.mean(tail)), losses[r]))
     return results
-
-
-def _zero_run_grads(model: StackedTransformer, run: int) -> None:
-    for p in model.weights.values():
-        p.grad[run].zero_()
-    for p in model.run_parameters(run):
-        if p.grad is not None:
-            p.grad.zero_()
 
 
 def clip_per_run(model: StackedTransformer, max_norm: float) -> None:
