@@ -272,7 +272,7 @@ def cmd_perf(args) -> int:
     if not args.configs:
         raise InputError(f"--configs: the list is empty; give some of {', '.join(perf_configs())}")
     ensure_output_dir(Path(args.out).parent, "--out (its folder)")
-    perf_main(args.configs, args.steps, args.eval_lengths, Path(args.out), args.groups)
+    perf_main(args.configs, args.steps, args.eval_lengths, Path(args.out), args.groups, args.bf16)
     return EXIT_OK
 
 
@@ -296,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "1 on CUDA; more than the CPU cores is capped (default 0)")
     run.add_argument("--group-size", type=group_size, default=0,
                      help="train up to this many runs of one task as one stacked model; "
-                          "0 = auto (sized by device and memory), 1 = every run alone (default 0)")
+                          "0 = auto: alone on CPU, up to 32 on CUDA (bounded by memory) (default 0)")
     run.add_argument("--plugin", action="append",
                      help="Python file registering extra encodings (contract-checked before any run)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -324,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     sbm.add_argument("--out", help="leaderboard folder (default: the records folder)")
     sbm.add_argument("--workers", type=workers, default=0, help="parallel run processes (0 = auto)")
     sbm.add_argument("--group-size", type=group_size, default=0,
-                     help="runs per stacked model (0 = auto, 1 = alone)")
+                     help="runs per stacked model (0 = auto: alone on CPU, up to 32 on CUDA)")
     sbm.add_argument("--no-progress", action="store_true", help="hide progress bars")
     sbm.set_defaults(func=cmd_submit)
 
@@ -351,6 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="task lengths to time evaluation at (default 100,500)")
     prf.add_argument("--groups", type=_positive_list("group sizes", "1,4,16"), default=[1, 4, 16],
                      help="group sizes to time the trainer at (default 1,4,16; 1 = the solo trainer)")
+    prf.add_argument("--bf16", action="store_true",
+                     help="also time the groups under bfloat16 autocast and compare smoke's metrics to fp32")
     prf.add_argument("--out", default="results/perf.json", help="JSON report (default results/perf.json)")
     prf.set_defaults(func=cmd_perf)
     return parser

@@ -14,7 +14,7 @@ import torch
 from benchmark.config import RunConfig
 from benchmark.seeding import eval_streams
 from benchmark.train import batch_tensors
-from models.stacked import StackedTransformer
+from models.stacked import RunStack
 from models.encodings import PositionsOutOfRange
 from tasks import Task, make_batch
 
@@ -32,7 +32,7 @@ def _unsupported(length: int, reason: str) -> dict:
 
 
 @torch.no_grad()
-def _score(model: StackedTransformer, t: dict, positions: dict, runs: list[int], n_heads: int):
+def _score(model: RunStack, t: dict, positions: dict, runs: list[int], n_heads: int):
     """Per run: per-example token accuracy and exact match, one pass per chunk."""
     total, seq_len = t["tokens"].shape
     step = chunk_size(total, seq_len, n_heads, len(runs))
@@ -52,7 +52,7 @@ def _score(model: StackedTransformer, t: dict, positions: dict, runs: list[int],
 
 
 @torch.no_grad()
-def evaluate_length(model: StackedTransformer, task: Task, length: int, config: RunConfig,
+def evaluate_length(model: RunStack, task: Task, length: int, config: RunConfig,
                     device: torch.device, runs: list[int] | None = None) -> dict[int, dict]:
     """Metrics of each of ``runs`` (default: all) at one task length, on the
     fixed evaluation stream; every run sees the same examples and draws its
@@ -84,7 +84,7 @@ def evaluate_length(model: StackedTransformer, task: Task, length: int, config: 
     return results
 
 
-def evaluate(model: StackedTransformer, task: Task, config: RunConfig, device: torch.device,
+def evaluate(model: RunStack, task: Task, config: RunConfig, device: torch.device,
              runs: list[int] | None = None, progress=None) -> dict[int, list[dict]]:
     """Every evaluated length (``config.eval_lengths``) for each of ``runs``."""
     runs = list(range(model.n_runs)) if runs is None else list(runs)

@@ -11,7 +11,9 @@ for ``quick``'s copy model:
   buckets, warmup/cosine, clipping) on a stacked group of R runs (seeds
   0..R-1); a group of 1 is the solo trainer;
 
-all sides interleaved (A B C A B C), medians; each as run-steps/s (a group
+with ``--bf16``, the groups again under bfloat16 autocast, and an accuracy
+check: the ``smoke`` grid trained in fp32 and in bf16, its OOD metrics
+compared; all sides interleaved (A B C A B C), medians; on CUDA when present; each as run-steps/s (a group
 step counts R), real (non-padding) tokens/s, useful GFLOP/s (the FLOPs of
 real tokens only) and its share of the matmul peak, and its padding share;
 the data-generation share of a solo step; and evaluation seconds and peak memory at task lengths 100 and
@@ -20,6 +22,7 @@ the data-generation share of a solo step; and evaluation seconds and peak memory
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import resource
 import statistics
@@ -33,6 +36,7 @@ import torch.nn.functional as F
 from benchmark.batching import group_buckets
 from benchmark.bench_generation import median_seconds
 from benchmark.config import RunConfig
+from benchmark.device import default_device, device_description
 from benchmark.files import write_json
 from benchmark.flops import training_flops
 from benchmark.presets import get_preset
@@ -40,7 +44,7 @@ from benchmark.train import batch_tensors, build_group, build_model, train_group
 from models.transformer import ModelSize
 from tasks import IGNORE, get_task, make_batch
 
-CPU = torch.device("cpu")
+DEVICE = default_device()
 MATMUL_SHAPES = ((128 * 82, 64, 192), (128 * 82, 256, 64), (2048, 2048, 2048))
 
 
@@ -55,9 +59,9 @@ def matmul_peak(repeats: int = 5) -> float:
     """Best fp32 GFLOP/s over a few matmul shapes (the model's own among them)."""
     best = 0.0
     for m, k, n in MATMUL_SHAPES:
-        a, b = torch.randn(m, k), torch.randn(k, n)
+        a, b = torch.randn(m, k, device=DEVICE), torch.randn(k, n, device=DEVICE)
         a @ b
-        best = max(best, 2 * m * k * n / median_seconds(lambda: a @ b, repeats) / 1e9)
+        best = max(best, 2 * m * k * n / median_seconds(lambda: synced(a @ b), repeats) / 1e9)
     return best
 
 
@@ -68,10 +72,10 @@ def _sample_lengths(config: RunConfig, task, rng) -> np.ndarray:
 def plain_loop_seconds(config: RunConfig, steps: int) -> float:
     """Seconds per step of the baseline loop on one fixed padded batch."""
     task = get_task(config.task)
-    model = build_model(config, task, CPU).train()
+    model = build_model(config, task, DEVICE).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr)
     t = batch_tensors(make_batch(task, np.random.default_rng(0), _sample_lengths(
-        config, task, np.random.default_rng(0))), CPU)
+        config, task, np.random.default_rng(0))), DEVICE)
 
     def step():
         logits = model(t["tokens"], t["position_ids"], t["seq_lens"])
@@ -79,6 +83,7 @@ def plain_loop_seconds(config: RunConfig, steps: int) -> float:
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        synced(loss)
 
     step()
     return median_seconds(step, steps)
@@ -88,15 +93,49 @@ def group_configs(config: RunConfig, runs: int, steps: int) -> list[RunConfig]:
     return [replace(config, seed=seed, steps=steps) for seed in range(runs)]
 
 
-def trainer_seconds(config: RunConfig, steps: int, runs: int = 1) -> float:
+def synced(value=None):
+    """``value``, after the device has finished its queued work (for timing)."""
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize(DEVICE)
+    return value
+
+
+def precision(bf16: bool):
+    """bfloat16 autocast (matmuls and attention in bf16, losses in fp32), or fp32."""
+    return torch.autocast(DEVICE.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+
+
+def trainer_seconds(config: RunConfig, steps: int, runs: int = 1, bf16: bool = False) -> float:
     """Seconds per step of ``train_group`` on a group of ``runs`` seeds
     (data generation included); the first step is warm-up."""
     task = get_task(config.task)
-    model = build_group(group_configs(config, runs, steps), task, CPU)
-    train_group(model, task, group_configs(config, runs, 1), CPU)
-    start = time.perf_counter()
-    train_group(model, task, group_configs(config, runs, steps), CPU)
+    model = build_group(group_configs(config, runs, steps), task, DEVICE)
+    with precision(bf16):
+        train_group(model, task, group_configs(config, runs, 1), DEVICE)
+        start = time.perf_counter()
+        synced(train_group(model, task, group_configs(config, runs, steps), DEVICE))
     return (time.perf_counter() - start) / steps
+
+
+def bf16_accuracy_check() -> dict:
+    """The ``smoke`` grid trained and evaluated in fp32 and under bf16
+    autocast: how far the bf16 OOD metrics land from the fp32 ones."""
+    from benchmark.grid import form_groups, grid_configs
+    from benchmark.runner import execute_group
+
+    groups = form_groups(grid_configs(get_preset("smoke")), 32)
+    summaries = {}
+    for bf16 in (False, True):
+        with precision(bf16):
+            records = [r for g in groups for r in execute_group(g, DEVICE) if r["status"] == "ok"]
+        summaries[bf16] = {r["run_id"]: r["summary"] for r in records}
+    common = sorted(set(summaries[False]) & set(summaries[True]))
+    report = {"cells": len(common), "failed_in_bf16": len(summaries[False]) - len(common)}
+    for metric in ("ood_exact_match", "ood_token_accuracy"):
+        diffs = [abs(summaries[True][c][metric] - summaries[False][c][metric]) for c in common]
+        report[f"{metric}_max_abs_diff"] = max(diffs, default=0.0)
+        report[f"{metric}_mean_abs_diff"] = float(np.mean(diffs)) if diffs else 0.0
+    return report
 
 
 def batch_shape(config: RunConfig, groups: tuple[int, ...], samples: int = 20) -> dict:
@@ -108,7 +147,7 @@ def batch_shape(config: RunConfig, groups: tuple[int, ...], samples: int = 20) -
     padded = {runs: [] for runs in groups}
     for _ in range(samples):
         start = time.perf_counter()
-        whole = batch_tensors(make_batch(task, rng, _sample_lengths(config, task, rng)), CPU)
+        whole = batch_tensors(make_batch(task, rng, _sample_lengths(config, task, rng)), DEVICE)
         gen_seconds.append(time.perf_counter() - start)
         real.append(int(whole["seq_lens"].sum()))
         padded_whole.append(whole["tokens"].numel())
@@ -129,9 +168,9 @@ def _eval_in_child(config: RunConfig, length: int, queue) -> None:
     from benchmark.evaluate import evaluate_length
 
     task = get_task(config.task)
-    model = build_group([config], task, CPU)
+    model = build_group([config], task, DEVICE)
     start = time.perf_counter()
-    evaluate_length(model, task, length, config, CPU)
+    synced(evaluate_length(model, task, length, config, DEVICE))
     queue.put((time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
 
 
@@ -147,19 +186,21 @@ def eval_seconds(config: RunConfig, length: int, samples: int = 512) -> tuple[fl
 
 
 def measure(configs: list[str], steps: int, eval_lengths: tuple[int, ...], groups: tuple[int, ...] = (1, 4, 16),
-            rounds: int = 2) -> dict:
-    report = {"torch": torch.__version__, "threads": torch.get_num_threads(),
-              "matmul_peak_gflops": matmul_peak(), "configs": {}}
+            bf16: bool = False, rounds: int = 2) -> dict:
+    report = {"torch": torch.__version__, "device": device_description(DEVICE),
+              "threads": torch.get_num_threads(), "matmul_peak_gflops": matmul_peak(), "configs": {}}
     peak = report["matmul_peak_gflops"]
     groups = tuple(sorted(set(groups) | {1}))
     for name in configs:
         config = perf_configs()[name]
         shape = batch_shape(config, groups)
         sides = {"plain_loop": []} | {f"group_{runs}": [] for runs in groups}
+        sides |= {f"group_{runs}_bf16": [] for runs in (groups if bf16 else ())}
         for _ in range(rounds):  # interleaved: A B C A B C
             sides["plain_loop"].append(plain_loop_seconds(config, steps))
-            for runs in groups:  # seconds per run-step
-                sides[f"group_{runs}"].append(trainer_seconds(config, steps, runs) / runs)
+            for side in list(sides)[1:]:  # seconds per run-step
+                runs = int(side.split("_")[1])
+                sides[side].append(trainer_seconds(config, steps, runs, side.endswith("bf16")) / runs)
         entry = {"task": config.task, "encoding": config.encoding, "batch_size": config.batch_size,
                  "train_length": config.train_length, "model": vars(config.model), **shape}
         for side, seconds in sides.items():
@@ -176,12 +217,14 @@ def measure(configs: list[str], steps: int, eval_lengths: tuple[int, ...], group
             entry["eval"] = {str(n): dict(zip(("seconds", "peak_rss_mb"), eval_seconds(config, n)))
                              for n in eval_lengths}
         report["configs"][name] = entry
+    if bf16:
+        report["bf16_accuracy_check"] = bf16_accuracy_check()
     return report
 
 
 def format_report(report: dict) -> str:
     lines = [f"fp32 matmul peak: {report['matmul_peak_gflops']:.0f} GFLOP/s "
-             f"(torch {report['torch']}, {report['threads']} threads)", ""]
+             f"(torch {report['torch']}, {report['device']})", ""]
     for name, e in report["configs"].items():
         lines.append(f"{name}: {e['task']} / {e['encoding']}, batch {e['batch_size']}, lengths "
                      f"1..{e['train_length']}, d={e['model']['d_model']} x {e['model']['n_layers']} layers")
@@ -189,9 +232,9 @@ def format_report(report: dict) -> str:
                      f"{'padding':>8s}")
         for side in [k for k in e if k == "plain_loop" or k.startswith("group_")]:
             s = e[side]
-            padding = (e["padding_share_padded_batch"] if side == "plain_loop"
-                       else e["padding_share_buckets"][side.removeprefix("group_")])
-            label = "group of " + side.removeprefix("group_") if side != "plain_loop" else "plain loop"
+            runs = side.split("_")[1] if side != "plain_loop" else None
+            padding = e["padding_share_buckets"][runs] if runs else e["padding_share_padded_batch"]
+            label = f"group of {runs}" + (" bf16" if side.endswith("bf16") else "") if runs else "plain loop"
             lines.append(f"  {label:12s} {s['run_steps_per_s']:11.2f} {s['real_tokens_per_s']:9.0f} "
                          f"{s['useful_gflops']:8.1f} {100 * s['share_of_peak']:7.1f}% {100 * padding:7.1f}%")
         lines.append(f"  solo trainer (group of 1) / plain loop: {e['solo_trainer_vs_plain_loop']:.2f}x; "
@@ -200,11 +243,18 @@ def format_report(report: dict) -> str:
             lines.append(f"  eval 512 samples at length {length}: {ev['seconds']:.1f} s, "
                          f"peak RSS {ev['peak_rss_mb']:.0f} MB")
         lines.append("")
+    check = report.get("bf16_accuracy_check")
+    if check:
+        lines.append(f"bf16 autocast vs fp32 on smoke ({check['cells']} cells, {check['failed_in_bf16']} "
+                     f"failed in bf16): OOD exact match differs by {100 * check['ood_exact_match_mean_abs_diff']:.2f} "
+                     f"points on average (max {100 * check['ood_exact_match_max_abs_diff']:.2f}), OOD token "
+                     f"accuracy by {100 * check['ood_token_accuracy_mean_abs_diff']:.2f} "
+                     f"(max {100 * check['ood_token_accuracy_max_abs_diff']:.2f})")
     return "\n".join(lines)
 
 
-def main(configs, steps: int, eval_lengths, out, groups=(1, 4, 16)) -> dict:
-    report = measure(configs, steps, tuple(eval_lengths), tuple(groups))
+def main(configs, steps: int, eval_lengths, out, groups=(1, 4, 16), bf16: bool = False) -> dict:
+    report = measure(configs, steps, tuple(eval_lengths), tuple(groups), bf16)
     print(format_report(report))
     if out:
         print(f"wrote {write_json(out, report)}")

@@ -22,7 +22,7 @@ from benchmark.batching import group_buckets
 from benchmark.config import RunConfig
 from benchmark.seeding import data_rng, init_seed, position_generator
 from models import Transformer, build_encoding
-from models.stacked import StackedTransformer
+from models.stacked import RunStack, StackedTransformer
 from tasks import IGNORE, PAD, Batch, Task, make_batch
 
 LOSS_CURVE_POINTS = 20
@@ -90,7 +90,7 @@ def build_group(configs: list[RunConfig], task: Task, device: torch.device) -> S
     return StackedTransformer([build_model(c, task, device) for c in configs]).to(device)
 
 
-def train_group(model: StackedTransformer, task: Task, configs: list[RunConfig], device: torch.device,
+def train_group(model: RunStack, task: Task, configs: list[RunConfig], device: torch.device,
                 progress=None) -> list[TrainResult]:
     """Train the stacked runs in place, each on its own data and position
     streams with its own loss, clipping and (elementwise) AdamW state. A
@@ -124,8 +124,8 @@ def train_group(model: StackedTransformer, task: Task, configs: list[RunConfig],
             targets = torch.stack([t["targets"][lo:hi, :width] for t in tensors])
             logits = model(tokens, [p[lo:hi, :width] if p.shape[0] > 1 else p[:, :width] for p in positions],
                            active)
-            part = F.cross_entropy(logits.flatten(0, 2), targets.flatten(), ignore_index=IGNORE,
-                                   reduction="none").view(len(active), -1).sum(1) / n_targets
+            part = torch.stack([F.cross_entropy(a.flatten(0, 1), b.flatten(), ignore_index=IGNORE, reduction="sum")
+                                for a, b in zip(logits.unbind(), targets.unbind())]) / n_targets
             part.sum().backward()
             run_loss += part.detach()
         values = run_loss.tolist()
@@ -151,22 +151,13 @@ def train_group(model: StackedTransformer, task: Task, configs: list[RunConfig],
     return results
 
 
-def clip_per_run(model: StackedTransformer, max_norm: float) -> None:
-    """``clip_grad_norm_`` for every run on its own: the norm over its slice
-    of each stacked weight and its encoding's parameters."""
-    stacked = [p.grad for p in model.weights.values()]
-    norms = torch.stack([torch.linalg.vector_norm(g.flatten(1), dim=1) for g in stacked], dim=1)
-    own = [[torch.linalg.vector_norm(p.grad) for p in model.run_parameters(r) if p.grad is not None]
-           for r in range(model.n_runs)]
-    total = torch.stack([torch.linalg.vector_norm(torch.cat([norms[r], torch.stack(o)]) if o else norms[r])
-                         for r, o in enumerate(own)])
-    scale = (max_norm / (total + 1e-6)).clamp(max=1.0)
-    for g in stacked:
-        g.mul_(scale.view(-1, *([1] * (g.dim() - 1))))
-    for r in range(model.n_runs):
-        for p in model.run_parameters(r):
-            if p.grad is not None:
-                p.grad.mul_(scale[r])
+def clip_per_run(model: RunStack, max_norm: float) -> None:
+    """``clip_grad_norm_`` for every run on its own, computed exactly as for
+    its solo model (the norm of per-tensor norms, in its parameter order)."""
+    for run in range(model.n_runs):
+        grads = model.run_gradients(run)
+        scale = (max_norm / (torch.nn.utils.get_total_norm(grads) + 1e-6)).clamp(max=1.0)
+        torch._foreach_mul_(grads, scale)  # as clip_grad_norm_ does
 
 
 def _curve(losses: list[float]) -> list[float]:

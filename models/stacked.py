@@ -16,6 +16,8 @@ random stream, which runs of a group cannot each own.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -23,6 +25,28 @@ from torch import nn
 from models.encodings.base import PositionEncoding
 from models.transformer import Transformer, attention_mask, encoded_positions
 
+
+
+class RunStack(Protocol):
+    """What the trainer and evaluation need from a model family: R models of
+    one shape behind one module. ``weights`` hold the parameters stacked on a
+    leading run dimension, ``run_parameters(r)`` those only run r has,
+    ``run_gradients(r)`` all of run r's gradients;
+    ``positions`` gives run r's positions for a batch (the family may ignore
+    them); ``forward`` maps ``(R', B, T)`` tokens of the chosen runs to
+    ``(R', B, T, V)`` logits."""
+
+    n_runs: int
+    weights: nn.ParameterDict
+
+    def run_parameters(self, run: int) -> list[torch.Tensor]: ...
+
+    def run_gradients(self, run: int) -> list[torch.Tensor]: ...
+
+    def positions(self, run: int, tokens, position_ids, seq_lens, generator) -> torch.Tensor: ...
+
+    def __call__(self, tokens: torch.Tensor, positions: list[torch.Tensor],
+                 runs: list[int] | None = None) -> torch.Tensor: ...
 
 
 def _overrides(encoding: PositionEncoding, hook: str) -> bool:
@@ -48,15 +72,26 @@ class StackedTransformer(nn.Module):
             if model.size != first.size or model.head.out_features != first.head.out_features:
                 raise ValueError("stacked models must share vocabulary and size")
         params = [dict(m.named_parameters()) for m in models]
-        self.weights = nn.ParameterDict({
-            _key(name): nn.Parameter(torch.stack([p[name].detach() for p in params]).clone())
+        self.weights = nn.ParameterDict([  # pairs keep the models' order (a plain dict would be sorted)
+            (_key(name), nn.Parameter(torch.stack([p[name].detach() for p in params]).clone()))
             for name in shared
-        })
+        ])
         self.encodings = nn.ModuleList(m.encoding for m in models)
+        # where a run's encoding parameters sit among its model's parameters (clipping sums in that order)
+        self._encoding_at = next((i for i, (name, _) in enumerate(first.named_parameters())
+                                  if name.startswith("encoding.")), len(shared))
 
     def run_parameters(self, run: int) -> list[torch.Tensor]:
         """Parameters of one run's own encoding (the stacked weights hold the rest)."""
         return list(self.encodings[run].parameters())
+
+    def run_gradients(self, run: int) -> list[torch.Tensor]:
+        """Run r's gradients (views into the stacked ones), in the order of
+        its own model's parameters, so that a norm over them rounds as the
+        solo model's would."""
+        stacked = [p.grad[run] for p in self.weights.values() if p.grad is not None]
+        own = [p.grad for p in self.run_parameters(run) if p.grad is not None]
+        return stacked[:self._encoding_at] + own + stacked[self._encoding_at:]
 
     def positions(self, run: int, tokens, position_ids, seq_lens, generator) -> torch.Tensor:
         """One run's positions for a ``(B, T)`` batch (``encoded_positions``)."""
@@ -95,7 +130,7 @@ class StackedTransformer(nn.Module):
         heads = self.size.n_heads
         q, k, v = qkv.view(n_runs, b, t, 3, heads, -1).permute(3, 0, 1, 4, 2, 5)  # (R, B, H, T, Dh) each
         if any(_overrides(enc, "rotate") for enc in encodings):
-            pairs = [enc.rotate(q[i], k[i], positions[i]) for i, enc in enumerate(encodings)]
+            pairs = [enc.rotate(a, c, pos) for enc, a, c, pos in zip(encodings, q.unbind(), k.unbind(), positions)]
             q, k = torch.stack([a for a, _ in pairs]), torch.stack([c for _, c in pairs])
         if all(m is None for m in masks):
             y = F.scaled_dot_product_attention(q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1), is_causal=True,
@@ -103,9 +138,9 @@ class StackedTransformer(nn.Module):
                                                ).view(n_runs, b, heads, t, -1)
         else:
             y = torch.stack([
-                F.scaled_dot_product_attention(q[i], k[i], v[i], attn_mask=m, is_causal=m is None,
+                F.scaled_dot_product_attention(a, c, e, attn_mask=m, is_causal=m is None,
                                                dropout_p=self.size.dropout if self.training else 0.0)
-                for i, m in enumerate(masks)
+                for a, c, e, m in zip(q.unbind(), k.unbind(), v.unbind(), masks)
             ])
         return y.transpose(2, 3).reshape(n_runs, b, t, -1)
 
@@ -122,18 +157,23 @@ def _per_run(h, encodings, hook, apply):
     """Apply an encoding hook run by run, skipping runs whose encoding keeps the identity."""
     if not any(_overrides(enc, hook) for enc in encodings):
         return h
-    return torch.stack([apply(enc, h[i], i) if _overrides(enc, hook) else h[i]
-                        for i, enc in enumerate(encodings)])
+    return torch.stack([apply(enc, x, i) if _overrides(enc, hook) else x
+                        for i, (enc, x) in enumerate(zip(encodings, h.unbind()))])
 
 
 def _layer_norm(x, weight, bias):
-    """Per-run affine layer norm (one fused call per run, as ``nn.LayerNorm``)."""
-    return torch.stack([F.layer_norm(x[i], x.shape[-1:], weight[i], bias[i]) for i in range(x.shape[0])])
+    """Per-run affine layer norm (one fused call per run, as ``nn.LayerNorm``;
+    ``unbind`` rather than indexing, whose backward would write a zero-filled
+    copy of the whole stack per run)."""
+    return torch.stack([F.layer_norm(a, x.shape[-1:], w, b)
+                        for a, w, b in zip(x.unbind(), weight.unbind(), bias.unbind())])
 
 
 def _linear(x, w, name):
     """``x (R, B, T, in) -> (R, B, T, out)`` with run r's weight and bias."""
     weight, bias = w[name + ".weight"], w[name + ".bias"]
     n_runs, b, t, _ = x.shape
+    if n_runs == 1:  # exactly ``nn.Linear``, forward and backward, so a solo run rounds as a plain model
+        return F.linear(x[0], weight[0], bias[0])[None]
     y = torch.baddbmm(bias[:, None, :], x.reshape(n_runs, b * t, -1), weight.transpose(1, 2))
     return y.view(n_runs, b, t, -1)

@@ -146,11 +146,49 @@ def test_groups_hold_only_runs_that_can_share_a_model():
     assert [len(g) for g in form_groups(dropout, 4)] == [1, 1, 1]
 
 
-def test_auto_group_size_keeps_every_worker_busy(monkeypatch):
-    configs = grid_configs(get_preset("suite").with_grid(tasks=["copy"]))
+def test_auto_group_size_stacks_on_cuda_only(monkeypatch):
+    configs = grid_configs(get_preset("suite").with_grid(tasks=["copy"]))  # 15 runs
     monkeypatch.setattr(grid_module, "default_device", lambda: CPU)
-    assert resolve_group_size(0, configs, workers=2) == grid_module.GROUP_SIZE_CPU
-    assert resolve_group_size(0, configs[:3], workers=2) == 2
+    assert resolve_group_size(0, configs, workers=2) == 1
     assert resolve_group_size(7, configs, workers=2) == 7
-    monkeypatch.setattr(grid_module, "CPU_GROUP_BUDGET_BYTES", grid_module.activation_bytes(configs[0]) * 2.5)
-    assert resolve_group_size(0, configs, workers=2) == 2
+    monkeypatch.setattr(grid_module, "default_device", lambda: torch.device("cuda"))
+    free = {"bytes": 1e12}
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (free["bytes"], 2e12))
+    assert resolve_group_size(0, configs, workers=1) == 15  # every run of the task in one group
+    assert resolve_group_size(0, configs, workers=2) == 8  # one group per worker
+    free["bytes"] = grid_module.activation_bytes(configs[0]) * 4 * 3.5
+    assert resolve_group_size(0, configs, workers=1) == 3  # a quarter of free memory holds 3 runs
+
+
+def test_a_run_alone_trains_exactly_as_a_plain_model():
+    """float32, bit for bit: a group of one is the plain ``Transformer`` with
+    ``clip_grad_norm_`` and AdamW, the loop every earlier record came from."""
+    import numpy as np
+    import torch.nn.functional as F
+
+    from benchmark.seeding import data_rng, position_generator
+    from benchmark.train import batch_tensors, build_model, lr_at
+    from tasks import IGNORE, make_batch
+
+    task = get_task("copy")
+    for encoding in ("alibi", "randomized-rope", "coupled"):
+        [config] = _configs([(encoding, 0)], steps=12)
+        model, rng, gen = build_model(config, task, CPU).train(), data_rng(0), position_generator(0, CPU)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        plain = []
+        for step in range(config.steps):
+            batch = make_batch(task, rng, rng.integers(1, config.train_length + 1, size=config.batch_size))
+            t = batch_tensors(batch, CPU)
+            for group in optimizer.param_groups:
+                group["lr"] = lr_at(step, config)
+            optimizer.zero_grad()
+            logits = model(t["tokens"], t["position_ids"], t["seq_lens"], gen)
+            loss = F.cross_entropy(logits.flatten(0, 1), t["targets"].flatten(), ignore_index=IGNORE,
+                                   reduction="sum") / int((batch.targets != IGNORE).sum())
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            optimizer.step()
+            plain.append(loss.item())
+        [alone] = train_group(build_group([config], task, CPU), task, [config], CPU)
+        assert alone.step_losses == plain, encoding
+        assert np.isfinite(plain).all()

@@ -4,6 +4,7 @@ asserted, only that each is measured and consistent)."""
 import json
 
 from benchmark.cli import main
+from benchmark.presets import get_preset
 
 
 def test_perf_measures_and_writes_json(tmp_path, capsys):
@@ -24,3 +25,18 @@ def test_perf_measures_and_writes_json(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "fp32 matmul peak:" in printed and "solo trainer (group of 1) / plain loop:" in printed
     assert "group of 3" in printed
+
+
+def test_perf_bf16_times_groups_and_checks_accuracy(tmp_path, monkeypatch, capsys):
+    import benchmark.perf as perf
+    from conftest import make_tiny_preset
+
+    monkeypatch.setattr(perf, "get_preset", lambda name: make_tiny_preset() if name == "smoke" else get_preset(name))
+    out = tmp_path / "perf.json"
+    assert main(["perf", "--configs", "quick", "--steps", "1", "--groups", "1", "--bf16", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["configs"]["quick"]["group_1_bf16"]["run_steps_per_s"] > 0
+    check = report["bf16_accuracy_check"]
+    assert check["cells"] == 3 and check["failed_in_bf16"] == 0  # tiny: 4 cells, one n/a
+    assert 0 <= check["ood_exact_match_mean_abs_diff"] <= check["ood_exact_match_max_abs_diff"] <= 1
+    assert "bf16 autocast vs fp32 on smoke (3 cells" in capsys.readouterr().out
