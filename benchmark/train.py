@@ -125,7 +125,7 @@ def train_group(model: RunStack, task: Task, configs: list[RunConfig], device: t
             logits = model(tokens, [p[lo:hi, :width] if p.shape[0] > 1 else p[:, :width] for p in positions],
                            active)
             part = torch.stack([F.cross_entropy(a.flatten(0, 1), b.flatten(), ignore_index=IGNORE, reduction="sum")
-                                for a, b in zip(logits.unbind(), targets.unbind())]) / n_targets
+                                for a, b in zip(logits.unbind(), targets.unbind())]) / n_targets  # per run
             part.sum().backward()
             run_loss += part.detach()
         values = run_loss.tolist()

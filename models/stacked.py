@@ -130,19 +130,31 @@ class StackedTransformer(nn.Module):
         heads = self.size.n_heads
         q, k, v = qkv.view(n_runs, b, t, 3, heads, -1).permute(3, 0, 1, 4, 2, 5)  # (R, B, H, T, Dh) each
         if any(_overrides(enc, "rotate") for enc in encodings):
-            pairs = [enc.rotate(a, c, pos) for enc, a, c, pos in zip(encodings, q.unbind(), k.unbind(), positions)]
-            q, k = torch.stack([a for a, _ in pairs]), torch.stack([c for _, c in pairs])
+            pairs = [enc.rotate(a, c, pos) for enc, a, c, pos in zip(encodings, _split(q), _split(k), positions)]
+            q, k = _join([a for a, _ in pairs]), _join([c for _, c in pairs])
         if all(m is None for m in masks):
             y = F.scaled_dot_product_attention(q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1), is_causal=True,
                                                dropout_p=self.size.dropout if self.training else 0.0,
                                                ).view(n_runs, b, heads, t, -1)
         else:
-            y = torch.stack([
+            y = _join([
                 F.scaled_dot_product_attention(a, c, e, attn_mask=m, is_causal=m is None,
                                                dropout_p=self.size.dropout if self.training else 0.0)
-                for a, c, e, m in zip(q.unbind(), k.unbind(), v.unbind(), masks)
+                for a, c, e, m in zip(_split(q), _split(k), _split(v), masks)
             ])
         return y.transpose(2, 3).reshape(n_runs, b, t, -1)
+
+
+def _split(x: torch.Tensor) -> list[torch.Tensor]:
+    """Per-run views of a stacked tensor. ``unbind``/``squeeze``, not
+    indexing: the backward of ``x[i]`` writes a zero-filled copy of the
+    whole stack for every run."""
+    return [x.squeeze(0)] if x.shape[0] == 1 else list(x.unbind())
+
+
+def _join(parts: list[torch.Tensor]) -> torch.Tensor:
+    """Inverse of ``_split`` (a view, not a copy, for a stack of one)."""
+    return parts[0].unsqueeze(0) if len(parts) == 1 else torch.stack(parts)
 
 
 def _key(name: str) -> str:
@@ -157,16 +169,13 @@ def _per_run(h, encodings, hook, apply):
     """Apply an encoding hook run by run, skipping runs whose encoding keeps the identity."""
     if not any(_overrides(enc, hook) for enc in encodings):
         return h
-    return torch.stack([apply(enc, x, i) if _overrides(enc, hook) else x
-                        for i, (enc, x) in enumerate(zip(encodings, h.unbind()))])
+    return _join([apply(enc, x, i) if _overrides(enc, hook) else x
+                  for i, (enc, x) in enumerate(zip(encodings, _split(h)))])
 
 
 def _layer_norm(x, weight, bias):
-    """Per-run affine layer norm (one fused call per run, as ``nn.LayerNorm``;
-    ``unbind`` rather than indexing, whose backward would write a zero-filled
-    copy of the whole stack per run)."""
-    return torch.stack([F.layer_norm(a, x.shape[-1:], w, b)
-                        for a, w, b in zip(x.unbind(), weight.unbind(), bias.unbind())])
+    """Per-run affine layer norm (one fused call per run, as ``nn.LayerNorm``)."""
+    return _join([F.layer_norm(a, x.shape[-1:], w, b) for a, w, b in zip(_split(x), _split(weight), _split(bias))])
 
 
 def _linear(x, w, name):
@@ -174,6 +183,6 @@ def _linear(x, w, name):
     weight, bias = w[name + ".weight"], w[name + ".bias"]
     n_runs, b, t, _ = x.shape
     if n_runs == 1:  # exactly ``nn.Linear``, forward and backward, so a solo run rounds as a plain model
-        return F.linear(x[0], weight[0], bias[0])[None]
+        return F.linear(x.squeeze(0), weight.squeeze(0), bias.squeeze(0)).unsqueeze(0)
     y = torch.baddbmm(bias[:, None, :], x.reshape(n_runs, b * t, -1), weight.transpose(1, 2))
     return y.view(n_runs, b, t, -1)
