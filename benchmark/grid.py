@@ -26,7 +26,8 @@ from tqdm.auto import tqdm
 
 from benchmark.config import Preset, RunConfig
 from benchmark.device import default_device
-from benchmark.records import load_finished, write_record
+from benchmark.claims import Heartbeat, claim_path, held_elsewhere, release, release_abandoned, try_claim
+from benchmark.records import load_finished, record_path, stored_record, write_record
 from benchmark.runner import error_record, execute_group
 from benchmark.train import group_key
 from tasks.base import InputError
@@ -34,6 +35,7 @@ from tasks.base import InputError
 log = logging.getLogger(__name__)
 
 PARENT_POLL_S = 0.5  # how often a worker checks that the driver is alive
+CLAIM_POLL_S = 1.0  # how often a driver looks for records of runs another process claimed
 GROUP_SIZE_CUDA = 32
 
 
@@ -98,8 +100,30 @@ def _worker_init(threads: int, plugins: tuple, parent: int) -> None:
     load_plugins(plugins)
 
 
-def _run_in_worker(group: list[RunConfig]) -> list[dict]:
-    return execute_group(group, default_device())
+def claim_group(group: list[RunConfig], results_dir: Path, force: bool) -> tuple[list[RunConfig], list[str]]:
+    """(the runs of ``group`` this process claimed and must train, the run ids
+    another process holds or has just finished)."""
+    mine, elsewhere = [], []
+    for config in group:
+        if not try_claim(results_dir, config.run_id):
+            elsewhere.append(config.run_id)
+        elif not force and load_finished(results_dir, config.run_id, set_aside=False) is not None:
+            release(results_dir, config.run_id)  # finished by another driver since this one started
+            elsewhere.append(config.run_id)
+        else:
+            mine.append(config)
+    return mine, elsewhere
+
+
+def run_claimed(group: list[RunConfig], results_dir: Path, force: bool,
+                progress_factory=None) -> tuple[list[dict], list[str]]:
+    """Claim, train and evaluate a group: (records of the runs trained here,
+    ids of runs left to another process). Claims stay fresh while it works."""
+    mine, elsewhere = claim_group(group, results_dir, force)
+    if not mine:
+        return [], elsewhere
+    with Heartbeat([claim_path(results_dir, c.run_id) for c in mine]):
+        return execute_group(mine, default_device(), progress_factory), elsewhere
 
 
 class _SigintIgnored:
@@ -117,7 +141,8 @@ class _SigintIgnored:
             signal.signal(signal.SIGINT, self.previous)
 
 
-def _run_pool(todo: list[list[RunConfig]], workers: int, plugins: tuple, finish) -> None:
+def _run_pool(todo: list[list[RunConfig]], workers: int, plugins: tuple, results_dir: Path, force: bool,
+              finish, leave) -> None:
     threads = max(1, torch.get_num_threads() // workers)
     ctx = multiprocessing.get_context("spawn")
     before = set(multiprocessing.active_children())
@@ -125,20 +150,46 @@ def _run_pool(todo: list[list[RunConfig]], workers: int, plugins: tuple, finish)
                                initargs=(threads, tuple(plugins), os.getpid()))
     try:
         with _SigintIgnored():
-            futures = {pool.submit(_run_in_worker, c): c for c in todo}
+            futures = {pool.submit(run_claimed, g, results_dir, force): g for g in todo}
         for future in as_completed(futures):
             try:
-                records = future.result()
+                records, elsewhere = future.result()
             except Exception as err:  # noqa: BLE001  (a worker died: record it, go on)
-                records = [error_record(c, default_device(), err) for c in futures[future]]
+                records, elsewhere = [error_record(c, default_device(), err) for c in futures[future]], []
             for record in records:
                 finish(record)
+            leave(elsewhere)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         for process in set(multiprocessing.active_children()) - before:
             process.kill()
+            process.join(PARENT_POLL_S * 4)
         raise
     pool.shutdown()
+
+
+def _collect_elsewhere(pending: list[RunConfig], results_dir: Path, force: bool, since: float, finish) -> None:
+    """Wait for the records of runs another process claimed (any record
+    written since ``since``, this grid's start); train any whose claim went
+    away without one (its owner stopped, or gave up on it)."""
+    pending = list(pending)
+    if pending:
+        log.info("waiting for %d runs claimed by another process", len(pending))
+    while pending:
+        for config in list(pending):
+            if held_elsewhere(results_dir, config.run_id):  # the claim first: a record comes before its release
+                continue
+            stored = stored_record(results_dir, config.run_id)
+            if stored is not None and record_path(results_dir, config.run_id).stat().st_mtime >= since:
+                finish(stored, trained_here=False)
+                pending.remove(config)
+                continue
+            done, _ = run_claimed([config], results_dir, force)
+            for record in done:
+                finish(record)
+                pending.remove(config)
+        if pending:
+            time.sleep(CLAIM_POLL_S)
 
 
 def form_groups(todo: list[RunConfig], group_size: int) -> list[list[RunConfig]]:
@@ -194,6 +245,8 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
     ``plugins`` are ``models.plugins.PluginFile``s that pool workers load.
     Raises ``GridInterrupted`` on Ctrl-C, after saving what finished."""
     configs = grid_configs(preset)
+    started = time.time()
+    Path(results_dir).mkdir(parents=True, exist_ok=True)
     records: dict[str, dict] = {}
     todo = []
     for config in configs:
@@ -207,8 +260,12 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
     outer = tqdm(total=len(configs), initial=len(records), desc=f"grid {preset.name}",
                  disable=not progress, dynamic_ncols=True)
 
-    def finish(record):
-        write_record(results_dir, record)
+    elsewhere: list[str] = []
+
+    def finish(record, trained_here=True):
+        if trained_here:
+            write_record(results_dir, record)
+            release(results_dir, record["run_id"])
         records[record["run_id"]] = record
         outer.set_postfix_str(f"{record['task']}/{record['encoding']}: {record['status']}")
         outer.update(1)
@@ -216,13 +273,19 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
     groups = form_groups(todo, resolve_group_size(group_size, todo, workers))
     try:
         if workers <= 1 or len(groups) <= 1:
-            device = default_device()
             for group in groups:
-                for record in execute_group(group, device, _bar_factory(1) if progress else None):
+                done, left = run_claimed(group, results_dir, force, _bar_factory(1) if progress else None)
+                for record in done:
                     finish(record)
+                elsewhere.extend(left)
         else:
-            _run_pool(groups, min(workers, len(groups)), plugins, finish)
+            _run_pool(groups, min(workers, len(groups)), plugins, results_dir, force, finish, elsewhere.extend)
+        by_id = {c.run_id: c for c in configs}
+        _collect_elsewhere([by_id[r] for r in elsewhere], results_dir, force, started, finish)
+        log.info("%d runs trained here, %d by another process, %d reused", len(todo) - len(elsewhere),
+                 len(elsewhere), stored_count)
     except KeyboardInterrupt:
+        release_abandoned(results_dir)
         raise GridInterrupted(len(records), len(configs), len(records) - stored_count) from None
     finally:
         outer.close()

@@ -143,6 +143,15 @@ def load_finished(results_dir: Path, run_id: str, set_aside: bool = True) -> dic
     return record if record["status"] in FINISHED else None
 
 
+def stored_record(results_dir: Path, run_id: str) -> dict | None:
+    """The valid record of a run in any status, or None (absent or invalid)."""
+    path = record_path(results_dir, run_id)
+    try:
+        return read_record(path) if path.exists() else None
+    except RecordError:
+        return None
+
+
 def load_records(results_dir: Path) -> list[dict]:
     """Every record in a folder, each validated: one invalid file stops the
     load with a one-line error that names it and says how to fix it."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import platform
+import socket
 import time
 import traceback
 from datetime import datetime, timezone
@@ -31,7 +33,8 @@ def base_record(config: RunConfig, device: torch.device) -> dict:
         "code_version": code_version(),
         "torch_version": torch.__version__,
         "device": device_description(device),
-        "host": {"python": platform.python_version(), "machine": platform.machine()},
+        "host": {"python": platform.python_version(), "machine": platform.machine(),
+                 "name": socket.gethostname(), "pid": os.getpid()},
         "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
 
