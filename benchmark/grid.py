@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 from benchmark.config import Preset, RunConfig
 from benchmark.device import default_device
 from benchmark.claims import Heartbeat, claim_path, held_elsewhere, release, release_abandoned, try_claim
-from benchmark.records import load_finished, record_path, stored_record, write_record
+from benchmark.records import load_finished, record_path, stale_records, stored_record, write_record
 from benchmark.runner import error_record, execute_group
 from benchmark.train import group_key
 from tasks.base import InputError
@@ -257,6 +257,10 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
             todo.append(config)
     stored_count = len(records)
     log.info("%d runs in grid, %d stored, %d to run", len(configs), stored_count, len(todo))
+    stale = [path.name for config in todo for path in stale_records(results_dir, config)]
+    if stale:
+        log.warning("%d records were made by other code versions (stale), so their cells run again: %s%s",
+                    len(stale), ", ".join(stale[:3]), ", ..." if len(stale) > 3 else "")
     outer = tqdm(total=len(configs), initial=len(records), desc=f"grid {preset.name}",
                  disable=not progress, dynamic_ncols=True)
 

@@ -78,8 +78,8 @@ def group_key(config: RunConfig) -> str:
     masks come from the process-wide random stream), so its key is its own."""
     shared = config.to_dict()
     if not config.model.dropout:
-        for own in ("seed", "encoding", "encoding_params", "encoding_source"):
-            shared.pop(own)
+        for own in ("seed", "encoding", "encoding_params", "encoding_source", "code_versions"):
+            shared.pop(own, None)
     return json.dumps(shared, sort_keys=True)
 
 
