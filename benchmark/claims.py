@@ -2,9 +2,9 @@
 grid instead of each training every cell.
 
 Before a run trains, the process that will train it creates
-``<results>/<run_id>.claim`` atomically (``O_CREAT | O_EXCL``: of two
-processes racing for it, exactly one succeeds), holding its host, pid and
-start time, and keeps its modification time fresh while it works (a
+``<results>/<run_id>.claim`` atomically (a written file hard-linked into
+place: of two processes racing for it, exactly one succeeds, and nobody
+sees it half-written), holding its host, pid and start time, and keeps its modification time fresh while it works (a
 heartbeat). Another process skips a claimed run and later collects its
 record. A claim is stale, and may be taken over, when its owner is a dead
 process on this host, or when its heartbeat is older than ``STALE_AFTER_S``
@@ -48,15 +48,16 @@ def _alive(owner: dict) -> bool:
 
 
 def is_stale(path: Path) -> bool:
-    """True when the claim at ``path`` has no live owner (or is unreadable
-    and old: a claim is written in one call, so a torn one is a dead one)."""
+    """True when the claim at ``path`` has no live owner. A claim appears
+    whole (``try_claim`` links a written file into place), so an unreadable
+    one is damaged; it counts as stale once its heartbeat is old."""
     try:
         age = time.time() - path.stat().st_mtime
         owner = json.loads(path.read_text())
     except FileNotFoundError:
         return False
     except (OSError, ValueError):
-        return True
+        return age > STALE_AFTER_S
     return age > STALE_AFTER_S or not _alive(owner)
 
 
@@ -64,18 +65,20 @@ def try_claim(results_dir: Path, run_id: str) -> bool:
     """Claim a run for this process; False when a live owner holds it.
     A stale claim is removed and claimed anew."""
     path = claim_path(results_dir, run_id)
-    for _ in range(2):
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            if not is_stale(path):
-                return False
-            _remove(path)  # of two processes removing one stale claim, one then wins the create
-            continue
-        with os.fdopen(fd, "w") as handle:
-            json.dump(_owner(), handle)
-        return True
-    return False
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    tmp.write_text(json.dumps(_owner()))
+    try:
+        for _ in range(2):
+            try:
+                os.link(tmp, path)  # atomic, and the claim is never seen half-written
+                return True
+            except FileExistsError:
+                if not is_stale(path):
+                    return False
+                _remove(path)  # of two processes removing one stale claim, one then wins the link
+        return False
+    finally:
+        _remove(tmp)
 
 
 def held_elsewhere(results_dir: Path, run_id: str) -> bool:

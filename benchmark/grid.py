@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 
 from benchmark.config import Preset, RunConfig
 from benchmark.device import default_device
+from benchmark.checkpoints import CHECKPOINT_EVERY_S, remove_finished
 from benchmark.claims import Heartbeat, claim_path, held_elsewhere, release, release_abandoned, try_claim
 from benchmark.records import load_finished, record_path, stale_records, stored_record, write_record
 from benchmark.runner import error_record, execute_group
@@ -115,15 +116,15 @@ def claim_group(group: list[RunConfig], results_dir: Path, force: bool) -> tuple
     return mine, elsewhere
 
 
-def run_claimed(group: list[RunConfig], results_dir: Path, force: bool,
-                progress_factory=None) -> tuple[list[dict], list[str]]:
+def run_claimed(group: list[RunConfig], results_dir: Path, force: bool, progress_factory=None,
+                checkpoint_every: float = CHECKPOINT_EVERY_S) -> tuple[list[dict], list[str]]:
     """Claim, train and evaluate a group: (records of the runs trained here,
     ids of runs left to another process). Claims stay fresh while it works."""
     mine, elsewhere = claim_group(group, results_dir, force)
     if not mine:
         return [], elsewhere
     with Heartbeat([claim_path(results_dir, c.run_id) for c in mine]):
-        return execute_group(mine, default_device(), progress_factory), elsewhere
+        return execute_group(mine, default_device(), progress_factory, results_dir, checkpoint_every), elsewhere
 
 
 class _SigintIgnored:
@@ -142,7 +143,7 @@ class _SigintIgnored:
 
 
 def _run_pool(todo: list[list[RunConfig]], workers: int, plugins: tuple, results_dir: Path, force: bool,
-              finish, leave) -> None:
+              checkpoint_every: float, finish, leave) -> None:
     threads = max(1, torch.get_num_threads() // workers)
     ctx = multiprocessing.get_context("spawn")
     before = set(multiprocessing.active_children())
@@ -150,7 +151,7 @@ def _run_pool(todo: list[list[RunConfig]], workers: int, plugins: tuple, results
                                initargs=(threads, tuple(plugins), os.getpid()))
     try:
         with _SigintIgnored():
-            futures = {pool.submit(run_claimed, g, results_dir, force): g for g in todo}
+            futures = {pool.submit(run_claimed, g, results_dir, force, None, checkpoint_every): g for g in todo}
         for future in as_completed(futures):
             try:
                 records, elsewhere = future.result()
@@ -168,7 +169,8 @@ def _run_pool(todo: list[list[RunConfig]], workers: int, plugins: tuple, results
     pool.shutdown()
 
 
-def _collect_elsewhere(pending: list[RunConfig], results_dir: Path, force: bool, since: float, finish) -> None:
+def _collect_elsewhere(pending: list[RunConfig], results_dir: Path, force: bool, since: float,
+                       checkpoint_every: float, finish) -> None:
     """Wait for the records of runs another process claimed (any record
     written since ``since``, this grid's start); train any whose claim went
     away without one (its owner stopped, or gave up on it)."""
@@ -184,7 +186,7 @@ def _collect_elsewhere(pending: list[RunConfig], results_dir: Path, force: bool,
                 finish(stored, trained_here=False)
                 pending.remove(config)
                 continue
-            done, _ = run_claimed([config], results_dir, force)
+            done, _ = run_claimed([config], results_dir, force, checkpoint_every=checkpoint_every)
             for record in done:
                 finish(record)
                 pending.remove(config)
@@ -237,10 +239,12 @@ def resolve_group_size(requested: int, todo: list[RunConfig], workers: int) -> i
 
 
 def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers: int = 1,
-             group_size: int = 0, plugins: tuple = (), progress: bool = True) -> list[dict]:
+             group_size: int = 0, plugins: tuple = (), progress: bool = True,
+             checkpoint_every: float = CHECKPOINT_EVERY_S) -> list[dict]:
     """Run (or load) every cell of ``preset``; returns the records in grid order.
 
-    Runs are trained in stacked groups of at most ``group_size`` (0: auto).
+    Runs are trained in stacked groups of at most ``group_size`` (0: auto),
+    checkpointed every ``checkpoint_every`` seconds (``checkpoints``).
 
     ``plugins`` are ``models.plugins.PluginFile``s that pool workers load.
     Raises ``GridInterrupted`` on Ctrl-C, after saving what finished."""
@@ -265,12 +269,15 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
                  disable=not progress, dynamic_ncols=True)
 
     elsewhere: list[str] = []
+    trained = []
 
     def finish(record, trained_here=True):
         if trained_here:
+            trained.append(record["run_id"])
             write_record(results_dir, record)
             release(results_dir, record["run_id"])
         records[record["run_id"]] = record
+        remove_finished(results_dir, set(records))
         outer.set_postfix_str(f"{record['task']}/{record['encoding']}: {record['status']}")
         outer.update(1)
 
@@ -278,16 +285,18 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
     try:
         if workers <= 1 or len(groups) <= 1:
             for group in groups:
-                done, left = run_claimed(group, results_dir, force, _bar_factory(1) if progress else None)
+                done, left = run_claimed(group, results_dir, force, _bar_factory(1) if progress else None,
+                                         checkpoint_every)
                 for record in done:
                     finish(record)
                 elsewhere.extend(left)
         else:
-            _run_pool(groups, min(workers, len(groups)), plugins, results_dir, force, finish, elsewhere.extend)
+            _run_pool(groups, min(workers, len(groups)), plugins, results_dir, force, checkpoint_every, finish,
+                      elsewhere.extend)
         by_id = {c.run_id: c for c in configs}
-        _collect_elsewhere([by_id[r] for r in elsewhere], results_dir, force, started, finish)
-        log.info("%d runs trained here, %d by another process, %d reused", len(todo) - len(elsewhere),
-                 len(elsewhere), stored_count)
+        _collect_elsewhere([by_id[r] for r in elsewhere], results_dir, force, started, checkpoint_every, finish)
+        log.info("%d runs trained here, %d by another process, %d reused", len(trained),
+                 len(todo) - len(trained), stored_count)
     except KeyboardInterrupt:
         release_abandoned(results_dir)
         raise GridInterrupted(len(records), len(configs), len(records) - stored_count) from None

@@ -11,6 +11,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -73,27 +74,41 @@ def test_a_run_whose_claimant_stops_without_a_record_is_trained(tmp_path, tiny_p
     preset = tiny_preset.with_grid(tasks=["copy"], encodings=["nope"])
     [config] = grid_configs(preset)
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
+    threading.Thread(target=holder.wait, daemon=True).start()  # reaped when it ends, not left a zombie
     claim_path(tmp_path, config.run_id).write_text(json.dumps({"host": socket.gethostname(), "pid": holder.pid}))
     start = time.time()
     [record] = run_grid(preset, tmp_path, progress=False)
-    holder.wait()
-    assert record["status"] == "ok" and time.time() - start >= 2.5  # it waited for the holder first
+    assert record["status"] == "ok" and 2.5 <= time.time() - start < 60  # it waited for the holder, not longer
     assert not claim_path(tmp_path, config.run_id).exists()
 
 
+SCRIPT = """
+import sys
+from dataclasses import replace
+import benchmark.cli as cli
+base = cli.PRESETS["smoke"]
+cli.PRESETS["pair"] = replace(base, name="pair", tasks=("copy",), encodings=("nope", "rope"), seeds=(0, 1, 2, 3),
+                              settings={**base.settings, "steps": 150})
+if __name__ == "__main__":
+    sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
 def test_two_drivers_on_one_folder_split_the_grid(tmp_path):
-    """Two real ``lengthbench run`` processes started together: every cell
-    is trained once, by one of them, and both get work."""
-    argv = [sys.executable, "-m", "benchmark", "-v", "run", "--preset", "smoke", "--tasks", "copy",
-            "--encodings", "nope,rope", "--seeds", "0,1,2,3,4", "--workers", "1", "--no-progress",
+    """Two real ``lengthbench run`` processes started together (8 runs of
+    about a second): every cell is trained once, by one of them, and both
+    get work."""
+    script = tmp_path / "lb.py"
+    script.write_text(SCRIPT)
+    argv = [sys.executable, str(script), "-v", "run", "--preset", "pair", "--workers", "1", "--no-progress",
             "--results", str(tmp_path / "results")]
     drivers = [subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                for _ in range(2)]
     outputs = [d.communicate(timeout=300) for d in drivers]
     assert [d.returncode for d in drivers] == [0, 0], outputs
     trained = [int(re.search(r"(\d+) runs trained here", err).group(1)) for _, err in outputs]
-    assert sum(trained) == 10 and min(trained) >= 1, trained
+    assert sum(trained) == 8 and min(trained) >= 1, trained
     records = list((tmp_path / "results").glob("copy__*.json"))
-    assert len(records) == 10 and not list((tmp_path / "results").glob("*.claim"))
+    assert len(records) == 8 and not list((tmp_path / "results").glob("*.claim"))
     pids = [json.loads(p.read_text())["host"]["pid"] for p in records]
     assert sorted(pids.count(d.pid) for d in drivers) == sorted(trained)  # each record names its trainer
