@@ -11,6 +11,7 @@ import threading
 import time
 from pathlib import Path
 
+from benchmark.checkpoints import CHECKPOINT_EVERY_S
 from benchmark.presets import PRESETS, get_preset
 from tasks.base import InputError
 
@@ -58,6 +59,16 @@ def _positive_list(what: str, example: str):
 
 
 _lengths = _positive_list("task lengths", "40,500")
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r}: give a number of seconds > 0, e.g. 300")
+    return seconds
 
 
 def _print_board(board, paths) -> None:
@@ -120,7 +131,7 @@ def _run_and_report(args, grid, plugins, names=()) -> int:
     start = time.perf_counter()
     records = run_grid(grid, results, force=getattr(args, "force", False),
                        workers=resolve_workers(args.workers), group_size=args.group_size,
-                       plugins=tuple(plugins),
+                       plugins=tuple(plugins), checkpoint_every=args.checkpoint_every,
                        progress=not args.no_progress)
     board, paths = build_leaderboard(records, out)
     paths["provenance"] = _write_provenance(out, args.argv, time.perf_counter() - start, records)
@@ -297,6 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--group-size", type=group_size, default=0,
                      help="train up to this many runs of one task as one stacked model; "
                           "0 = auto: alone on CPU, up to 32 on CUDA (bounded by memory) (default 0)")
+    run.add_argument("--checkpoint-every", type=_seconds, default=CHECKPOINT_EVERY_S, metavar="SECONDS",
+                     help="save training state this often, so a killed run resumes "
+                          f"(default {CHECKPOINT_EVERY_S:.0f})")
     run.add_argument("--plugin", action="append",
                      help="Python file registering extra encodings (contract-checked before any run)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -325,6 +339,8 @@ def build_parser() -> argparse.ArgumentParser:
     sbm.add_argument("--workers", type=workers, default=0, help="parallel run processes (0 = auto)")
     sbm.add_argument("--group-size", type=group_size, default=0,
                      help="runs per stacked model (0 = auto: alone on CPU, up to 32 on CUDA)")
+    sbm.add_argument("--checkpoint-every", type=_seconds, default=CHECKPOINT_EVERY_S, metavar="SECONDS",
+                     help=f"save training state this often (default {CHECKPOINT_EVERY_S:.0f})")
     sbm.add_argument("--no-progress", action="store_true", help="hide progress bars")
     sbm.set_defaults(func=cmd_submit)
 

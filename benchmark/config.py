@@ -12,6 +12,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
 
+from benchmark.versions import code_versions
 from models.encodings import encoding_entry, resolve_params
 from models.transformer import ModelSize
 from tasks import get_task
@@ -39,9 +40,15 @@ class RunConfig:
     model: ModelSize
     encoding_params: dict = field(default_factory=dict)
     encoding_source: str = "built-in"  # plugin file + content hash for third-party encodings
+    code_versions: dict = field(default_factory=dict)  # task/encoding/trainer versions other than 1
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Plain data; ``code_versions`` only when some version is not 1, so
+        configs (and hashes, record names) of code never bumped stay as they were."""
+        data = asdict(self)
+        if not data["code_versions"]:
+            del data["code_versions"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> "RunConfig":
@@ -67,7 +74,7 @@ class RunConfig:
 
 
 RUN_FIELDS = {f.name for f in fields(RunConfig)} - {"task", "encoding", "seed", "model", "encoding_params",
-                                                    "encoding_source"}
+                                                    "encoding_source", "code_versions"}
 
 
 @dataclass(frozen=True)
@@ -97,7 +104,8 @@ class Preset:
             raise InputError(f"preset {self.name!r} sets unknown fields {sorted(unknown)}; valid: {sorted(RUN_FIELDS)}")
         params = resolve_params(encoding, self.encoding_params.get(encoding))
         return RunConfig(task=task, encoding=encoding, seed=seed, model=model,
-                         encoding_params=params, encoding_source=source, **values)
+                         encoding_params=params, encoding_source=source,
+                         code_versions=code_versions(task, encoding), **values)
 
     def with_grid(self, tasks=None, encodings=None, seeds=None) -> "Preset":
         """The same preset on another grid; ``None`` keeps the preset's axis.

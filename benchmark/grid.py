@@ -26,7 +26,9 @@ from tqdm.auto import tqdm
 
 from benchmark.config import Preset, RunConfig
 from benchmark.device import default_device
-from benchmark.records import load_finished, write_record
+from benchmark.checkpoints import CHECKPOINT_EVERY_S, remove_finished
+from benchmark.claims import Heartbeat, claim_path, held_elsewhere, release, release_abandoned, try_claim
+from benchmark.records import load_finished, record_path, stale_records, stored_record, write_record
 from benchmark.runner import error_record, execute_group
 from benchmark.train import group_key
 from tasks.base import InputError
@@ -34,6 +36,7 @@ from tasks.base import InputError
 log = logging.getLogger(__name__)
 
 PARENT_POLL_S = 0.5  # how often a worker checks that the driver is alive
+CLAIM_POLL_S = 1.0  # how often a driver looks for records of runs another process claimed
 GROUP_SIZE_CUDA = 32
 
 
@@ -98,8 +101,30 @@ def _worker_init(threads: int, plugins: tuple, parent: int) -> None:
     load_plugins(plugins)
 
 
-def _run_in_worker(group: list[RunConfig]) -> list[dict]:
-    return execute_group(group, default_device())
+def claim_group(group: list[RunConfig], results_dir: Path, force: bool) -> tuple[list[RunConfig], list[str]]:
+    """(the runs of ``group`` this process claimed and must train, the run ids
+    another process holds or has just finished)."""
+    mine, elsewhere = [], []
+    for config in group:
+        if not try_claim(results_dir, config.run_id):
+            elsewhere.append(config.run_id)
+        elif not force and load_finished(results_dir, config.run_id, set_aside=False) is not None:
+            release(results_dir, config.run_id)  # finished by another driver since this one started
+            elsewhere.append(config.run_id)
+        else:
+            mine.append(config)
+    return mine, elsewhere
+
+
+def run_claimed(group: list[RunConfig], results_dir: Path, force: bool, progress_factory=None,
+                checkpoint_every: float = CHECKPOINT_EVERY_S) -> tuple[list[dict], list[str]]:
+    """Claim, train and evaluate a group: (records of the runs trained here,
+    ids of runs left to another process). Claims stay fresh while it works."""
+    mine, elsewhere = claim_group(group, results_dir, force)
+    if not mine:
+        return [], elsewhere
+    with Heartbeat([claim_path(results_dir, c.run_id) for c in mine]):
+        return execute_group(mine, default_device(), progress_factory, results_dir, checkpoint_every), elsewhere
 
 
 class _SigintIgnored:
@@ -117,7 +142,8 @@ class _SigintIgnored:
             signal.signal(signal.SIGINT, self.previous)
 
 
-def _run_pool(todo: list[list[RunConfig]], workers: int, plugins: tuple, finish) -> None:
+def _run_pool(todo: list[list[RunConfig]], workers: int, plugins: tuple, results_dir: Path, force: bool,
+              checkpoint_every: float, finish, leave) -> None:
     threads = max(1, torch.get_num_threads() // workers)
     ctx = multiprocessing.get_context("spawn")
     before = set(multiprocessing.active_children())
@@ -125,20 +151,47 @@ def _run_pool(todo: list[list[RunConfig]], workers: int, plugins: tuple, finish)
                                initargs=(threads, tuple(plugins), os.getpid()))
     try:
         with _SigintIgnored():
-            futures = {pool.submit(_run_in_worker, c): c for c in todo}
+            futures = {pool.submit(run_claimed, g, results_dir, force, None, checkpoint_every): g for g in todo}
         for future in as_completed(futures):
             try:
-                records = future.result()
+                records, elsewhere = future.result()
             except Exception as err:  # noqa: BLE001  (a worker died: record it, go on)
-                records = [error_record(c, default_device(), err) for c in futures[future]]
+                records, elsewhere = [error_record(c, default_device(), err) for c in futures[future]], []
             for record in records:
                 finish(record)
+            leave(elsewhere)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         for process in set(multiprocessing.active_children()) - before:
             process.kill()
+            process.join(PARENT_POLL_S * 4)
         raise
     pool.shutdown()
+
+
+def _collect_elsewhere(pending: list[RunConfig], results_dir: Path, force: bool, since: float,
+                       checkpoint_every: float, finish) -> None:
+    """Wait for the records of runs another process claimed (any record
+    written since ``since``, this grid's start); train any whose claim went
+    away without one (its owner stopped, or gave up on it)."""
+    pending = list(pending)
+    if pending:
+        log.info("waiting for %d runs claimed by another process", len(pending))
+    while pending:
+        for config in list(pending):
+            if held_elsewhere(results_dir, config.run_id):  # the claim first: a record comes before its release
+                continue
+            stored = stored_record(results_dir, config.run_id)
+            if stored is not None and record_path(results_dir, config.run_id).stat().st_mtime >= since:
+                finish(stored, trained_here=False)
+                pending.remove(config)
+                continue
+            done, _ = run_claimed([config], results_dir, force, checkpoint_every=checkpoint_every)
+            for record in done:
+                finish(record)
+                pending.remove(config)
+        if pending:
+            time.sleep(CLAIM_POLL_S)
 
 
 def form_groups(todo: list[RunConfig], group_size: int) -> list[list[RunConfig]]:
@@ -186,14 +239,18 @@ def resolve_group_size(requested: int, todo: list[RunConfig], workers: int) -> i
 
 
 def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers: int = 1,
-             group_size: int = 0, plugins: tuple = (), progress: bool = True) -> list[dict]:
+             group_size: int = 0, plugins: tuple = (), progress: bool = True,
+             checkpoint_every: float = CHECKPOINT_EVERY_S) -> list[dict]:
     """Run (or load) every cell of ``preset``; returns the records in grid order.
 
-    Runs are trained in stacked groups of at most ``group_size`` (0: auto).
+    Runs are trained in stacked groups of at most ``group_size`` (0: auto),
+    checkpointed every ``checkpoint_every`` seconds (``checkpoints``).
 
     ``plugins`` are ``models.plugins.PluginFile``s that pool workers load.
     Raises ``GridInterrupted`` on Ctrl-C, after saving what finished."""
     configs = grid_configs(preset)
+    started = time.time()
+    Path(results_dir).mkdir(parents=True, exist_ok=True)
     records: dict[str, dict] = {}
     todo = []
     for config in configs:
@@ -204,25 +261,44 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
             todo.append(config)
     stored_count = len(records)
     log.info("%d runs in grid, %d stored, %d to run", len(configs), stored_count, len(todo))
+    stale = [path.name for config in todo for path in stale_records(results_dir, config)]
+    if stale:
+        log.warning("%d records were made by other code versions (stale), so their cells run again: %s%s",
+                    len(stale), ", ".join(stale[:3]), ", ..." if len(stale) > 3 else "")
     outer = tqdm(total=len(configs), initial=len(records), desc=f"grid {preset.name}",
                  disable=not progress, dynamic_ncols=True)
 
-    def finish(record):
-        write_record(results_dir, record)
+    elsewhere: list[str] = []
+    trained = []
+
+    def finish(record, trained_here=True):
+        if trained_here:
+            trained.append(record["run_id"])
+            write_record(results_dir, record)
+            release(results_dir, record["run_id"])
         records[record["run_id"]] = record
+        remove_finished(results_dir, set(records))
         outer.set_postfix_str(f"{record['task']}/{record['encoding']}: {record['status']}")
         outer.update(1)
 
     groups = form_groups(todo, resolve_group_size(group_size, todo, workers))
     try:
         if workers <= 1 or len(groups) <= 1:
-            device = default_device()
             for group in groups:
-                for record in execute_group(group, device, _bar_factory(1) if progress else None):
+                done, left = run_claimed(group, results_dir, force, _bar_factory(1) if progress else None,
+                                         checkpoint_every)
+                for record in done:
                     finish(record)
+                elsewhere.extend(left)
         else:
-            _run_pool(groups, min(workers, len(groups)), plugins, finish)
+            _run_pool(groups, min(workers, len(groups)), plugins, results_dir, force, checkpoint_every, finish,
+                      elsewhere.extend)
+        by_id = {c.run_id: c for c in configs}
+        _collect_elsewhere([by_id[r] for r in elsewhere], results_dir, force, started, checkpoint_every, finish)
+        log.info("%d runs trained here, %d by another process, %d reused", len(trained),
+                 len(todo) - len(trained), stored_count)
     except KeyboardInterrupt:
+        release_abandoned(results_dir)
         raise GridInterrupted(len(records), len(configs), len(records) - stored_count) from None
     finally:
         outer.close()

@@ -28,6 +28,7 @@ import resource
 import statistics
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -171,7 +172,19 @@ def _eval_in_child(config: RunConfig, length: int, queue) -> None:
     model = build_group([config], task, DEVICE)
     start = time.perf_counter()
     synced(evaluate_length(model, task, length, config, DEVICE))
-    queue.put((time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+    queue.put((time.perf_counter() - start, peak_rss_mb()))
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory. ``VmHWM`` where Linux has it:
+    ``ru_maxrss`` survives the exec of a spawned child, so it would report
+    the parent's peak when that was higher."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def eval_seconds(config: RunConfig, length: int, samples: int = 512) -> tuple[float, float]:

@@ -143,6 +143,34 @@ def load_finished(results_dir: Path, run_id: str, set_aside: bool = True) -> dic
     return record if record["status"] in FINISHED else None
 
 
+def stored_record(results_dir: Path, run_id: str) -> dict | None:
+    """The valid record of a run in any status, or None (absent or invalid)."""
+    path = record_path(results_dir, run_id)
+    try:
+        return read_record(path) if path.exists() else None
+    except RecordError:
+        return None
+
+
+def stale_records(results_dir: Path, config: RunConfig) -> list[Path]:
+    """Records of the same cell and settings made by other code versions
+    (``RunConfig.code_versions``): kept on disk, never reused."""
+    own = config.to_dict()
+    own.pop("code_versions", None)
+    stale = []
+    for path in Path(results_dir).glob(f"{config.task}__{config.encoding}__seed{config.seed}__*.json"):
+        if path.stem == config.run_id:
+            continue
+        try:
+            other = dict(json.loads(path.read_text())["config"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        other.pop("code_versions", None)
+        if other == own:
+            stale.append(path)
+    return stale
+
+
 def load_records(results_dir: Path) -> list[dict]:
     """Every record in a folder, each validated: one invalid file stops the
     load with a one-line error that names it and says how to fix it."""

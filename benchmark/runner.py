@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import platform
+import socket
 import time
 import traceback
 from datetime import datetime, timezone
+from pathlib import Path
 
 import torch
 
+from benchmark.checkpoints import CHECKPOINT_EVERY_S, Checkpoint
 from benchmark.config import RunConfig
 from benchmark.device import device_description
 from benchmark.evaluate import evaluate, summarize
@@ -31,7 +35,8 @@ def base_record(config: RunConfig, device: torch.device) -> dict:
         "code_version": code_version(),
         "torch_version": torch.__version__,
         "device": device_description(device),
-        "host": {"python": platform.python_version(), "machine": platform.machine()},
+        "host": {"python": platform.python_version(), "machine": platform.machine(),
+                 "name": socket.gethostname(), "pid": os.getpid()},
         "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
 
@@ -54,11 +59,14 @@ def not_applicable_reason(config: RunConfig) -> str | None:
     return None
 
 
-def execute_group(configs: list[RunConfig], device: torch.device, progress_factory=None) -> list[dict]:
+def execute_group(configs: list[RunConfig], device: torch.device, progress_factory=None,
+                  checkpoints: Path | None = None, checkpoint_every: float = CHECKPOINT_EVERY_S) -> list[dict]:
     """Train and evaluate a group of cells (``train.group_key`` equal) as one
     stacked model; one record per cell, in order. Errors become ``error``
     records: when a group fails, each of its runs is retried alone, so the
-    error lands on the cell that caused it."""
+    error lands on the cell that caused it. With ``checkpoints`` (a results
+    folder), training state is saved there every ``checkpoint_every`` s and
+    an interrupted group resumes from it."""
     records = [base_record(c, device) for c in configs]
     start = time.perf_counter()
     todo = []
@@ -75,13 +83,16 @@ def execute_group(configs: list[RunConfig], device: torch.device, progress_facto
     if not todo:
         return records
     try:
-        _train_and_evaluate([configs[i] for i in todo], [records[i] for i in todo], device, progress_factory)
+        checkpoint = (Checkpoint(checkpoints, [configs[i].run_id for i in todo], checkpoint_every)
+                      if checkpoints is not None else None)
+        _train_and_evaluate([configs[i] for i in todo], [records[i] for i in todo], device, progress_factory,
+                            checkpoint)
     except Exception as err:  # noqa: BLE001
         if len(todo) == 1:
             records[todo[0]].update(_error_fields(err))
         else:
             for i in todo:
-                records[i] = execute_group([configs[i]], device, progress_factory)[0]
+                records[i] = execute_group([configs[i]], device, progress_factory, checkpoints, checkpoint_every)[0]
             return records
     share = round((time.perf_counter() - start) / len(todo), 3)
     for i in todo:
@@ -90,14 +101,14 @@ def execute_group(configs: list[RunConfig], device: torch.device, progress_facto
 
 
 def _train_and_evaluate(configs: list[RunConfig], records: list[dict], device: torch.device,
-                        progress_factory) -> None:
+                        progress_factory, checkpoint: Checkpoint | None) -> None:
     task = get_task(configs[0].task)
     model = build_group(configs, task, device)
     for r, record in enumerate(records):
         record["n_parameters"] = sum(p.numel() for p in model.weights.values()) // model.n_runs + sum(
             p.numel() for p in model.run_parameters(r))
     bar = progress_factory(configs[0].steps, _label("train", configs)) if progress_factory else None
-    results = train_group(model, task, configs, device, bar)
+    results = train_group(model, task, configs, device, bar, checkpoint)
     if bar is not None:
         bar.close()
     for record, result in zip(records, results):

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from benchmark.batching import group_buckets
+from benchmark.checkpoints import Checkpoint
 from benchmark.config import RunConfig
 from benchmark.seeding import data_rng, init_seed, position_generator
 from models import Transformer, build_encoding
@@ -78,8 +79,8 @@ def group_key(config: RunConfig) -> str:
     masks come from the process-wide random stream), so its key is its own."""
     shared = config.to_dict()
     if not config.model.dropout:
-        for own in ("seed", "encoding", "encoding_params", "encoding_source"):
-            shared.pop(own)
+        for own in ("seed", "encoding", "encoding_params", "encoding_source", "code_versions"):
+            shared.pop(own, None)
     return json.dumps(shared, sort_keys=True)
 
 
@@ -91,11 +92,12 @@ def build_group(configs: list[RunConfig], task: Task, device: torch.device) -> S
 
 
 def train_group(model: RunStack, task: Task, configs: list[RunConfig], device: torch.device,
-                progress=None) -> list[TrainResult]:
+                progress=None, checkpoint: Checkpoint | None = None) -> list[TrainResult]:
     """Train the stacked runs in place, each on its own data and position
     streams with its own loss, clipping and (elementwise) AdamW state. A
     run whose loss turns non-finite stops there (``diverged``); the others
-    go on."""
+    go on. With a ``checkpoint``, training resumes from its saved state and
+    saves its state whenever the checkpoint is due."""
     schedule = configs[0]
     rngs = [data_rng(c.seed) for c in configs]
     gens = [position_generator(c.seed, device) for c in configs]
@@ -104,7 +106,21 @@ def train_group(model: RunStack, task: Task, configs: list[RunConfig], device: t
     losses: list[list[float]] = [[] for _ in configs]
     diverged_at: dict[int, int] = {}
     active = list(range(len(configs)))
-    for step in range(schedule.steps):
+    start = 0
+    saved = checkpoint.load() if checkpoint is not None else None
+    if saved is not None:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        for rng, state in zip(rngs, saved["data_rngs"]):
+            rng.bit_generator.state = state
+        for gen, state in zip(gens, saved["position_rngs"]):
+            gen.set_state(state)
+        losses, start = saved["losses"], saved["step"]
+        diverged_at = {int(r): at for r, at in saved["diverged_at"].items()}
+        active = [r for r in active if r not in diverged_at]
+        if progress is not None:
+            progress.update(start)
+    for step in range(start, schedule.steps):
         if not active:
             break
         batches = [make_batch(task, rngs[r], rngs[r].integers(task.min_length, schedule.train_length + 1,
@@ -137,6 +153,11 @@ def train_group(model: RunStack, task: Task, configs: list[RunConfig], device: t
         clip_per_run(model, schedule.grad_clip)
         optimizer.step()
         active = [r for r in active if r not in diverged_at]
+        if checkpoint is not None and checkpoint.due() and step + 1 < schedule.steps:
+            checkpoint.save({"step": step + 1, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                             "data_rngs": [rng.bit_generator.state for rng in rngs],
+                             "position_rngs": [gen.get_state() for gen in gens], "losses": losses,
+                             "diverged_at": {str(r): at for r, at in diverged_at.items()}})
         if progress is not None:
             progress.update(1)
             if step % 50 == 0 and active:

@@ -68,7 +68,14 @@ def _check_single_config(runs: pd.DataFrame) -> None:
     mixed = mixed[mixed > 1]
     if len(mixed):
         task, encoding = mixed.index[0]
-        ids = runs[(runs.task == task) & (runs.encoding == encoding)]["run_id"].tolist()
+        cell = runs[(runs.task == task) & (runs.encoding == encoding)]
+        ids = cell["run_id"].tolist()
+        versions = {json.dumps(json.loads(sig).get("code_versions", {}), sort_keys=True) for sig in cell.signature}
+        if len(versions) > 1:
+            raise MixedConfigError(
+                f"runs of {task}/{encoding} were made by different code versions ({', '.join(sorted(versions))}; "
+                f"{', '.join(ids)}); move the stale records out of the folder, or rerun the grid"
+            )
         raise MixedConfigError(
             f"runs of {task}/{encoding} use different settings ({', '.join(ids)}); "
             "keep one preset's records per results folder"

@@ -85,6 +85,9 @@ class Task:
     min_length: ClassVar[int] = 1
     max_length: ClassVar[int | None] = None  # longest length the vocabulary allows
     has_coupled_ids: ClassVar[bool] = False
+    #: bumped when a change to the task alters its data (it enters the run
+    #: config, so records of the old data are rerun, not reused)
+    version: ClassVar[int] = 1
 
     @property
     def vocab_size(self) -> int:

@@ -147,12 +147,12 @@ def test_dead_worker_is_recorded(tmp_path, tiny_preset, monkeypatch):
         def shutdown(self, *a, **k):
             pass
 
-        def submit(self, fn, group):
+        def submit(self, fn, group, *args):
             future = Future()
             if group[0].task == "copy":
                 future.set_exception(RuntimeError("worker killed"))
             else:
-                future.set_result(fn(group))
+                future.set_result(fn(group, *args))
             return future
 
     monkeypatch.setattr(grid_module, "ProcessPoolExecutor", DyingPool)

@@ -84,6 +84,7 @@ class EncodingEntry:
     defaults: dict = field(default_factory=dict)
     description: str = ""
     source: str = "built-in"
+    version: int = 1  # bumped when a change alters results (enters the run config)
 
 
 _ENCODINGS: dict[str, EncodingEntry] = {}
@@ -99,7 +100,7 @@ def check_encoding_name(name) -> str:
 
 
 def register_encoding(name: str, *, defaults: dict | None = None, description: str = "",
-                      source: str = "built-in"):
+                      source: str = "built-in", version: int = 1):
     """Class/factory decorator: ``factory(d_model, n_heads, **params)``."""
     check_encoding_name(name)
 
@@ -109,7 +110,7 @@ def register_encoding(name: str, *, defaults: dict | None = None, description: s
                 f"encoding name {name!r} is already registered ({_ENCODINGS[name].source}); "
                 "choose another name"
             )
-        _ENCODINGS[name] = EncodingEntry(name, factory, dict(defaults or {}), description, source)
+        _ENCODINGS[name] = EncodingEntry(name, factory, dict(defaults or {}), description, source, version)
         return factory
 
     return deco
@@ -134,7 +135,8 @@ def set_source(name: str, source: str) -> None:
     """Record where a third-party encoding came from (file + content hash);
     it is part of every run config, so editing the file invalidates records."""
     entry = _ENCODINGS[name]
-    _ENCODINGS[name] = EncodingEntry(entry.name, entry.factory, entry.defaults, entry.description, source)
+    _ENCODINGS[name] = EncodingEntry(entry.name, entry.factory, entry.defaults, entry.description, source,
+                                     entry.version)
 
 
 def resolve_params(name: str, overrides: dict | None = None) -> dict:

@@ -1,0 +1,135 @@
+"""Claiming runs, so that concurrent drivers on one results folder split the
+grid instead of each training every cell.
+
+Before a run trains, the process that will train it creates
+``<results>/<run_id>.claim`` atomically (a written file hard-linked into
+place: of two processes racing for it, exactly one succeeds, and nobody
+sees it half-written), holding its host, pid and start time, and keeps its modification time fresh while it works (a
+heartbeat). Another process skips a claimed run and later collects its
+record. A claim is stale, and may be taken over, when its owner is a dead
+process on this host, or when its heartbeat is older than ``STALE_AFTER_S``
+(an owner on another host that stopped). The driver removes a claim after
+writing the run's record, so a run is never left both unclaimed and
+unrecorded while someone works on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+HEARTBEAT_S = 20.0  # how often an owner refreshes its claims
+STALE_AFTER_S = 120.0  # a claim not refreshed for this long belongs to a stopped owner
+CLAIM_SUFFIX = ".claim"
+
+
+def claim_path(results_dir: Path, run_id: str) -> Path:
+    return Path(results_dir) / f"{run_id}{CLAIM_SUFFIX}"
+
+
+def _owner() -> dict:
+    return {"host": socket.gethostname(), "pid": os.getpid(), "claimed_at": time.time()}
+
+
+def _alive(owner: dict) -> bool:
+    if owner.get("host") != socket.gethostname():
+        return True  # another host: only the heartbeat can tell
+    try:
+        os.kill(int(owner["pid"]), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, KeyError, TypeError, ValueError):
+        return True
+    return True
+
+
+def is_stale(path: Path) -> bool:
+    """True when the claim at ``path`` has no live owner. A claim appears
+    whole (``try_claim`` links a written file into place), so an unreadable
+    one is damaged; it counts as stale once its heartbeat is old."""
+    try:
+        age = time.time() - path.stat().st_mtime
+        owner = json.loads(path.read_text())
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        return age > STALE_AFTER_S
+    return age > STALE_AFTER_S or not _alive(owner)
+
+
+def try_claim(results_dir: Path, run_id: str) -> bool:
+    """Claim a run for this process; False when a live owner holds it.
+    A stale claim is removed and claimed anew."""
+    path = claim_path(results_dir, run_id)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    tmp.write_text(json.dumps(_owner()))
+    try:
+        for _ in range(2):
+            try:
+                os.link(tmp, path)  # atomic, and the claim is never seen half-written
+                return True
+            except FileExistsError:
+                if not is_stale(path):
+                    return False
+                _remove(path)  # of two processes removing one stale claim, one then wins the link
+        return False
+    finally:
+        _remove(tmp)
+
+
+def held_elsewhere(results_dir: Path, run_id: str) -> bool:
+    """True while another live process holds the run's claim."""
+    path = claim_path(results_dir, run_id)
+    return path.exists() and not is_stale(path)
+
+
+def release(results_dir: Path, run_id: str) -> None:
+    _remove(claim_path(results_dir, run_id))
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def release_abandoned(results_dir: Path) -> None:
+    """Remove the claims of this process and of dead processes on this host
+    (after an interrupt: its runs were not finished and will not be)."""
+    for path in Path(results_dir).glob(f"*{CLAIM_SUFFIX}"):
+        try:
+            owner = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if owner.get("host") == socket.gethostname() and (owner.get("pid") == os.getpid() or not _alive(owner)):
+            _remove(path)
+
+
+class Heartbeat:
+    """Keeps claims fresh from a daemon thread while their runs train."""
+
+    def __init__(self, paths: list[Path], every: float = HEARTBEAT_S):
+        self.paths, self.every = paths, every
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True)
+
+    def _beat(self) -> None:
+        while not self.stop.wait(self.every):
+            for path in self.paths:
+                try:
+                    os.utime(path)
+                except FileNotFoundError:
+                    pass
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()

@@ -1,0 +1,90 @@
+"""Versions of the code that makes results, so a record is reused only while
+that code is unchanged in effect.
+
+Every task (``Task.version``), every encoding (``register_encoding(...,
+version=)``) and the trainer (``TRAINER_VERSION``: model, batching,
+training, evaluation, seeding, batch assembly) has a version. Versions other
+than 1 enter the run config (``RunConfig.code_versions``) and so its hash: a
+bump makes every affected record stale, and ``run`` reruns those cells.
+
+A bump must not be forgotten: ``code_digests.json`` (beside this file)
+records, per component, its version and a digest of its source files, and a
+test fails when a source changes while the table does not. After a change,
+bump the version if results change, then record the new digests with
+``python -m benchmark.versions --update``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import sys
+from pathlib import Path
+
+TRAINER_VERSION = 1
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLE = Path(__file__).with_name("code_digests.json")
+TRAINER_SOURCES = ("benchmark/train.py", "benchmark/batching.py", "benchmark/evaluate.py",
+                   "benchmark/seeding.py", "models/transformer.py", "models/stacked.py", "tasks/base.py")
+
+
+def code_versions(task: str, encoding: str) -> dict[str, int]:
+    """The versions a run of ``task`` x ``encoding`` is made by, those other
+    than 1 only (so that configs of unbumped code keep their hashes)."""
+    from models.encodings import encoding_entry
+    from tasks.base import get_task
+
+    versions = {"task": type(get_task(task)).version, "encoding": encoding_entry(encoding).version,
+                "trainer": TRAINER_VERSION}
+    return {k: v for k, v in versions.items() if v != 1}
+
+
+def _digest(files: list[Path]) -> str:
+    sha = hashlib.sha256()
+    for path in sorted(set(files)):
+        sha.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return sha.hexdigest()[:16]
+
+
+def components() -> dict[str, dict]:
+    """Every built-in task and encoding and the trainer: version and digest
+    of the source files that decide its results (a task's or encoding's
+    module, with the base encoding's for a randomized one)."""
+    from models.encodings import encoding_entry, encoding_names
+    from tasks.base import _TASKS
+
+    table = {"trainer": {"version": TRAINER_VERSION, "digest": _digest([ROOT / f for f in TRAINER_SOURCES])}}
+    for name, cls in sorted(_TASKS.items()):
+        table[f"task:{name}"] = {"version": cls.version, "digest": _digest([Path(inspect.getfile(cls))])}
+    for name in sorted(encoding_names()):
+        entry = encoding_entry(name)
+        if entry.source != "built-in":
+            continue  # a plugin's file hash is already in its configs (encoding_source)
+        files = [Path(inspect.getfile(entry.factory)), ROOT / "models/encodings/base.py"]
+        if name.startswith("randomized-"):
+            files.append(Path(inspect.getfile(encoding_entry(name.removeprefix("randomized-")).factory)))
+        table[f"encoding:{name}"] = {"version": entry.version, "digest": _digest(files)}
+    return table
+
+
+def unrecorded_changes() -> list[str]:
+    """Components whose version or source differs from ``code_digests.json``."""
+    recorded = json.loads(TABLE.read_text()) if TABLE.exists() else {}
+    return [name for name, now in components().items() if recorded.get(name) != now]
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--update"]:
+        TABLE.write_text(json.dumps(components(), indent=1, sort_keys=True) + "\n")
+        print(f"wrote {TABLE}")
+        return 0
+    changed = unrecorded_changes()
+    for name in changed:
+        print(f"{name}: source or version differs from {TABLE.name}")
+    return 1 if changed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

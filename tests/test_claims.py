@@ -1,0 +1,114 @@
+"""Run claims: of processes racing for a run exactly one trains it, a
+claim of a stopped owner is taken over, and two drivers on one results
+folder split the grid and train every cell once."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from benchmark.claims import STALE_AFTER_S, Heartbeat, claim_path, held_elsewhere, release, try_claim
+from benchmark.grid import grid_configs, run_grid
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_claim_is_exclusive_until_released(tmp_path):
+    assert try_claim(tmp_path, "run-a")
+    owner = json.loads(claim_path(tmp_path, "run-a").read_text())
+    assert owner["pid"] == os.getpid() and owner["host"] == socket.gethostname()
+    assert not try_claim(tmp_path, "run-a")  # this process is alive: the claim holds
+    release(tmp_path, "run-a")
+    assert try_claim(tmp_path, "run-a")
+
+
+def test_claims_of_stopped_owners_are_taken_over(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    claim_path(tmp_path, "dead-owner").write_text(json.dumps({"host": socket.gethostname(), "pid": int(dead)}))
+    assert not held_elsewhere(tmp_path, "dead-owner") and try_claim(tmp_path, "dead-owner")
+    remote = claim_path(tmp_path, "remote-owner")
+    remote.write_text(json.dumps({"host": "another-node", "pid": 1}))
+    assert held_elsewhere(tmp_path, "remote-owner") and not try_claim(tmp_path, "remote-owner")
+    old = time.time() - STALE_AFTER_S - 1
+    os.utime(remote, (old, old))  # its heartbeat stopped
+    assert not held_elsewhere(tmp_path, "remote-owner") and try_claim(tmp_path, "remote-owner")
+
+
+def test_the_heartbeat_keeps_a_claim_fresh(tmp_path):
+    assert try_claim(tmp_path, "run-b")
+    path = claim_path(tmp_path, "run-b")
+    os.utime(path, (0, 0))
+    with Heartbeat([path], every=0.05):
+        time.sleep(0.3)
+    assert time.time() - path.stat().st_mtime < 5
+
+
+def _race(folder: str, start: float, queue) -> None:
+    time.sleep(max(0.0, start - time.time()))
+    queue.put(try_claim(Path(folder), "contested"))
+
+
+def test_of_racing_processes_exactly_one_wins(tmp_path):
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    start = time.time() + 2.0
+    racers = [ctx.Process(target=_race, args=(str(tmp_path), start, queue)) for _ in range(8)]
+    for p in racers:
+        p.start()
+    wins = [queue.get(timeout=30) for _ in racers]
+    for p in racers:
+        p.join()
+    assert sum(wins) == 1
+
+
+def test_a_run_whose_claimant_stops_without_a_record_is_trained(tmp_path, tiny_preset):
+    preset = tiny_preset.with_grid(tasks=["copy"], encodings=["nope"])
+    [config] = grid_configs(preset)
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
+    threading.Thread(target=holder.wait, daemon=True).start()  # reaped when it ends, not left a zombie
+    claim_path(tmp_path, config.run_id).write_text(json.dumps({"host": socket.gethostname(), "pid": holder.pid}))
+    start = time.time()
+    [record] = run_grid(preset, tmp_path, progress=False)
+    assert record["status"] == "ok" and 2.5 <= time.time() - start < 60  # it waited for the holder, not longer
+    assert not claim_path(tmp_path, config.run_id).exists()
+
+
+SCRIPT = """
+import sys
+from dataclasses import replace
+import benchmark.cli as cli
+base = cli.PRESETS["smoke"]
+cli.PRESETS["pair"] = replace(base, name="pair", tasks=("copy",), encodings=("nope", "rope"), seeds=(0, 1, 2, 3),
+                              settings={**base.settings, "steps": 150})
+if __name__ == "__main__":
+    sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_two_drivers_on_one_folder_split_the_grid(tmp_path):
+    """Two real ``lengthbench run`` processes started together (8 runs of
+    about a second): every cell is trained once, by one of them, and both
+    get work."""
+    script = tmp_path / "lb.py"
+    script.write_text(SCRIPT)
+    argv = [sys.executable, str(script), "-v", "run", "--preset", "pair", "--workers", "1", "--no-progress",
+            "--results", str(tmp_path / "results")]
+    drivers = [subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for _ in range(2)]
+    outputs = [d.communicate(timeout=300) for d in drivers]
+    assert [d.returncode for d in drivers] == [0, 0], outputs
+    trained = [int(re.search(r"(\d+) runs trained here", err).group(1)) for _, err in outputs]
+    assert sum(trained) == 8 and min(trained) >= 1, trained
+    records = list((tmp_path / "results").glob("copy__*.json"))
+    assert len(records) == 8 and not list((tmp_path / "results").glob("*.claim"))
+    pids = [json.loads(p.read_text())["host"]["pid"] for p in records]
+    assert sorted(pids.count(d.pid) for d in drivers) == sorted(trained)  # each record names its trainer

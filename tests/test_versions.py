@@ -1,0 +1,52 @@
+"""Code versions: a record is reused only while the code that made it is
+unchanged in effect, and a change without a bump does not go unnoticed."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+import benchmark.versions as versions
+from benchmark.grid import grid_configs, run_grid
+from benchmark.records import load_records
+from leaderboard.aggregate import MixedConfigError, leaderboard_frame
+from tasks import get_task
+
+
+def test_every_source_change_is_recorded_with_its_version():
+    """Fails when a task, an encoding or the trainer changed since
+    ``benchmark/code_digests.json``: bump its version if results change,
+    then run ``python -m benchmark.versions --update``."""
+    assert versions.unrecorded_changes() == []
+
+
+def test_an_edited_sampler_without_a_bump_is_caught(monkeypatch):
+    module = Path(versions.inspect.getfile(type(get_task("copy"))))
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes",
+                        lambda self: real(self) + b"\n# edited sampler\n" if self == module else real(self))
+    changed = versions.unrecorded_changes()
+    assert "task:copy" in changed and "trainer" not in changed and "encoding:rope" not in changed
+
+
+def test_configs_of_unbumped_code_keep_their_hashes(tiny_preset):
+    config = tiny_preset.run_config("copy", "nope", 0)
+    assert config.code_versions == {} and "code_versions" not in config.to_dict()
+
+
+def test_a_bumped_task_reruns_its_cells_and_reuses_the_others(tmp_path, tiny_preset, monkeypatch, caplog):
+    first = {r["run_id"]: r for r in run_grid(tiny_preset, tmp_path, progress=False)}
+    monkeypatch.setattr(type(get_task("copy")), "version", 2)
+    with caplog.at_level(logging.WARNING):
+        second = run_grid(tiny_preset, tmp_path, progress=False)
+    for record in second:
+        if record["task"] == "copy":
+            assert record["run_id"] not in first and record["config"]["code_versions"] == {"task": 2}
+        else:
+            assert first[record["run_id"]] == record  # reused as it was
+    assert "2 records were made by other code versions (stale)" in caplog.text
+    with pytest.raises(MixedConfigError, match="made by different code versions"):
+        leaderboard_frame(load_records(tmp_path))  # old and new copy records side by side
+    assert len(grid_configs(tiny_preset)) == len(second)
