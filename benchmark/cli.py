@@ -132,6 +132,7 @@ def _run_and_report(args, grid, plugins, names=()) -> int:
     records = run_grid(grid, results, force=getattr(args, "force", False),
                        workers=resolve_workers(args.workers), group_size=args.group_size,
                        plugins=tuple(plugins), checkpoint_every=args.checkpoint_every,
+                       executor=args.executor, address=args.address,
                        progress=not args.no_progress)
     board, paths = build_leaderboard(records, out)
     paths["provenance"] = _write_provenance(out, args.argv, time.perf_counter() - start, records)
@@ -308,6 +309,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--group-size", type=group_size, default=0,
                      help="train up to this many runs of one task as one stacked model; "
                           "0 = auto: alone on CPU, up to 32 on CUDA (bounded by memory) (default 0)")
+    run.add_argument("--executor", choices=("local", "ray"), default="local",
+                     help="where groups run: this machine (processes, --workers) or a Ray cluster (default local)")
+    run.add_argument("--address", help="with --executor ray: the cluster (auto, or HOST:PORT); "
+                                       "default: start a local one")
     run.add_argument("--checkpoint-every", type=_seconds, default=CHECKPOINT_EVERY_S, metavar="SECONDS",
                      help="save training state this often, so a killed run resumes "
                           f"(default {CHECKPOINT_EVERY_S:.0f})")
@@ -339,6 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
     sbm.add_argument("--workers", type=workers, default=0, help="parallel run processes (0 = auto)")
     sbm.add_argument("--group-size", type=group_size, default=0,
                      help="runs per stacked model (0 = auto: alone on CPU, up to 32 on CUDA)")
+    sbm.add_argument("--executor", choices=("local", "ray"), default="local",
+                     help="where groups run: this machine or a Ray cluster (default local)")
+    sbm.add_argument("--address", help="with --executor ray: the cluster (auto, or HOST:PORT)")
     sbm.add_argument("--checkpoint-every", type=_seconds, default=CHECKPOINT_EVERY_S, metavar="SECONDS",
                      help=f"save training state this often (default {CHECKPOINT_EVERY_S:.0f})")
     sbm.add_argument("--no-progress", action="store_true", help="hide progress bars")

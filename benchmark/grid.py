@@ -28,6 +28,7 @@ from benchmark.config import Preset, RunConfig
 from benchmark.device import default_device
 from benchmark.checkpoints import CHECKPOINT_EVERY_S, remove_finished
 from benchmark.claims import Heartbeat, claim_path, held_elsewhere, release, release_abandoned, try_claim
+from benchmark.ray_executor import run_on_ray
 from benchmark.records import load_finished, record_path, stale_records, stored_record, write_record
 from benchmark.runner import error_record, execute_group
 from benchmark.train import group_key
@@ -238,11 +239,17 @@ def resolve_group_size(requested: int, todo: list[RunConfig], workers: int) -> i
     return requested or auto_group_size(todo, workers)
 
 
+EXECUTORS = ("local", "ray")
+
+
 def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers: int = 1,
              group_size: int = 0, plugins: tuple = (), progress: bool = True,
-             checkpoint_every: float = CHECKPOINT_EVERY_S) -> list[dict]:
+             checkpoint_every: float = CHECKPOINT_EVERY_S, executor: str = "local",
+             address: str | None = None) -> list[dict]:
     """Run (or load) every cell of ``preset``; returns the records in grid order.
 
+    Groups run in this process or a local pool (``executor="local"``), or as
+    tasks of a Ray cluster (``"ray"``, at ``address``; None starts a local one).
     Runs are trained in stacked groups of at most ``group_size`` (0: auto),
     checkpointed every ``checkpoint_every`` seconds (``checkpoints``).
 
@@ -282,8 +289,13 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
         outer.update(1)
 
     groups = form_groups(todo, resolve_group_size(group_size, todo, workers))
+    if executor not in EXECUTORS:
+        raise InputError(f"executor {executor!r} is not known; valid: {', '.join(EXECUTORS)}")
     try:
-        if workers <= 1 or len(groups) <= 1:
+        if executor == "ray":
+            run_on_ray(groups, results_dir, force, checkpoint_every, plugins, address, finish, elsewhere.extend,
+                       lambda config, err: error_record(config, default_device(), err))
+        elif workers <= 1 or len(groups) <= 1:
             for group in groups:
                 done, left = run_claimed(group, results_dir, force, _bar_factory(1) if progress else None,
                                          checkpoint_every)
