@@ -1,6 +1,9 @@
-"""The grid runner: expands a preset into runs, skips finished ones, runs
-the rest serially or in a process pool, and writes each record as soon as
-its run ends (an interrupted grid keeps every finished run).
+"""The grid runner: expands a preset into runs, skips finished ones, forms
+stacked groups of the rest, runs them serially, in a process pool or on a
+Ray cluster (``ray_executor``), and writes each record as soon as its run
+ends (an interrupted grid keeps every finished run). A run is claimed before
+it trains (``claims``), so drivers sharing a results folder split the grid;
+runs another driver holds are collected at the end.
 
 Interrupts: Ctrl-C (SIGINT) stops the grid within a few seconds. Pool
 workers ignore SIGINT (the driver alone decides), the driver kills them,
