@@ -12,6 +12,7 @@ cluster has GPUs, so that Ray packs several small groups per GPU.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from benchmark.config import RunConfig
@@ -45,7 +46,7 @@ def run_on_ray(groups: list[list[RunConfig]], results_dir: Path, force: bool, ch
         raise InputError("--executor ray needs Ray: pip install -e \".[ray]\"") from None
     started = not ray.is_initialized()
     if started:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     try:
         gpus = GPU_SHARE if ray.cluster_resources().get("GPU", 0) > 0 else 0
         task = ray.remote(num_cpus=1, num_gpus=gpus, max_retries=RAY_RETRIES)(_group_task)
