@@ -124,9 +124,12 @@ def _output_dirs(args, preset_name: str) -> tuple[Path, Path]:
 def _run_and_report(args, grid, plugins, names=()) -> int:
     """Run a validated grid, build its leaderboard, list failed cells."""
     from benchmark.grid import grid_configs, resolve_workers, run_grid
+    from benchmark.ray_executor import require_ray
     from leaderboard.build import build_leaderboard
 
     grid_configs(grid)  # every name and setting resolves before any folder is touched
+    if args.executor == "ray":
+        require_ray()
     results, out = _output_dirs(args, grid.name)
     start = time.perf_counter()
     records = run_grid(grid, results, force=getattr(args, "force", False),

@@ -22,6 +22,15 @@ RAY_RETRIES = 3  # retries of a task whose worker process died
 GPU_SHARE = 0.25  # of a GPU per group: four small groups share one device
 
 
+def require_ray():
+    """The ``ray`` module, or a one-line error saying how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise InputError('--executor ray needs Ray, which is not installed: pip install -e ".[ray]"') from None
+    return ray
+
+
 def _group_task(group: list[RunConfig], results_dir: str, force: bool, checkpoint_every: float,
                 plugins: tuple) -> tuple[list[dict], list[str]]:
     import torch
@@ -40,10 +49,7 @@ def run_on_ray(groups: list[list[RunConfig]], results_dir: Path, force: bool, ch
     """Run ``groups`` as Ray tasks; ``finish`` each record, ``leave`` the ids
     of runs another driver holds. Starts a local cluster when ``address`` is
     None and none is connected, and stops what it started."""
-    try:
-        import ray
-    except ImportError:
-        raise InputError("--executor ray needs Ray: pip install -e \".[ray]\"") from None
+    ray = require_ray()
     started = not ray.is_initialized()
     if started:
         ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)

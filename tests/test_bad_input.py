@@ -90,6 +90,10 @@ ARGV_CASES = [
     ("run-seed-word", lambda c: RUN + ["--seeds", "one", "--results", c["results"]], "'one'", "integers >= 0"),
     ("run-workers-negative", lambda c: RUN + ["--workers", "-3", "--results", c["results"]], "'-3'", "0 (auto) or a positive"),
     ("run-workers-word", lambda c: RUN + ["--workers", "many", "--results", c["results"]], "'many'", "0 (auto) or a positive"),
+    ("run-checkpoint-zero", lambda c: RUN + ["--checkpoint-every", "0", "--results", c["results"]], "'0'", "seconds > 0"),
+    ("run-checkpoint-word", lambda c: RUN + ["--checkpoint-every", "often", "--results", c["results"]], "'often'", "seconds > 0"),
+    ("run-group-size-negative", lambda c: RUN + ["--group-size", "-2", "--results", c["results"]], "'-2'", "0 (auto) or a positive"),
+    ("run-executor-unknown", lambda c: RUN + ["--executor", "slurm", "--results", c["results"]], "'slurm'", "choose from 'local', 'ray'"),
     ("run-task-unknown", lambda c: RUN + ["--tasks", "copyy", "--results", c["results"]], "'copyy'", "valid choices: addition"),
     ("run-encoding-unknown", lambda c: RUN + ["--encodings", "rop", "--results", c["results"]], "'rop'", "valid choices:"),
     ("run-preset-unknown", lambda c: ["run", "--preset", "huge", "--results", c["results"]], "'huge'", "valid choices: arithmetic"),
@@ -143,6 +147,16 @@ def test_bad_arguments_are_refused_before_any_work(case, ctx, capsys):
     assert_refused(capsys, argv(ctx), *needles)
     assert snapshot(ctx["tmp"]) == before
     assert not Path("/sys/lengthbench").exists()
+
+
+def test_ray_executor_without_ray_says_how_to_install_it(ctx, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if the [ray] extra were not installed
+    before = snapshot(ctx["tmp"])
+    assert_refused(capsys, RUN + ["--executor", "ray", "--results", str(ctx["tmp"] / "new")],
+                   "--executor ray needs Ray", 'pip install -e ".[ray]"')
+    assert snapshot(ctx["tmp"]) == before
 
 
 def test_too_many_workers_are_capped_and_said(ctx, caplog, monkeypatch):
