@@ -138,6 +138,8 @@ def estimate(preset: Preset, results_dir: Path, workers: int,
 def _grouping(groups: list[int]) -> str:
     if not groups:
         return "nothing to train"
+    if max(groups) == 1:
+        return f"each of the {len(groups)} runs trains alone (--group-size stacks runs of one task)"
     sizes = sorted(set(groups), reverse=True)
     parts = ", ".join(f"{groups.count(n)} of {n}" for n in sizes)
     return f"{len(groups)} stacked group(s) ({parts} runs; runs of one task, shape and schedule train as one model)"
