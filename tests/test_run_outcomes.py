@@ -122,6 +122,9 @@ def test_plan_estimates_without_training_or_writing(tmp_path, tiny, monkeypatch,
     out = capsys.readouterr().out
     assert "2 tasks x 2 encodings x 1 seeds = 4 runs; 0 stored (reused), 4 to run (1 of them n/a" in out
     assert "| copy | no | 2 | 3 |" in out and "estimated wall time on this machine:" in out
+    assert "grouping: each of the 3 runs trains alone" in out
+    assert main(["run", *tiny, "--results", str(results), "--plan", "--group-size", "2"]) == 0
+    assert "grouping: 2 stacked group(s) (1 of 2, 1 of 1 runs;" in capsys.readouterr().out
     assert not results.exists()
     monkeypatch.setattr(grid_module, "execute_group", real)
     assert main(["run", *tiny, "--results", str(results)]) == 0
