@@ -241,14 +241,14 @@ def format_report(report: dict) -> str:
     for name, e in report["configs"].items():
         lines.append(f"{name}: {e['task']} / {e['encoding']}, batch {e['batch_size']}, lengths "
                      f"1..{e['train_length']}, d={e['model']['d_model']} x {e['model']['n_layers']} layers")
-        lines.append(f"  {'':12s} {'run-steps/s':>11s} {'tokens/s':>9s} {'GFLOP/s':>8s} {'of peak':>8s} "
+        lines.append(f"  {'':17s} {'run-steps/s':>11s} {'tokens/s':>9s} {'GFLOP/s':>8s} {'of peak':>8s} "
                      f"{'padding':>8s}")
         for side in [k for k in e if k == "plain_loop" or k.startswith("group_")]:
             s = e[side]
             runs = side.split("_")[1] if side != "plain_loop" else None
             padding = e["padding_share_buckets"][runs] if runs else e["padding_share_padded_batch"]
             label = f"group of {runs}" + (" bf16" if side.endswith("bf16") else "") if runs else "plain loop"
-            lines.append(f"  {label:12s} {s['run_steps_per_s']:11.2f} {s['real_tokens_per_s']:9.0f} "
+            lines.append(f"  {label:17s} {s['run_steps_per_s']:11.2f} {s['real_tokens_per_s']:9.0f} "
                          f"{s['useful_gflops']:8.1f} {100 * s['share_of_peak']:7.1f}% {100 * padding:7.1f}%")
         lines.append(f"  solo trainer (group of 1) / plain loop: {e['solo_trainer_vs_plain_loop']:.2f}x; "
                      f"data generation {100 * e['data_share_of_trainer_step']:.1f}% of a solo step")
