@@ -258,6 +258,8 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
 
     ``plugins`` are ``models.plugins.PluginFile``s that pool workers load.
     Raises ``GridInterrupted`` on Ctrl-C, after saving what finished."""
+    if executor not in EXECUTORS:
+        raise InputError(f"executor {executor!r} is not known; valid: {', '.join(EXECUTORS)}")
     configs = grid_configs(preset)
     started = time.time()
     Path(results_dir).mkdir(parents=True, exist_ok=True)
@@ -292,8 +294,6 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
         outer.update(1)
 
     groups = form_groups(todo, resolve_group_size(group_size, todo, workers))
-    if executor not in EXECUTORS:
-        raise InputError(f"executor {executor!r} is not known; valid: {', '.join(EXECUTORS)}")
     try:
         if executor == "ray":
             run_on_ray(groups, results_dir, force, checkpoint_every, plugins, address, finish, elsewhere.extend,
