@@ -95,6 +95,21 @@ def int_to_bits(value: int) -> list[int]:
     return [int(c) for c in reversed(bin(value)[2:])]
 
 
+def nonzero_bits(rng: np.random.Generator, widths: np.ndarray, length: int) -> np.ndarray:
+    """``(B, length)`` uniform bits whose first ``widths[b]`` bits are not all
+    zero and whose remaining bits are zero: row b is a number uniform in
+    [1, 2^widths[b] - 1], written LSB first in widths[b] bits (rejection
+    sampling: rows that drew zero are redrawn, so every nonzero value keeps
+    the same chance)."""
+    inside = np.arange(length) < widths[:, None]
+    bits = np.where(inside, rng.integers(0, 2, size=(len(widths), length)), 0)
+    zero = ~bits.any(axis=1)
+    while zero.any():
+        bits[zero] = np.where(inside[zero], rng.integers(0, 2, size=(int(zero.sum()), length)), 0)
+        zero = ~bits.any(axis=1)
+    return bits
+
+
 def carry_normalize(columns: np.ndarray) -> np.ndarray:
     """Column sums ``(B, W)`` (LSB first, any non-negative ints) -> bits."""
     out = np.zeros_like(columns)
@@ -109,8 +124,11 @@ def carry_normalize(columns: np.ndarray) -> np.ndarray:
 class _BinaryOperation(Task):
     """Two binary numbers, least-significant bit first, joined by an operator.
 
-    N symbols in total: a has ``U{1..N-2}`` bits, b the remaining N-1-|a|;
-    bits are uniform (so numbers may end in zeros, i.e. have leading zeros).
+    N symbols in total: a has ``U{1..N-2}`` bits, b the remaining N-1-|a|.
+    As in the reference code, each operand is a number uniform in
+    [1, 2^bits - 1], never zero (uniform bits would make a zero operand, and
+    for multiplication the trivial answer 0, common: 77% of additions at N=3),
+    written in exactly its bit count, so it may end in zeros (leading zeros).
     Output: the result's minimal binary form, least-significant bit first
     (``0`` for zero), then ``END``. Coupled ids: a bit of significance k in
     a, b or the result gets id k+1; BOS, the operator and SEP get 0.
@@ -120,6 +138,7 @@ class _BinaryOperation(Task):
     symbols = ("0", "1", "OP", "END")
     min_length = 3
     has_coupled_ids = True
+    version = 2  # operands never zero (version 1 drew uniform bits)
 
     def combine(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Column sums (before carrying) of the result, ``(B, W)``."""
@@ -130,12 +149,11 @@ class _BinaryOperation(Task):
 
     def sample(self, rng, length, batch_size):
         la = rng.integers(1, length - 1, size=batch_size)
-        bits = rng.integers(0, 2, size=(batch_size, length))
+        a = nonzero_bits(rng, la, length)
+        b = nonzero_bits(rng, length - 1 - la, length)
         col = np.arange(length)
-        x = np.where(col == la[:, None], 2, bits)
-        a = np.where(col < la[:, None], bits, 0)
-        b_index = np.clip(col[None, :] + la[:, None] + 1, 0, length - 1)
-        b = np.where(col < (length - 1 - la)[:, None], np.take_along_axis(bits, b_index, 1), 0)
+        b_index = np.clip(col[None, :] - la[:, None] - 1, 0, length - 1)
+        x = np.where(col < la[:, None], a, np.where(col == la[:, None], 2, np.take_along_axis(b, b_index, 1)))
         result = carry_normalize(self.combine(a, b))
         top = np.where(result.any(axis=1), result.shape[1] - np.argmax(result[:, ::-1], axis=1), 1)
         width = int(top.max()) + 1
@@ -187,18 +205,20 @@ class BinaryMultiplication(_BinaryOperation):
 
 @register_task
 class ComputeSqrt(Task):
-    """Integer square root. Input: N uniform bits, most-significant first
-    (leading zeros allowed). Output: floor(sqrt(x)) in ceil(N/2) bits, most
+    """Integer square root. Input: x uniform in [1, 2^N - 1] as in the
+    reference code (never zero), in N bits, most-significant first (leading
+    zeros allowed). Output: floor(sqrt(x)) in ceil(N/2) bits, most
     significant first."""
 
     name = "compute_sqrt"
     level = "CS"
     symbols = ("0", "1")
+    version = 2  # input never zero (version 1 drew uniform bits)
     description = "floor(sqrt(x)), big-endian"
     output_rule = "ceil(N/2)"
 
     def sample(self, rng, length, batch_size):
-        x = rng.integers(0, 2, size=(batch_size, length))
+        x = nonzero_bits(rng, np.full(batch_size, length), length)
         width = (length + 1) // 2
         out = np.empty((batch_size, width), dtype=np.int64)
         for row in range(batch_size):  # exact big-integer sqrt, one call per example

@@ -87,6 +87,44 @@ def test_addition_operand_lengths():
     assert (a[:, 0] == 0).any()  # the other operand is sometimes shorter
 
 
+def binary_operands(inputs):
+    """Decode each row ``a OP b`` (LSB first) to (|a|, a, |b|, b)."""
+    rows = []
+    for row in inputs:
+        op = list(row).index(2)
+        a, b = row[:op], row[op + 1 :]
+        rows.append((len(a), int("".join(map(str, a[::-1])), 2), len(b), int("".join(map(str, b[::-1])), 2)))
+    return rows
+
+
+@pytest.mark.parametrize("name", ["binary_addition", "binary_multiplication"])
+@given(length=st.integers(3, 40), seed=st.integers(0, 2**31))
+@settings(max_examples=25, deadline=None)
+def test_binary_operands_never_zero(name, length, seed):
+    """As in the reference code: operands are drawn from [1, 2^bits - 1]."""
+    inputs = get_task(name).sample(np.random.default_rng(seed), length, 64).inputs
+    for la, a, lb, b in binary_operands(inputs):
+        assert la + lb + 1 == length and 1 <= a < 2**la and 1 <= b < 2**lb
+
+
+def test_binary_operands_uniform_over_nonzero_values():
+    """Every nonzero value of a 3-bit operand is equally likely (7 values)."""
+    inputs = get_task("binary_addition").sample(np.random.default_rng(0), 5, 60000).inputs
+    values = [a for la, a, _, _ in binary_operands(inputs) if la == 3]
+    counts = np.bincount(values, minlength=8)
+    assert counts[0] == 0
+    expected = len(values) / 7
+    assert np.all(np.abs(counts[1:] - expected) < 5 * np.sqrt(expected))  # ~5 sigma
+
+
+def test_compute_sqrt_input_uniform_over_nonzero_values():
+    inputs = get_task("compute_sqrt").sample(np.random.default_rng(0), 3, 14000).inputs
+    values = inputs @ np.array([4, 2, 1])
+    counts = np.bincount(values, minlength=8)
+    assert counts[0] == 0
+    assert np.all(np.abs(counts[1:] - 2000) < 5 * np.sqrt(2000))
+
+
 def test_odds_first_order():
     """Odd-indexed symbols first (a reference docstring states the opposite)."""
     task = get_task("odds_first")
