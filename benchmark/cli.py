@@ -148,7 +148,7 @@ def _run_and_report(args, grid, plugins, names=()) -> int:
             print(f"wrote submission: {write_submission(board, name, out)}")
     failed = [r for r in records if r["status"] == "error"]
     for r in failed:
-        print(f"lengthbench: run {r['task']}/{r['encoding']} seed {r['seed']} failed: {r['error']}",
+        print(f"lengthbench: run {r['task']}/{r['method']} seed {r['seed']} failed: {r['error']}",
               file=sys.stderr)
     if failed:
         print(f"lengthbench: error: {len(failed)} of {len(records)} runs ended in error (listed above; "
@@ -164,7 +164,7 @@ def cmd_run(args) -> int:
     load_entry_points()
     plugins = [PluginFile(p) for p in args.plugin or ()]
     _checked_plugins(plugins, show_reports=False)
-    grid = preset.with_grid(args.tasks, args.encodings, args.seeds)
+    grid = preset.with_grid(args.tasks, args.encodings, args.seeds, args.models)
     if args.plan:
         return _print_plan(args, grid)
     return _run_and_report(args, grid, plugins)
@@ -199,6 +199,13 @@ def cmd_list(args) -> int:
             entry = encoding_entry(name)
             source = "" if entry.source == "built-in" else f"  [{entry.source}]"
             print(f"{name:24s} {entry.description}  defaults={json.dumps(entry.defaults)}{source}")
+    elif args.what == "models":
+        from models.families import family_entry, family_names
+
+        for name in family_names():
+            entry = family_entry(name)
+            takes = "takes an encoding (method transformer/<encoding>)" if entry.takes_encoding else "no encoding"
+            print(f"{name:12s} {entry.description}  [{takes}]")
     else:
         for preset in PRESETS.values():
             print(json.dumps(preset.describe(), indent=1, default=str))
@@ -301,7 +308,10 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="train and evaluate a preset's grid, then build the leaderboard")
     run.add_argument("--preset", default="quick", help=f"one of: {', '.join(PRESETS)} (default quick)")
     run.add_argument("--tasks", type=_csv, help="comma-separated subset of tasks")
-    run.add_argument("--encodings", type=_csv, help="comma-separated subset of encodings")
+    run.add_argument("--encodings", type=_csv, help="comma-separated subset of encodings (of the transformer)")
+    run.add_argument("--models", type=_csv,
+                     help="comma-separated model families, e.g. transformer,lstm (default: the preset's; "
+                          "`lengthbench list models`)")
     run.add_argument("--seeds", type=_seeds, help="comma-separated seeds >= 0 (default: the preset's)")
     run.add_argument("--results", help="records folder (default results/<preset>)")
     run.add_argument("--out", help="leaderboard folder (default: the records folder)")
@@ -326,8 +336,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="print the grid, its useful FLOPs and its estimated wall time here; train nothing")
     run.set_defaults(func=cmd_run)
 
-    lst = sub.add_parser("list", help="list tasks, encodings or presets")
-    lst.add_argument("what", choices=("tasks", "encodings", "presets"))
+    lst = sub.add_parser("list", help="list tasks, encodings, model families or presets")
+    lst.add_argument("what", choices=("tasks", "encodings", "models", "presets"))
     lst.set_defaults(func=cmd_list)
 
     board = sub.add_parser("leaderboard", help="build leaderboard files from run records")

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 from benchmark.versions import code_versions
 from models.encodings import encoding_entry, resolve_params
+from models.families import TRANSFORMER, family_entry, method_name
 from models.transformer import ModelSize
 from tasks import get_task
 from tasks.base import InputError
@@ -40,14 +41,18 @@ class RunConfig:
     model: ModelSize
     encoding_params: dict = field(default_factory=dict)
     encoding_source: str = "built-in"  # plugin file + content hash for third-party encodings
-    code_versions: dict = field(default_factory=dict)  # task/encoding/trainer versions other than 1
+    code_versions: dict = field(default_factory=dict)  # task/encoding/family/trainer versions other than 1
+    family: str = TRANSFORMER  # the model family; families other than the transformer take no encoding ("")
 
     def to_dict(self) -> dict:
-        """Plain data; ``code_versions`` only when some version is not 1, so
-        configs (and hashes, record names) of code never bumped stay as they were."""
+        """Plain data; ``code_versions`` only when some version is not 1 and
+        ``family`` only when it is not the transformer, so configs (and
+        hashes, record names) made before either existed stay as they were."""
         data = asdict(self)
         if not data["code_versions"]:
             del data["code_versions"]
+        if data["family"] == TRANSFORMER:
+            del data["family"]
         return data
 
     @classmethod
@@ -61,8 +66,18 @@ class RunConfig:
         return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
     @property
+    def method(self) -> str:
+        """The leaderboard row key: ``transformer/rope``, ``lstm``."""
+        return method_name(self.family, self.encoding)
+
+    @property
+    def label(self) -> str:
+        """The method's part of file names: the encoding, or the family without one."""
+        return self.encoding or self.family
+
+    @property
     def run_id(self) -> str:
-        return f"{self.task}__{self.encoding}__seed{self.seed}__{self.config_hash()}"
+        return f"{self.task}__{self.label}__seed{self.seed}__{self.config_hash()}"
 
     def eval_lengths(self) -> list[int]:
         """Evaluated task lengths: the stride grid from the task's minimum
@@ -74,7 +89,7 @@ class RunConfig:
 
 
 RUN_FIELDS = {f.name for f in fields(RunConfig)} - {"task", "encoding", "seed", "model", "encoding_params",
-                                                    "encoding_source", "code_versions"}
+                                                    "encoding_source", "code_versions", "family"}
 
 
 @dataclass(frozen=True)
@@ -82,7 +97,8 @@ class Preset:
     """A named grid: ``settings`` holds RunConfig fields shared by all cells,
     ``task_settings[task]`` overrides them per task (a ``"model"`` entry there
     overrides fields of ``model``) and ``encoding_params[encoding]`` sets
-    encoding parameters."""
+    encoding parameters. ``families`` are the model families: the
+    transformer runs once per encoding, a family without encodings once."""
 
     name: str
     description: str
@@ -93,24 +109,35 @@ class Preset:
     settings: dict
     task_settings: dict = field(default_factory=dict)
     encoding_params: dict = field(default_factory=dict)
+    families: tuple[str, ...] = (TRANSFORMER,)
 
-    def run_config(self, task: str, encoding: str, seed: int) -> RunConfig:
+    def methods(self) -> list[tuple[str, str]]:
+        """(family, encoding) of every method of the grid, in grid order."""
+        return [(f, e) for f in self.families
+                for e in (self.encodings if family_entry(f).takes_encoding else ("",))]
+
+    def run_config(self, task: str, encoding: str, seed: int, family: str = TRANSFORMER) -> RunConfig:
+        """The cell (task, method, seed); ``encoding`` is ignored (and stored
+        as "") for a family that takes none."""
         get_task(task)
-        source = encoding_entry(encoding).source
         values = {**self.settings, **self.task_settings.get(task, {})}
         model = replace(self.model, **values.pop("model", {}))
         unknown = set(values) - RUN_FIELDS
         if unknown:
             raise InputError(f"preset {self.name!r} sets unknown fields {sorted(unknown)}; valid: {sorted(RUN_FIELDS)}")
-        params = resolve_params(encoding, self.encoding_params.get(encoding))
+        if family_entry(family).takes_encoding:
+            params = resolve_params(encoding, self.encoding_params.get(encoding))
+            source = encoding_entry(encoding).source
+        else:
+            encoding, params, source = "", {}, "built-in"
         return RunConfig(task=task, encoding=encoding, seed=seed, model=model,
                          encoding_params=params, encoding_source=source,
-                         code_versions=code_versions(task, encoding), **values)
+                         code_versions=code_versions(task, encoding or None, family), family=family, **values)
 
-    def with_grid(self, tasks=None, encodings=None, seeds=None) -> "Preset":
+    def with_grid(self, tasks=None, encodings=None, seeds=None, families=None) -> "Preset":
         """The same preset on another grid; ``None`` keeps the preset's axis.
         An empty axis, a repeated entry or a negative seed is refused: a grid
-        holds each (task, encoding, seed) once."""
+        holds each (task, method, seed) once."""
         seeds = None if seeds is None else list(seeds)
         for seed in seeds or ():
             if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -120,6 +147,7 @@ class Preset:
             tasks=_grid_axis("tasks", tasks, self.tasks),
             encodings=_grid_axis("encodings", encodings, self.encodings),
             seeds=_grid_axis("seeds", seeds, self.seeds),
+            families=_grid_axis("models", families, self.families),
         )
 
     def describe(self) -> dict:

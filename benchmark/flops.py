@@ -1,23 +1,31 @@
-"""Useful FLOPs of the transformer: the arithmetic real (non-padding) tokens
-need, which is what speed is measured against (``perf``) and what a grid
-costs (``run --plan``)."""
+"""Useful FLOPs of a model: the arithmetic real (non-padding) tokens need,
+which is what speed is measured against (``perf``) and what a grid costs
+(``run --plan``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from models.recurrent import GATES, STACK_ACTIONS, STACK_CELL
 from models.transformer import ModelSize
 
 
-def forward_flops(token_lengths, size: ModelSize, vocab: int) -> float:
-    """Forward FLOPs of sequences of the given token lengths: the attention
-    and MLP projections, the causal attention scores and mixing, the head."""
+def forward_flops(token_lengths, size: ModelSize, vocab: int, family: str = "transformer") -> float:
+    """Forward FLOPs of sequences of the given token lengths. Transformer:
+    the attention and MLP projections, the causal attention scores and
+    mixing, the head. Recurrent: the input and recurrent projections per
+    token, the stack's reads, writes and (over the whole stack) update, the head."""
     n = np.asarray(token_lengths, dtype=float)
     d, f = size.d_model, size.d_ff
+    if family in GATES:
+        per_token = 2 * 2 * d * GATES[family] * d
+        if family == "stack-rnn":
+            per_token += 2 * (2 * STACK_CELL * d + STACK_ACTIONS * d) + 3 * 2 * STACK_CELL * (n + 1)
+        return float((n * per_token + 2 * n * d * vocab).sum())
     per_layer = 2 * n * (4 * d * d + 2 * d * f) + 2 * d * n * (n + 1)
     return float((size.n_layers * per_layer + 2 * n * d * vocab).sum())
 
 
-def training_flops(token_lengths, size: ModelSize, vocab: int) -> float:
+def training_flops(token_lengths, size: ModelSize, vocab: int, family: str = "transformer") -> float:
     """Forward + backward: three forward passes' worth."""
-    return 3 * forward_flops(token_lengths, size, vocab)
+    return 3 * forward_flops(token_lengths, size, vocab, family)

@@ -75,13 +75,13 @@ def resolve_workers(requested: int) -> int:
 
 
 def grid_configs(preset: Preset) -> list[RunConfig]:
-    configs = [preset.run_config(t, e, s) for t in preset.tasks for e in preset.encodings
+    configs = [preset.run_config(t, e, s, f) for t in preset.tasks for f, e in preset.methods()
                for s in preset.seeds]
     seen = set()
     for config in configs:
         if config.run_id in seen:
             raise InputError(f"run {config.run_id} appears twice in preset {preset.name!r}; "
-                             "a grid holds every (task, encoding, seed) once")
+                             "a grid holds every (task, method, seed) once")
         seen.add(config.run_id)
     return configs
 
@@ -290,7 +290,7 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
             release(results_dir, record["run_id"])
         records[record["run_id"]] = record
         remove_finished(results_dir, set(records))
-        outer.set_postfix_str(f"{record['task']}/{record['encoding']}: {record['status']}")
+        outer.set_postfix_str(f"{record['task']}/{record['method']}: {record['status']}")
         outer.update(1)
 
     groups = form_groups(todo, resolve_group_size(group_size, todo, workers))

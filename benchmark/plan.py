@@ -4,7 +4,8 @@ For the runs still to do (stored records are reused) it counts the useful
 FLOPs of training (real tokens of sampled batches, times the steps) and of
 evaluation (every evaluated length, times the samples), and calibrates this
 machine: for each distinct training shape (task, model, batch, lengths, and
-whether the encoding adds an attention bias, which makes attention slower)
+whether the encoding adds an attention bias, which makes attention slower;
+or the model family)
 it times a few trainer steps of one run alone (the median counts) and two
 small evaluations with the threads one worker process gets. The wall-time
 estimate is the calibrated seconds summed over the runs and shared by the
@@ -43,7 +44,7 @@ class Estimate:
     """Per distinct training shape: how many runs, and what one costs."""
 
     task: str
-    attention_bias: bool
+    model: str  # "transformer", "transformer + attention bias" or the family
     runs: int
     steps: int
     train_flops: float  # per run
@@ -52,9 +53,12 @@ class Estimate:
     eval_seconds: float  # per run, on one worker
 
 
-def _encoding_kind(config: RunConfig) -> str | None:
-    """"bias" or "plain" (attention with a logit bias is slower), or None for
-    an n/a cell, which is recorded without training."""
+def _kind(config: RunConfig) -> str | None:
+    """The calibrated kind of model: "bias" or "plain" for a transformer
+    (attention with a logit bias is slower), the family's name for another
+    family, or None for an n/a cell, which is recorded without training."""
+    if not config.encoding:
+        return config.family
     encoding = build_encoding(config.encoding, config.model.d_model, config.model.n_heads,
                               config.encoding_params)
     if encoding.uses_task_positions and not get_task(config.task).has_coupled_ids:
@@ -71,9 +75,9 @@ def _flops(config: RunConfig) -> tuple[float, float]:
     rng = np.random.default_rng(0)
     steps = [training_flops(_token_lengths(config, rng.integers(task.min_length, config.train_length + 1,
                                                                 size=config.batch_size)),
-                            config.model, task.vocab_size) for _ in range(4)]
+                            config.model, task.vocab_size, config.family) for _ in range(4)]
     evaluation = sum(forward_flops(_token_lengths(config, np.full(FLOP_SAMPLES, n)), config.model,
-                                   task.vocab_size) * config.eval_samples / FLOP_SAMPLES
+                                   task.vocab_size, config.family) * config.eval_samples / FLOP_SAMPLES
                      for n in config.eval_lengths())
     return float(np.mean(steps)) * config.steps, evaluation
 
@@ -113,11 +117,11 @@ def estimate(preset: Preset, results_dir: Path, workers: int,
     stored, the size of each stacked group the grid will train)."""
     configs = grid_configs(preset)
     todo = [c for c in configs if load_finished(results_dir, c.run_id, set_aside=False) is None]
-    trainable = [c for c in todo if _encoding_kind(c) is not None]
+    trainable = [c for c in todo if _kind(c) is not None]
     groups = [len(g) for g in form_groups(trainable, resolve_group_size(group_size, trainable, workers))]
     shapes: dict[tuple, list[RunConfig]] = defaultdict(list)
     for config in todo:
-        kind = _encoding_kind(config)
+        kind = _kind(config)
         if kind is not None:
             shapes[(config.task, config.model, config.batch_size, config.train_length, config.test_length,
                     config.steps, config.eval_samples, config.eval_stride, kind)].append(config)
@@ -128,7 +132,8 @@ def estimate(preset: Preset, results_dir: Path, workers: int,
         for key, group in shapes.items():
             train_flops, eval_flops = _flops(group[0])
             train_seconds, eval_seconds = _calibrate(group[0])
-            estimates.append(Estimate(group[0].task, key[-1] == "bias", len(group), group[0].steps, train_flops,
+            model = {"bias": "transformer + attention bias", "plain": "transformer"}.get(key[-1], key[-1])
+            estimates.append(Estimate(group[0].task, model, len(group), group[0].steps, train_flops,
                                       eval_flops, train_seconds, eval_seconds))
     finally:
         torch.set_num_threads(threads)
@@ -160,16 +165,16 @@ def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: i
     flops = sum(e.runs * (e.train_flops + e.eval_flops) for e in estimates)
     parallel = max(1, min(workers, todo))
     lines = [
-        f"plan for preset {preset.name!r}: {len(preset.tasks)} tasks x {len(preset.encodings)} encodings x "
+        f"plan for preset {preset.name!r}: {len(preset.tasks)} tasks x {len(preset.methods())} methods x "
         f"{len(preset.seeds)} seeds = {total} runs; {stored} stored (reused), {total - stored} to run "
         f"({total - stored - todo} of them n/a: recorded without training)",
         f"grouping: {_grouping(groups)}; {parallel} worker process(es) side by side",
         "",
-        "| task | attention bias | runs | steps | train TFLOP/run | eval TFLOP/run | train/run | eval/run |",
+        "| task | model | runs | steps | train TFLOP/run | eval TFLOP/run | train/run | eval/run |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for e in sorted(estimates, key=lambda e: (e.task, e.attention_bias)):
-        lines.append(f"| {e.task} | {'yes' if e.attention_bias else 'no'} | {e.runs} | {e.steps} | "
+    for e in sorted(estimates, key=lambda e: (e.task, e.model)):
+        lines.append(f"| {e.task} | {e.model} | {e.runs} | {e.steps} | "
                      f"{e.train_flops / 1e12:.3f} | {e.eval_flops / 1e12:.3f} | "
                      f"{_duration(e.train_seconds)} | {_duration(e.eval_seconds)} |")
     lines += [

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from benchmark.config import RunConfig
 from benchmark.files import write_json
+from models.families import TRANSFORMER, method_name
 from tasks.base import InputError
 
 RECORD_SCHEMA_VERSION = 1
@@ -78,6 +79,8 @@ def _problem(record, path: Path) -> str | None:
     stated = (record["task"], record["encoding"], record["seed"])
     if stated != (config.task, config.encoding, config.seed) or record["run_id"] != config.run_id:
         return f"task/encoding/seed/run_id disagree with its config (run {config.run_id})"
+    if record.setdefault("method", config.method) != config.method:  # see record_method
+        return f"method {record['method']!r} disagrees with its config ({config.method})"
     if path.stem != config.run_id:
         return f"holds the record of run {config.run_id}, not of the run its file name names"
     if record["status"] == "ok":
@@ -106,6 +109,12 @@ def _metrics_problem(record: dict) -> str | None:
             if not _fraction(row.get(metric)):
                 return f"{metric} {row.get(metric)!r} at length {row['length']} is not a fraction in [0, 1]"
     return None
+
+
+def record_method(record: dict) -> str:
+    """A record's method (records written before model families existed
+    have no ``method`` field: they are transformers)."""
+    return record.get("method") or method_name(record["config"].get("family", TRANSFORMER), record["encoding"])
 
 
 def read_record(path: Path) -> dict:
@@ -158,7 +167,7 @@ def stale_records(results_dir: Path, config: RunConfig) -> list[Path]:
     own = config.to_dict()
     own.pop("code_versions", None)
     stale = []
-    for path in Path(results_dir).glob(f"{config.task}__{config.encoding}__seed{config.seed}__*.json"):
+    for path in Path(results_dir).glob(f"{config.task}__{config.label}__seed{config.seed}__*.json"):
         if path.stem == config.run_id:
             continue
         try:

@@ -29,6 +29,7 @@ def base_record(config: RunConfig, device: torch.device) -> dict:
         "run_id": config.run_id,
         "task": config.task,
         "encoding": config.encoding,
+        "method": config.method,
         "seed": config.seed,
         "config_hash": config.config_hash(),
         "config": config.to_dict(),
@@ -53,6 +54,8 @@ def error_record(config: RunConfig, device: torch.device, err: BaseException) ->
 
 def not_applicable_reason(config: RunConfig) -> str | None:
     """Why a cell has no result to compute (an encoding the task cannot feed)."""
+    if not config.encoding:
+        return None
     encoding = build_encoding(config.encoding, config.model.d_model, config.model.n_heads, config.encoding_params)
     if encoding.uses_task_positions and not get_task(config.task).has_coupled_ids:
         return f"{config.encoding} needs coupled position ids; {config.task} has none"
@@ -130,4 +133,4 @@ def _train_and_evaluate(configs: list[RunConfig], records: list[dict], device: t
 
 def _label(stage: str, configs: list[RunConfig]) -> str:
     first = configs[0]
-    return f"{stage} {first.task}/{first.encoding}" + (f" +{len(configs) - 1}" if len(configs) > 1 else "")
+    return f"{stage} {first.task}/{first.method}" + (f" +{len(configs) - 1}" if len(configs) > 1 else "")

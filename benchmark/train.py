@@ -22,8 +22,9 @@ from benchmark.batching import group_buckets
 from benchmark.checkpoints import Checkpoint
 from benchmark.config import RunConfig
 from benchmark.seeding import data_rng, init_seed, position_generator
-from models import Transformer, build_encoding
-from models.stacked import RunStack, StackedTransformer
+from models import Transformer, build_encoding, family_entry
+from models.families import RunInit
+from models.stacked import RunStack, seeded_transformer
 from tasks import IGNORE, PAD, Batch, Task, make_batch
 
 LOSS_CURVE_POINTS = 20
@@ -38,11 +39,17 @@ class TrainResult:
     step_losses: list[float]  # every step's loss (not stored in records)
 
 
+def run_init(config: RunConfig) -> RunInit:
+    """The run's initial-weight seed and, when it has one, its encoding factory."""
+    if not config.encoding:
+        return RunInit(init_seed(config.seed))
+    return RunInit(init_seed(config.seed), lambda: build_encoding(
+        config.encoding, config.model.d_model, config.model.n_heads, config.encoding_params))
+
+
 def build_model(config: RunConfig, task: Task, device: torch.device) -> Transformer:
-    torch.manual_seed(init_seed(config.seed))
-    encoding = build_encoding(config.encoding, config.model.d_model, config.model.n_heads,
-                              config.encoding_params)
-    return Transformer(task.vocab_size, config.model, encoding).to(device)
+    """A transformer run as a plain (unstacked) model (``perf``'s baseline)."""
+    return seeded_transformer(task.vocab_size, config.model, run_init(config)).to(device)
 
 
 def batch_tensors(batch: Batch, device: torch.device) -> dict[str, torch.Tensor]:
@@ -74,8 +81,8 @@ def lr_at(step: int, config: RunConfig) -> float:
 
 def group_key(config: RunConfig) -> str:
     """Runs with equal keys share a task, a model shape and a training and
-    evaluation schedule, so they can be trained as one stacked model: only
-    the seed and the encoding differ. A run with dropout trains alone (its
+    evaluation schedule (and model family), so they can be trained as one
+    stacked model: only the seed and the encoding differ. A run with dropout trains alone (its
     masks come from the process-wide random stream), so its key is its own."""
     shared = config.to_dict()
     if not config.model.dropout:
@@ -84,11 +91,12 @@ def group_key(config: RunConfig) -> str:
     return json.dumps(shared, sort_keys=True)
 
 
-def build_group(configs: list[RunConfig], task: Task, device: torch.device) -> StackedTransformer:
-    """Each run's model, initialised exactly as a solo run's, stacked."""
+def build_group(configs: list[RunConfig], task: Task, device: torch.device) -> RunStack:
+    """Each run's model, initialised exactly as a solo run's, stacked by its family."""
     if len({group_key(c) for c in configs}) != 1:
         raise ValueError("runs of one group must differ only in seed and encoding")
-    return StackedTransformer([build_model(c, task, device) for c in configs]).to(device)
+    family = family_entry(configs[0].family)
+    return family.build(task.vocab_size, configs[0].model, [run_init(c) for c in configs]).to(device)
 
 
 def train_group(model: RunStack, task: Task, configs: list[RunConfig], device: torch.device,

@@ -2,7 +2,7 @@
 that code is unchanged in effect.
 
 Every task (``Task.version``), every encoding (``register_encoding(...,
-version=)``) and the trainer (``TRAINER_VERSION``: model, batching,
+version=)``), every model family (``register_family(..., version=)``) and the trainer (``TRAINER_VERSION``: model, batching,
 training, evaluation, seeding, batch assembly) has a version. Versions other
 than 1 enter the run config (``RunConfig.code_versions``) and so its hash: a
 bump makes every affected record stale, and ``run`` reruns those cells.
@@ -30,14 +30,17 @@ TRAINER_SOURCES = ("benchmark/train.py", "benchmark/batching.py", "benchmark/eva
                    "benchmark/seeding.py", "models/transformer.py", "models/stacked.py", "tasks/base.py")
 
 
-def code_versions(task: str, encoding: str) -> dict[str, int]:
-    """The versions a run of ``task`` x ``encoding`` is made by, those other
-    than 1 only (so that configs of unbumped code keep their hashes)."""
+def code_versions(task: str, encoding: str | None, family: str = "transformer") -> dict[str, int]:
+    """The versions a run of ``task`` x ``encoding`` (``None`` for a family
+    without encodings) x ``family`` is made by, those other than 1 only (so
+    that configs of unbumped code keep their hashes)."""
     from models.encodings import encoding_entry
+    from models.families import family_entry
     from tasks.base import get_task
 
-    versions = {"task": type(get_task(task)).version, "encoding": encoding_entry(encoding).version,
-                "trainer": TRAINER_VERSION}
+    versions = {"task": type(get_task(task)).version,
+                "encoding": encoding_entry(encoding).version if encoding else 1,
+                "family": family_entry(family).version, "trainer": TRAINER_VERSION}
     return {k: v for k, v in versions.items() if v != 1}
 
 
@@ -53,6 +56,7 @@ def components() -> dict[str, dict]:
     of the source files that decide its results (a task's or encoding's
     module, with the base encoding's for a randomized one)."""
     from models.encodings import encoding_entry, encoding_names
+    from models.families import family_entry, family_names
     from tasks.base import _TASKS
 
     table = {"trainer": {"version": TRAINER_VERSION, "digest": _digest([ROOT / f for f in TRAINER_SOURCES])}}
@@ -66,6 +70,10 @@ def components() -> dict[str, dict]:
         if name.startswith("randomized-"):
             files.append(Path(inspect.getfile(encoding_entry(name.removeprefix("randomized-")).factory)))
         table[f"encoding:{name}"] = {"version": entry.version, "digest": _digest(files)}
+    for name in family_names():
+        entry = family_entry(name)
+        files = [Path(inspect.getfile(entry.build)), ROOT / "models/families.py"]
+        table[f"family:{name}"] = {"version": entry.version, "digest": _digest(files)}
     return table
 
 

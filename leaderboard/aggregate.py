@@ -1,5 +1,5 @@
 """From run records to tables: one row per run, per length, and per
-(task, encoding) cell of the leaderboard."""
+(task, method) cell of the leaderboard."""
 
 from __future__ import annotations
 
@@ -8,16 +8,17 @@ import json
 import numpy as np
 import pandas as pd
 
-from benchmark.records import SUMMARY_FIELDS
+from benchmark.records import SUMMARY_FIELDS, record_method
 from leaderboard.schema import COLUMN_NAMES, METRICS, SCHEMA_VERSION
 from leaderboard.statistics import GENERALIZE_THRESHOLD, bootstrap_ci, generalization_length
 from models.encodings import encoding_names
+from models.families import TRANSFORMER, family_entry, family_names, method_name
 from tasks import get_task, task_names
 from tasks.base import LEVELS
 
 
 class MixedConfigError(ValueError):
-    """Records of one (task, encoding) cell were produced by different settings."""
+    """Records of one (task, method) cell were produced by different settings."""
 
 
 def _level(task: str) -> str:
@@ -43,7 +44,8 @@ def runs_frame(records: list[dict]) -> pd.DataFrame:
         cfg = r["config"]
         signature = {k: v for k, v in cfg.items() if k != "seed"}
         rows.append({
-            "task": r["task"], "encoding": r["encoding"], "seed": r["seed"], "status": r["status"],
+            "task": r["task"], "method": record_method(r), "model": cfg.get("family", TRANSFORMER),
+            "encoding": r["encoding"], "seed": r["seed"], "status": r["status"],
             "train_length": cfg["train_length"], "test_length": cfg["test_length"],
             "signature": json.dumps(signature, sort_keys=True),
             "run_id": r["run_id"], **{k: (r.get("summary") or {}).get(k) for k in SUMMARY_FIELDS},
@@ -54,30 +56,30 @@ def runs_frame(records: list[dict]) -> pd.DataFrame:
 def per_length_frame(records: list[dict]) -> pd.DataFrame:
     """Long table of every evaluated length of every finished run."""
     rows = [
-        {"task": r["task"], "encoding": r["encoding"], "seed": r["seed"],
+        {"task": r["task"], "method": record_method(r), "seed": r["seed"],
          "train_length": r["config"]["train_length"], **m}
         for r in distinct_runs(records) if r["status"] == "ok" for m in r["per_length"]
     ]
-    columns = ["task", "encoding", "seed", "train_length", "length", "status",
+    columns = ["task", "method", "seed", "train_length", "length", "status",
                "token_accuracy", "exact_match", "n_samples"]
     return pd.DataFrame(rows, columns=columns + (["reason"] if any("reason" in x for x in rows) else []))
 
 
 def _check_single_config(runs: pd.DataFrame) -> None:
-    mixed = runs.groupby(["task", "encoding"])["signature"].nunique()
+    mixed = runs.groupby(["task", "method"])["signature"].nunique()
     mixed = mixed[mixed > 1]
     if len(mixed):
-        task, encoding = mixed.index[0]
-        cell = runs[(runs.task == task) & (runs.encoding == encoding)]
+        task, method = mixed.index[0]
+        cell = runs[(runs.task == task) & (runs.method == method)]
         ids = cell["run_id"].tolist()
         versions = {json.dumps(json.loads(sig).get("code_versions", {}), sort_keys=True) for sig in cell.signature}
         if len(versions) > 1:
             raise MixedConfigError(
-                f"runs of {task}/{encoding} were made by different code versions ({', '.join(sorted(versions))}; "
+                f"runs of {task}/{method} were made by different code versions ({', '.join(sorted(versions))}; "
                 f"{', '.join(ids)}); move the stale records out of the folder, or rerun the grid"
             )
         raise MixedConfigError(
-            f"runs of {task}/{encoding} use different settings ({', '.join(ids)}); "
+            f"runs of {task}/{method} use different settings ({', '.join(ids)}); "
             "keep one preset's records per results folder"
         )
 
@@ -101,54 +103,60 @@ def _metric_stats(ok: pd.DataFrame, lengths: pd.DataFrame, metric: str, train_le
 
 
 def leaderboard_frame(records: list[dict]) -> pd.DataFrame:
-    """One row per (task, encoding) in the ``leaderboard.schema`` layout."""
+    """One row per (task, method) in the ``leaderboard.schema`` layout."""
     runs = runs_frame(records)
     if runs.empty:
         return pd.DataFrame(columns=list(COLUMN_NAMES))
     _check_single_config(runs)
     per_length = per_length_frame(records)
     rows = []
-    for (task, encoding), cell in runs.groupby(["task", "encoding"], sort=False):
+    for (task, method), cell in runs.groupby(["task", "method"], sort=False):
         ok = cell[cell.status == "ok"]
         na = (cell.status == "not_applicable").all()
         train_length = int(cell.train_length.iloc[0])
         row = {
             "schema_version": SCHEMA_VERSION, "task": task, "level": _level(task),
-            "encoding": encoding,
+            "method": method, "model": cell.model.iloc[0], "encoding": cell.encoding.iloc[0],
             "status": "not_applicable" if na else ("ok" if len(ok) else "failed"),
             "n_seeds": len(ok), "n_failed": int(cell.status.isin(["error", "diverged"]).sum()),
             "train_length": train_length,
             "test_length": int(cell.test_length.iloc[0]),
         }
-        lengths = per_length[(per_length.task == task) & (per_length.encoding == encoding)]
+        lengths = per_length[(per_length.task == task) & (per_length.method == method)]
         for metric in METRICS:
             row.update(_metric_stats(ok, lengths, metric, train_length))
         rows.append(row)
     board = pd.DataFrame(rows)
     board["rank"] = board.groupby("task")["ood_exact_match_mean"].rank(ascending=False, method="min")
     board = board[list(COLUMN_NAMES)]
-    return board.iloc[sorted(range(len(board)), key=lambda i: _row_key(board.iloc[i]))].reset_index(drop=True)
+    methods = method_order(board.method.unique())
+    return board.iloc[sorted(range(len(board)), key=lambda i: _row_key(board.iloc[i], methods))].reset_index(drop=True)
 
 
-def _row_key(row: pd.Series) -> tuple:
-    """Registry order of tasks, then of encodings (plugins after built-ins)."""
-    tasks, encodings = task_names(), encoding_names()
-    return (tasks.index(row.task) if row.task in tasks else len(tasks), row.task,
-            encodings.index(row.encoding) if row.encoding in encodings else len(encodings),
-            row.encoding)
+def method_order(names) -> list[str]:
+    """Transformer methods in encoding registry order (built-ins first, then
+    plugins), then the other families in registry order, unknown names last."""
+    known = [method_name(TRANSFORMER, e) for e in encoding_names()]
+    known += [f for f in family_names() if not family_entry(f).takes_encoding]
+    names = set(names)
+    return [m for m in known if m in names] + sorted(names - set(known))
+
+
+def _row_key(row: pd.Series, methods: list[str]) -> tuple:
+    tasks = task_names()
+    return (tasks.index(row.task) if row.task in tasks else len(tasks), row.task, methods.index(row.method))
 
 
 def level_summary(board: pd.DataFrame) -> pd.DataFrame:
-    """Per encoding: mean OOD exact match over the tasks of each level and
+    """Per method: mean OOD exact match over the tasks of each level and
     overall (cells that ran; n/a and failed cells excluded), and mean rank."""
     ran = board[board.status == "ok"]
     if ran.empty:
         return pd.DataFrame()
-    table = ran.pivot_table(index="encoding", columns="level", values="ood_exact_match_mean", aggfunc="mean")
+    table = ran.pivot_table(index="method", columns="level", values="ood_exact_match_mean", aggfunc="mean")
     levels = [lv for lv in LEVELS if lv in table.columns]
     table = table[levels]
-    table["overall"] = ran.groupby("encoding")["ood_exact_match_mean"].mean()
-    table["mean_rank"] = ran.groupby("encoding")["rank"].mean()
-    table["n_tasks"] = ran.groupby("encoding")["task"].nunique()
-    order = [e for e in encoding_names() if e in table.index] + sorted(set(table.index) - set(encoding_names()))
-    return table.reindex(order).reset_index()
+    table["overall"] = ran.groupby("method")["ood_exact_match_mean"].mean()
+    table["mean_rank"] = ran.groupby("method")["rank"].mean()
+    table["n_tasks"] = ran.groupby("method")["task"].nunique()
+    return table.reindex(method_order(table.index)).reset_index()

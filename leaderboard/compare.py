@@ -17,7 +17,8 @@ import pandas as pd
 from benchmark.files import save_figure, write_csv, write_text
 from leaderboard.schema import KEY, read_leaderboard
 from leaderboard.statistics import welch
-from leaderboard.tables import _markdown_table, encoding_order
+from leaderboard.aggregate import method_order
+from leaderboard.tables import _markdown_table
 
 ALPHA = 0.05
 VERDICTS = ("improved", "worse", "unchanged", "untested", "only_in_a", "only_in_b")
@@ -25,12 +26,12 @@ VERDICTS = ("improved", "worse", "unchanged", "untested", "only_in_a", "only_in_
 
 def compare_frames(a: pd.DataFrame, b: pd.DataFrame, metric: str = "exact_match",
                    alpha: float = ALPHA) -> pd.DataFrame:
-    """One row per (task, encoding) present in either table."""
+    """One row per (task, method) present in either table."""
     col = f"ood_{metric}"
     merged = a.merge(b, on=list(KEY), how="outer", suffixes=("_a", "_b"), indicator=True)
     rows = []
     for _, r in merged.iterrows():
-        row = {"task": r.task, "encoding": r.encoding, "metric": metric}
+        row = {"task": r.task, "method": r.method, "metric": metric}
         if r._merge != "both":
             row["verdict"] = "only_in_a" if r._merge == "left_only" else "only_in_b"
             rows.append(row)
@@ -52,7 +53,7 @@ def compare_frames(a: pd.DataFrame, b: pd.DataFrame, metric: str = "exact_match"
         row.update(mean_a=r[f"{col}_mean_a"], mean_b=r[f"{col}_mean_b"], n_a=int(r.n_seeds_a),
                    n_b=int(r.n_seeds_b), **test, verdict=verdict)
         rows.append(row)
-    columns = ["task", "encoding", "metric", "mean_a", "mean_b", "n_a", "n_b", "delta", "se", "df",
+    columns = ["task", "method", "metric", "mean_a", "mean_b", "n_a", "n_b", "delta", "se", "df",
                "t", "p_value", "ci_low", "ci_high", "verdict", "note"]
     return pd.DataFrame(rows).reindex(columns=columns)
 
@@ -72,30 +73,30 @@ def to_markdown(diff: pd.DataFrame, name_a: str, name_b: str) -> str:
         def pp(x):
             return "" if pd.isna(x) else f"{100 * x:+.1f}"
         ci = "" if pd.isna(r.ci_low) else f"[{pp(r.ci_low)}, {pp(r.ci_high)}]"
-        rows.append([r.task, f"`{r.encoding}`", "" if pd.isna(r.mean_a) else f"{100 * r.mean_a:.1f}",
+        rows.append([r.task, f"`{r.method}`", "" if pd.isna(r.mean_a) else f"{100 * r.mean_a:.1f}",
                      "" if pd.isna(r.mean_b) else f"{100 * r.mean_b:.1f}", pp(r.delta), ci,
                      "" if pd.isna(r.p_value) else f"{r.p_value:.3g}", r.verdict])
-    lines += _markdown_table(["task", "encoding", "A %", "B %", "delta", "95% CI", "p", "verdict"], rows)
+    lines += _markdown_table(["task", "method", "A %", "B %", "delta", "95% CI", "p", "verdict"], rows)
     return "\n".join(lines) + "\n"
 
 
 def plot_compare(diff: pd.DataFrame, path: Path) -> Path:
-    from leaderboard.plots import encoding_colors, plt
+    from leaderboard.plots import method_colors, plt
 
     both = diff[diff.delta.notna()].copy()
-    both["order"] = both.encoding.map({e: i for i, e in enumerate(encoding_order(both.encoding.unique()))})
+    both["order"] = both.method.map({m: i for i, m in enumerate(method_order(both.method.unique()))})
     both = both.sort_values(["task", "order"])
-    colors = encoding_colors(list(both.encoding.unique()))
+    colors = method_colors(both.method.unique())
     fig, ax = plt.subplots(figsize=(7, 1 + 0.28 * max(1, len(both))))
     y = np.arange(len(both))[::-1]
     for yi, (_, r) in zip(y, both.iterrows()):
-        ax.plot([100 * r.delta], [yi], "o", color=colors[r.encoding])
+        ax.plot([100 * r.delta], [yi], "o", color=colors[r.method])
         if not pd.isna(r.ci_low):
-            ax.plot([100 * r.ci_low, 100 * r.ci_high], [yi, yi], color=colors[r.encoding], lw=2)
+            ax.plot([100 * r.ci_low, 100 * r.ci_high], [yi, yi], color=colors[r.method], lw=2)
         if r.verdict in ("improved", "worse"):
             ax.text(100 * r.delta, yi + 0.2, "*", ha="center", fontsize=10)
     ax.axvline(0, color="0.3", lw=1)
-    ax.set_yticks(y, [f"{r.task} / {r.encoding}" for _, r in both.iterrows()], fontsize=7)
+    ax.set_yticks(y, [f"{r.task} / {r.method}" for _, r in both.iterrows()], fontsize=7)
     ax.set_xlabel(f"delta B - A, OOD {both.metric.iloc[0].replace('_', ' ') if len(both) else ''} "
                   "(percentage points; bars: 95% CI; *: p < 0.05)")
     ax.grid(axis="x", alpha=0.3)

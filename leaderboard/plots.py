@@ -1,4 +1,4 @@
-"""Figures. Every figure colours an encoding the same way."""
+"""Figures. Every figure colours a method the same way."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from benchmark.files import save_figure  # noqa: E402
-from leaderboard.tables import encoding_order  # noqa: E402
+from leaderboard.aggregate import method_order  # noqa: E402
 from models.encodings import encoding_names  # noqa: E402
+from models.families import family_names  # noqa: E402
 from tasks import task_names  # noqa: E402
 
 
@@ -35,8 +36,29 @@ def encoding_colors(names) -> dict[str, tuple]:
     return colors
 
 
+FAMILY_COLORS = ("black", "0.45", "saddlebrown", "darkolivegreen", "indigo", "darkred")
+
+
+def method_colors(names) -> dict[str, tuple]:
+    """A fixed colour per method: ``transformer/<encoding>`` takes its
+    encoding's colour (``encoding_colors``), the other families dark tones
+    in registry order."""
+    names = list(names)
+    prefix = "transformer/"
+    by_encoding = encoding_colors([n.removeprefix(prefix) for n in names if n.startswith(prefix)])
+    families = family_names()
+    colors = {}
+    for name in names:
+        if name.startswith(prefix):
+            colors[name] = by_encoding[name.removeprefix(prefix)]
+        else:
+            at = families.index(name) if name in families else len(families) + sorted(names).index(name)
+            colors[name] = FAMILY_COLORS[at % len(FAMILY_COLORS)]
+    return colors
+
+
 def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = "exact_match") -> Path:
-    """One panel per task, one line per encoding (mean over seeds, the seed
+    """One panel per task, one line per method (mean over seeds, the seed
     range shaded), a dashed vertical line at L_train."""
     registry = task_names()
     tasks = sorted(dict.fromkeys(per_length["task"]),
@@ -45,14 +67,14 @@ def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = 
     rows = -(-len(tasks) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(max(7.5, 4.2 * cols), 3.2 * rows + 0.6),
                              squeeze=False, sharey=True)
-    colors = encoding_colors(list(dict.fromkeys(per_length["encoding"])))
+    colors = method_colors(dict.fromkeys(per_length["method"]))
     for ax, task in zip(axes.flat, tasks):
         sub = per_length[per_length.task == task]
-        for enc in encoding_order(sub["encoding"].unique()):
-            curve = sub[sub.encoding == enc].groupby("length")[metric].agg(["mean", "min", "max"])
-            ax.plot(curve.index, curve["mean"], label=enc, color=colors[enc], lw=1.6)
-            if sub[sub.encoding == enc]["seed"].nunique() > 1:
-                ax.fill_between(curve.index, curve["min"], curve["max"], color=colors[enc], alpha=0.15)
+        for method in method_order(sub["method"].unique()):
+            curve = sub[sub.method == method].groupby("length")[metric].agg(["mean", "min", "max"])
+            ax.plot(curve.index, curve["mean"], label=method, color=colors[method], lw=1.6)
+            if sub[sub.method == method]["seed"].nunique() > 1:
+                ax.fill_between(curve.index, curve["min"], curve["max"], color=colors[method], alpha=0.15)
         ax.axvline(sub["train_length"].iloc[0], color="0.3", ls="--", lw=1)
         ax.set_title(task)
         ax.set_xlabel("task length")
@@ -78,21 +100,21 @@ def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = 
 
 
 def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match_mean") -> Path:
-    """Tasks (columns, grouped by Chomsky level / family) x encodings (rows);
+    """Tasks (columns, grouped by Chomsky level / family) x methods (rows);
     n/a cells hatched grey, failed cells marked with an x."""
     from tasks.base import LEVELS
 
     tasks = sorted(dict.fromkeys(board["task"]),
                    key=lambda t: LEVELS.index(board[board.task == t]["level"].iloc[0])
                    if board[board.task == t]["level"].iloc[0] in LEVELS else len(LEVELS))
-    encodings = encoding_order(board["encoding"].unique())
-    grid = np.full((len(encodings), len(tasks)), np.nan)
+    methods = method_order(board["method"].unique())
+    grid = np.full((len(methods), len(tasks)), np.nan)
     status = {}
     for _, row in board.iterrows():
-        i, j = encodings.index(row.encoding), tasks.index(row.task)
+        i, j = methods.index(row.method), tasks.index(row.task)
         grid[i, j] = row[metric]
         status[i, j] = row.status
-    fig, ax = plt.subplots(figsize=(max(6.0, 2.5 + 0.8 * len(tasks)), 1.8 + 0.42 * len(encodings)))
+    fig, ax = plt.subplots(figsize=(max(6.0, 2.5 + 0.8 * len(tasks)), 1.8 + 0.42 * len(methods)))
     image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
     for (i, j), st in status.items():
         if st == "not_applicable":
@@ -104,7 +126,7 @@ def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match
             ax.text(j, i, f"{100 * grid[i, j]:.0f}", ha="center", va="center", fontsize=7,
                     color="white" if grid[i, j] < 0.6 else "black")
     ax.set_xticks(range(len(tasks)), tasks, rotation=50, ha="right", fontsize=8)
-    ax.set_yticks(range(len(encodings)), encodings, fontsize=8)
+    ax.set_yticks(range(len(methods)), methods, fontsize=8)
     levels = [board[board.task == t]["level"].iloc[0] for t in tasks]
     for j in range(1, len(tasks)):
         if levels[j] != levels[j - 1]:

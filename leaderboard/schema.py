@@ -2,7 +2,10 @@
 values, meaning, and the validating reader.
 
 Bump ``SCHEMA_VERSION`` whenever a column is added, removed or changes
-meaning; the reader refuses files of another version. The reader checks
+meaning; the reader migrates the versions it knows (``MIGRATIONS``) and
+refuses the others. Version 3 keys rows by *method* (``transformer/rope``,
+``lstm``) instead of encoding; a version 2 file, all of whose rows are
+transformers, is read as version 3. The reader checks
 every cell's type and range, so an impossible value (a mean of ``inf`` or
 7.5, a negative std, 2.7 seeds) is refused with the file, row and column
 instead of turning into a confident wrong verdict in ``compare``.
@@ -21,9 +24,9 @@ from benchmark.files import check_input_file
 from leaderboard.statistics import GENERALIZE_THRESHOLD
 from tasks.base import LEVELS, InputError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 METRICS = ("exact_match", "token_accuracy")
-KEY = ("task", "encoding")
+KEY = ("task", "method")
 STATUSES = ("ok", "not_applicable", "failed")
 LEVEL_NAMES = (*LEVELS, "unknown")
 # A leaderboard of every task x every encoding is ~100 kB; these bound the work spent on a
@@ -58,7 +61,9 @@ COLUMNS: tuple[tuple, ...] = (
     ("schema_version", "int", (SCHEMA_VERSION, SCHEMA_VERSION), "version of this column layout"),
     ("task", "str", (), "task name"),
     ("level", "str", LEVEL_NAMES, "Chomsky level (R, DCF, CS) or family (arithmetic, sequence)"),
-    ("encoding", "str", (), "position encoding name"),
+    ("method", "str", (), "the row's method: transformer/<encoding>, or a model family that takes no encoding (lstm)"),
+    ("model", "str", (), "model family (transformer, rnn, lstm, stack-rnn)"),
+    ("encoding", "text", (), "the transformer's position encoding; empty for a family without encodings"),
     ("status", "str", STATUSES,
      "ok | not_applicable (encoding needs structure the task lacks) | failed (no seed finished)"),
     ("n_seeds", "int", COUNT, "seeds that finished training and evaluation (>= 1 when status is ok, else 0)"),
@@ -68,7 +73,7 @@ COLUMNS: tuple[tuple, ...] = (
     *_metric_columns("exact_match"),
     *_metric_columns("token_accuracy"),
     ("rank", "float", POSITIVE,
-     "rank of the encoding within its task by ood_exact_match_mean (1 = best, ties share the lower rank)"),
+     "rank of the method within its task by ood_exact_match_mean (1 = best, ties share the lower rank)"),
 )
 
 COLUMN_NAMES = tuple(c[0] for c in COLUMNS)
@@ -76,6 +81,8 @@ COLUMN_NAMES = tuple(c[0] for c in COLUMNS)
 
 def valid_text(kind: str, valid) -> str:
     """Human-readable valid values of a column (README and error messages)."""
+    if kind == "text":
+        return "any text"
     if kind == "str":
         return " / ".join(valid) if valid else "non-empty text"
     low, high = valid
@@ -130,6 +137,8 @@ def _read_header(path: Path) -> list[str]:
 
 
 def _check_column(frame: pd.DataFrame, where: str, name: str, kind: str, valid) -> None:
+    if kind == "text":
+        return
     values = frame[name].str.strip()
 
     def refuse(i: int, why: str):
@@ -173,6 +182,20 @@ def _check_rows(frame: pd.DataFrame, where: str) -> None:
                                              "status ok; valid: a number in [0, 1]")
 
 
+def _from_version_2(frame: pd.DataFrame) -> pd.DataFrame:
+    """Version 2 had only transformer rows, keyed by encoding."""
+    frame = frame.copy()
+    at = list(frame.columns).index("encoding") if "encoding" in frame.columns else len(frame.columns)
+    encoding = frame["encoding"] if "encoding" in frame.columns else ""
+    frame.insert(at, "model", "transformer")
+    frame.insert(at, "method", "transformer/" + encoding)
+    frame["schema_version"] = str(SCHEMA_VERSION)
+    return frame
+
+
+MIGRATIONS = {"2": _from_version_2}
+
+
 def read_leaderboard(path: str | Path) -> pd.DataFrame:
     """Read and validate a leaderboard CSV; errors name file, row and column."""
     path = check_input_file(path, "leaderboard CSV")
@@ -187,11 +210,16 @@ def read_leaderboard(path: str | Path) -> pd.DataFrame:
         raise LeaderboardFormatError(f"{where}: not a CSV ({str(err).splitlines()[0]}); {WHAT_IS_VALID}") from None
     if frame.empty:
         raise LeaderboardFormatError(f"{where}: header only, no rows; {WHAT_IS_VALID}")
+    versions = set(frame["schema_version"].str.strip())
+    if len(versions) == 1 and (old := versions.pop()) in MIGRATIONS and "method" not in header:
+        frame = MIGRATIONS[old](frame)
+        header = list(frame.columns)
     for i, version in enumerate(frame["schema_version"], start=2):
         if version.strip() != str(SCHEMA_VERSION):
             raise LeaderboardFormatError(
                 f"{where}: row {i}, column 'schema_version': version {version!r}, this lengthbench reads "
-                f"version {SCHEMA_VERSION} (rebuild it with `lengthbench leaderboard`)")
+                f"versions {', '.join([*MIGRATIONS, str(SCHEMA_VERSION)])} (rebuild it with "
+                "`lengthbench leaderboard`)")
     missing = [c for c in COLUMN_NAMES if c not in header]
     if missing:
         raise LeaderboardFormatError(f"{where}: missing column(s) {', '.join(missing)}; {WHAT_IS_VALID}")
@@ -203,5 +231,5 @@ def read_leaderboard(path: str | Path) -> pd.DataFrame:
         i = int(duplicated.to_numpy().nonzero()[0][0])
         raise LeaderboardFormatError(
             f"{where}: row {i + 2}: duplicate key task={frame['task'].iloc[i]!r}, "
-            f"encoding={frame['encoding'].iloc[i]!r}")
+            f"method={frame['method'].iloc[i]!r}")
     return frame[list(COLUMN_NAMES)]

@@ -8,14 +8,7 @@ import numpy as np
 import pandas as pd
 
 from benchmark.files import write_csv, write_text
-from leaderboard.aggregate import level_summary
-from models.encodings import encoding_names
-
-
-def encoding_order(names) -> list[str]:
-    """Registry order (built-ins first, then plugins), unknown names last."""
-    known = [n for n in encoding_names() if n in set(names)]
-    return known + sorted(set(names) - set(known))
+from leaderboard.aggregate import level_summary, method_order
 
 
 def cell_text(row: pd.Series) -> str:
@@ -30,11 +23,11 @@ def cell_text(row: pd.Series) -> str:
 
 
 def pivot_table(board: pd.DataFrame) -> pd.DataFrame:
-    """Encodings as rows, tasks as columns, OOD exact match (%) as text."""
+    """Methods as rows, tasks as columns, OOD exact match (%) as text."""
     texts = board.assign(cell=board.apply(cell_text, axis=1))
-    table = texts.pivot(index="encoding", columns="task", values="cell")
+    table = texts.pivot(index="method", columns="task", values="cell")
     tasks = list(dict.fromkeys(board["task"]))
-    return table.reindex(index=encoding_order(table.index), columns=tasks).fillna("")
+    return table.reindex(index=method_order(table.index), columns=tasks).fillna("")
 
 
 def _markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -45,7 +38,7 @@ def _markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
 def to_markdown(board: pd.DataFrame) -> str:
     table = pivot_table(board)
     lengths = board.drop_duplicates("task").set_index("task")
-    header = ["encoding"] + [
+    header = ["method"] + [
         f"{t} ({lengths.loc[t, 'train_length']}→{lengths.loc[t, 'test_length']})" for t in table.columns
     ]
     rows = [[f"`{enc}`"] + list(row) for enc, row in table.iterrows()]
@@ -57,12 +50,12 @@ def to_markdown(board: pd.DataFrame) -> str:
     ]
     levels = level_summary(board)
     if not levels.empty:
-        cols = [c for c in levels.columns if c not in ("encoding", "mean_rank", "n_tasks")]
-        rows = [[f"`{r.encoding}`"] + [_pct(r[c]) for c in cols] + [f"{r.mean_rank:.2f}", str(int(r.n_tasks))]
+        cols = [c for c in levels.columns if c not in ("method", "mean_rank", "n_tasks")]
+        rows = [[f"`{r.method}`"] + [_pct(r[c]) for c in cols] + [f"{r.mean_rank:.2f}", str(int(r.n_tasks))]
                 for _, r in levels.iterrows()]
         parts += ["", "Mean OOD exact match (%) per level / family and overall, over the tasks each "
-                  "encoding ran; mean rank within tasks (1 = best).", "",
-                  *_markdown_table(["encoding"] + cols + ["mean rank", "tasks"], rows)]
+                  "method ran; mean rank within tasks (1 = best).", "",
+                  *_markdown_table(["method"] + cols + ["mean rank", "tasks"], rows)]
     return "\n".join(parts) + "\n"
 
 

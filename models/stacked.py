@@ -23,7 +23,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from models.encodings.base import PositionEncoding
-from models.transformer import Transformer, attention_mask, encoded_positions
+from models.families import TRANSFORMER, RunInit, register_family
+from models.transformer import ModelSize, Transformer, attention_mask, encoded_positions
 
 
 
@@ -186,3 +187,16 @@ def _linear(x, w, name):
         return F.linear(x.squeeze(0), weight.squeeze(0), bias.squeeze(0)).unsqueeze(0)
     y = torch.baddbmm(bias[:, None, :], x.reshape(n_runs, b * t, -1), weight.transpose(1, 2))
     return y.view(n_runs, b, t, -1)
+
+
+@register_family(TRANSFORMER, takes_encoding=True,
+                 description="decoder-only pre-LayerNorm transformer; takes a position encoding")
+def build_transformers(vocab_size: int, size: ModelSize, runs: list[RunInit]) -> StackedTransformer:
+    """Each run's ``Transformer`` (seeded, then its encoding built, as a solo
+    run is), stacked."""
+    return StackedTransformer([seeded_transformer(vocab_size, size, run) for run in runs])
+
+
+def seeded_transformer(vocab_size: int, size: ModelSize, run: RunInit) -> Transformer:
+    torch.manual_seed(run.init_seed)
+    return Transformer(vocab_size, size, run.make_encoding())

@@ -10,7 +10,8 @@ from leaderboard.schema import COLUMN_NAMES
 @pytest.mark.parametrize("argv,needle", [
     (["run", "--tasks", "copyy"], "unknown task 'copyy'; valid choices: addition, addition-index-hints, binary_addition"),
     (["run", "--encodings", "rop"], "unknown encoding 'rop'; valid choices:"),
-    (["run", "--preset", "huge"], "unknown preset 'huge'; valid choices: arithmetic, quick, smoke, standard"),
+    (["run", "--preset", "huge"], "unknown preset 'huge'; valid choices: arithmetic, chomsky, chomsky-paper,"),
+    (["run", "--models", "lstn"], "unknown model family 'lstn'; valid choices: lstm, rnn, stack-rnn, transformer"),
 ])
 def test_unknown_names_one_line_error(capsys, tmp_path, argv, needle):
     assert main(argv + ["--results", str(tmp_path)]) == 2
@@ -42,4 +43,4 @@ def test_run_then_leaderboard(capsys, tmp_path, tiny_preset, monkeypatch):
     out = tmp_path / "again"
     assert main(["leaderboard", "--results", str(results), "--out", str(out)]) == 0
     assert (out / "leaderboard.csv").read_text() == first
-    assert "| `nope` |" in capsys.readouterr().out
+    assert "| `transformer/nope` |" in capsys.readouterr().out

@@ -183,5 +183,5 @@ def test_mixed_settings_are_refused(tmp_path, tiny_preset):
     first = run_grid(preset, tmp_path / "a", progress=False)
     other = replace(preset, settings={**preset.settings, "steps": 4}).with_grid(seeds=[1])
     second = run_grid(other, tmp_path / "b", progress=False)
-    with pytest.raises(MixedConfigError, match="runs of copy/nope use different settings"):
+    with pytest.raises(MixedConfigError, match="runs of copy/transformer/nope use different settings"):
         leaderboard_frame(first + second)

@@ -59,7 +59,7 @@ def test_statistics_columns_and_values():
     nope = board[board.encoding == "nope"].iloc[0]
     assert nope.generalization_length_exact_match == 2 and math.isnan(nope.ood_exact_match_std)
     levels = level_summary(board)
-    assert list(levels.encoding) == ["nope", "rope"] and "sequence" in levels.columns
+    assert list(levels.method) == ["transformer/nope", "transformer/rope"] and "sequence" in levels.columns
 
 
 def test_generalization_length_and_bootstrap():
@@ -111,7 +111,7 @@ def test_compare_real_leaderboards(two_boards, tmp_path, capsys):
 def test_compare_verdicts_and_one_sided_cells():
     base = {c: 0 for c in COLUMN_NAMES}
     def row(task, enc, mean, std, n):
-        return {**base, "schema_version": SCHEMA_VERSION, "task": task, "encoding": enc, "status": "ok",
+        return {**base, "schema_version": SCHEMA_VERSION, "task": task, "method": f"transformer/{enc}", "status": "ok",
                 "n_seeds": n, "ood_exact_match_mean": mean, "ood_exact_match_std": std}
     a = pd.DataFrame([row("copy", "rope", 0.2, 0.05, 5), row("copy", "nope", 0.5, 0.1, 5),
                       row("copy", "alibi", 0.5, 0.1, 5), row("copy", "learned", 0.5, np.nan, 1)])
@@ -119,7 +119,7 @@ def test_compare_verdicts_and_one_sided_cells():
                       row("copy", "alibi", 0.52, 0.1, 5), row("parity_check", "rope", 0.5, 0.1, 3),
                       row("copy", "learned", 0.9, np.nan, 1)])
     diff = compare_frames(a, b)
-    verdict = {(r.task, r.encoding): r.verdict for _, r in diff.iterrows()}
+    verdict = {(r.task, r.method.removeprefix("transformer/")): r.verdict for _, r in diff.iterrows()}
     assert verdict[("copy", "rope")] == "improved" and verdict[("copy", "nope")] == "worse"
     assert verdict[("copy", "alibi")] == "unchanged" and verdict[("copy", "learned")] == "untested"
     assert verdict[("parity_check", "rope")] == "only_in_b"
@@ -134,7 +134,7 @@ def test_compare_verdicts_and_one_sided_cells():
      "row 2, column 'schema_version': version '1', this lengthbench reads version"),
     (lambda t: t.replace(",rank", ",rnk", 1), "missing column(s) rank"),
     (lambda t: "\n".join([t.splitlines()[0], t.splitlines()[1], t.splitlines()[1]]) + "\n",
-     "row 3: duplicate key task='parity_check', encoding='nope'"),
+     "row 3: duplicate key task='parity_check', method='transformer/nope'"),
     (lambda t: set_csv_cell(t, 2, "ood_exact_match_mean", "abc"),
      "row 3, column 'ood_exact_match_mean': 'abc' is not a number"),
     (lambda t: set_csv_cell(t, 1, "n_seeds", ""), "row 2, column 'n_seeds': '' is not an integer"),

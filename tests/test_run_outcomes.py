@@ -80,7 +80,7 @@ def test_grid_where_no_run_finished_still_gets_a_leaderboard(tmp_path, tiny, mon
     assert (out / "leaderboard_heatmap.png").exists()
     err = capsys.readouterr().err
     if outcome == "error":
-        assert "run parity_check/nope seed 0 failed: RuntimeError: boom" in err
+        assert "run parity_check/transformer/nope seed 0 failed: RuntimeError: boom" in err
         assert err.strip().splitlines()[-1].startswith("lengthbench: error: 1 of 2 runs ended in error")
 
 
@@ -91,7 +91,7 @@ def test_run_and_submit_exit_nonzero_when_a_cell_errors(tmp_path, tiny, capsys):
     assert main(["run", *tiny, "--encodings", "nope,fails-in-training", "--plugin", str(plugin),
                  "--results", str(results)]) == 1
     err = capsys.readouterr().err
-    assert "run copy/fails-in-training seed 0 failed: RuntimeError: this encoding breaks on real batches" in err
+    assert "run copy/transformer/fails-in-training seed 0 failed: RuntimeError: this encoding breaks on real batches" in err
     assert "lengthbench: error: 2 of 4 runs ended in error" in err.strip().splitlines()[-1]
     assert main(["submit", str(plugin), *tiny, "--results", str(results)]) == 1
     assert "runs ended in error" in capsys.readouterr().err.strip().splitlines()[-1]
@@ -120,8 +120,8 @@ def test_plan_estimates_without_training_or_writing(tmp_path, tiny, monkeypatch,
     monkeypatch.setattr(grid_module, "execute_group", lambda *a, **k: pytest.fail("--plan trained"))
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "2 tasks x 2 encodings x 1 seeds = 4 runs; 0 stored (reused), 4 to run (1 of them n/a" in out
-    assert "| copy | no | 2 | 3 |" in out and "estimated wall time on this machine:" in out
+    assert "2 tasks x 2 methods x 1 seeds = 4 runs; 0 stored (reused), 4 to run (1 of them n/a" in out
+    assert "| copy | transformer | 2 | 3 |" in out and "estimated wall time on this machine:" in out
     assert "grouping: each of the 3 runs trains alone" in out
     assert main(["run", *tiny, "--results", str(results), "--plan", "--group-size", "2"]) == 0
     assert "grouping: 2 stacked group(s) (1 of 2, 1 of 1 runs;" in capsys.readouterr().out

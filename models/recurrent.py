@@ -1,0 +1,138 @@
+"""The recurrent baselines of the Chomsky-hierarchy benchmark (Deletang et
+al. 2023): ``rnn`` (Elman), ``lstm`` and ``stack-rnn`` (Joulin & Mikolov
+2015, as in the reference code: a vanilla RNN that reads the top of a
+differentiable stack and writes it by a softmax over push / pop / no-op).
+
+One ``StackedRecurrent`` holds the runs of a group with every weight on a
+leading run dimension (the ``RunStack`` interface), so the trainer and
+evaluation treat it as they treat stacked transformers. Each run's weights
+are initialised from its own seed, as a solo run's would be.
+
+Differences from the reference, chosen to fit our decoder-only framing:
+the network reads ``BOS input SEP output`` token by token, teacher-forced,
+and predicts each next token (the reference reads the input, then emits the
+output from "empty" steps); tokens enter through a learned embedding (not a
+one-hot vector); the hidden size is the preset's ``d_model`` (the paper:
+256) and there is one recurrent layer. The stack has 8-wide cells (as in
+the paper) and as many cells as the sequence has tokens, so it can never
+overflow (the paper: 128 cells in training); positions are not used.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from models.families import RunInit, register_family
+from models.transformer import ModelSize
+
+GATES = {"rnn": 1, "lstm": 4, "stack-rnn": 1}  # pre-activation blocks per hidden unit
+STACK_CELL = 8
+STACK_ACTIONS = 3  # push, pop, no-op
+LSTM_FORGET_BIAS = 1.0  # added to the forget gate's pre-activation, as Haiku's LSTM does
+
+
+def _initial_weights(cell: str, vocab_size: int, hidden: int) -> dict[str, torch.Tensor]:
+    """One run's weights, drawn from the process-wide stream (seeded by the caller)."""
+    layers = {
+        "embedding": nn.Embedding(vocab_size, hidden),
+        "input": nn.Linear(hidden, GATES[cell] * hidden),
+        "recurrent": nn.Linear(hidden, GATES[cell] * hidden, bias=False),
+    }
+    if cell == "stack-rnn":
+        layers |= {"stack_read": nn.Linear(STACK_CELL, hidden, bias=False),
+                   "push": nn.Linear(hidden, STACK_CELL), "action": nn.Linear(hidden, STACK_ACTIONS)}
+    layers["head"] = nn.Linear(hidden, vocab_size)
+    return {f"{name}:{kind}": p.detach() for name, layer in layers.items() for kind, p in layer.named_parameters()}
+
+
+def update_stack(stack: torch.Tensor, actions: torch.Tensor, push: torch.Tensor) -> torch.Tensor:
+    """Joulin & Mikolov's soft stack step. ``stack (..., D, C)`` (cell 0 is
+    the top), ``actions (..., 3)`` probabilities of push / pop / no-op,
+    ``push (..., C)``: each cell becomes the mix of where push, pop and no-op
+    would have put the stack."""
+    a_push, a_pop, a_noop = (actions[..., i, None, None] for i in range(STACK_ACTIONS))
+    pushed = torch.cat([push.unsqueeze(-2), stack[..., :-1, :]], dim=-2)
+    popped = torch.cat([stack[..., 1:, :], torch.zeros_like(stack[..., :1, :])], dim=-2)
+    return a_push * pushed + a_pop * popped + a_noop * stack
+
+
+class StackedRecurrent(nn.Module):
+    """``forward(tokens (R', B, T), positions, runs) -> logits (R', B, T, V)``
+    for the runs ``runs`` (default: all); ``positions`` are ignored."""
+
+    def __init__(self, cell: str, vocab_size: int, size: ModelSize, runs: list[RunInit]):
+        super().__init__()
+        if cell not in GATES:
+            raise ValueError(f"unknown recurrent cell {cell!r}; valid: {', '.join(GATES)}")
+        self.cell, self.hidden, self.n_runs = cell, size.d_model, len(runs)
+        per_run = []
+        for run in runs:
+            torch.manual_seed(run.init_seed)
+            per_run.append(_initial_weights(cell, vocab_size, size.d_model))
+        self.weights = nn.ParameterDict([(name, nn.Parameter(torch.stack([w[name] for w in per_run])))
+                                         for name in per_run[0]])
+
+    def run_parameters(self, run: int) -> list[torch.Tensor]:
+        return []  # every weight is stacked
+
+    def run_gradients(self, run: int) -> list[torch.Tensor]:
+        return [p.grad[run] for p in self.weights.values() if p.grad is not None]
+
+    def positions(self, run: int, tokens, position_ids, seq_lens, generator) -> torch.Tensor:
+        return torch.arange(tokens.shape[1], device=tokens.device)[None]
+
+    def forward(self, tokens: torch.Tensor, positions=None, runs: list[int] | None = None) -> torch.Tensor:
+        w = self._weights(runs)
+        n_runs, b, t = tokens.shape
+        vocab = w["embedding:weight"].shape[1]
+        offsets = torch.arange(n_runs, device=tokens.device)[:, None, None] * vocab
+        x = F.embedding(tokens + offsets, w["embedding:weight"].flatten(0, 1))  # (R, B, T, H)
+        inputs = _project(x, w, "input")  # every step's input projection in one matmul
+        h = x.new_zeros(n_runs, b, self.hidden)
+        c = torch.zeros_like(h)
+        stack = x.new_zeros(n_runs, b, t + 1, STACK_CELL) if self.cell == "stack-rnn" else None
+        states = []
+        for step in range(t):
+            pre = torch.baddbmm(inputs[:, :, step], h, w["recurrent:weight"].transpose(1, 2))
+            if stack is not None:
+                pre = torch.baddbmm(pre, stack[:, :, 0], w["stack_read:weight"].transpose(1, 2))
+            if self.cell == "lstm":
+                i, f, g, o = pre.chunk(4, dim=-1)
+                c = torch.sigmoid(f + LSTM_FORGET_BIAS) * c + torch.sigmoid(i) * torch.tanh(g)
+                h = torch.sigmoid(o) * torch.tanh(c)
+            else:
+                h = torch.tanh(pre)
+            if stack is not None:
+                push = _project(h, w, "push")
+                actions = torch.softmax(_project(h, w, "action"), dim=-1)
+                stack = update_stack(stack, actions, push)
+            states.append(h)
+        return _project(torch.stack(states, dim=2), w, "head")
+
+    def _weights(self, runs: list[int] | None) -> dict[str, torch.Tensor]:
+        if runs is None or list(runs) == list(range(self.n_runs)):
+            return dict(self.weights.items())
+        index = torch.tensor(list(runs), device=self.weights["head:weight"].device)
+        return {name: p.index_select(0, index) for name, p in self.weights.items()}
+
+
+def _project(x: torch.Tensor, w: dict, name: str) -> torch.Tensor:
+    """``x (R, ..., in) @ W_r^T + b_r`` per run, any middle dimensions."""
+    weight, bias = w[f"{name}:weight"], w[f"{name}:bias"]
+    flat = x.reshape(x.shape[0], -1, x.shape[-1])
+    y = torch.baddbmm(bias[:, None, :], flat, weight.transpose(1, 2))
+    return y.view(*x.shape[:-1], -1)
+
+
+def _register(cell: str, description: str) -> None:
+    def build(vocab_size: int, size: ModelSize, runs: list[RunInit]) -> StackedRecurrent:
+        return StackedRecurrent(cell, vocab_size, size, runs)
+
+    register_family(cell, description=description)(build)
+
+
+_register("rnn", "Elman RNN (tanh), hidden size d_model (Deletang et al.'s RNN)")
+_register("lstm", "LSTM, hidden size d_model (Deletang et al.'s LSTM)")
+_register("stack-rnn", "RNN with a differentiable stack of 8-wide cells (Joulin & Mikolov; Deletang et al.)")
