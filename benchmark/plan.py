@@ -61,7 +61,7 @@ def _kind(config: RunConfig) -> str | None:
         return config.family
     encoding = build_encoding(config.encoding, config.model.d_model, config.model.n_heads,
                               config.encoding_params)
-    if encoding.uses_task_positions and not get_task(config.task).has_coupled_ids:
+    if encoding.not_applicable(get_task(config.task)) is not None:
         return None
     return "bias" if "bias" in encoding.hooks_used() else "plain"
 

@@ -57,9 +57,8 @@ def not_applicable_reason(config: RunConfig) -> str | None:
     if not config.encoding:
         return None
     encoding = build_encoding(config.encoding, config.model.d_model, config.model.n_heads, config.encoding_params)
-    if encoding.uses_task_positions and not get_task(config.task).has_coupled_ids:
-        return f"{config.encoding} needs coupled position ids; {config.task} has none"
-    return None
+    reason = encoding.not_applicable(get_task(config.task))
+    return None if reason is None else f"{config.encoding} {reason}"
 
 
 def execute_group(configs: list[RunConfig], device: torch.device, progress_factory=None,

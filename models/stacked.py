@@ -24,7 +24,7 @@ from torch import nn
 
 from models.encodings.base import PositionEncoding
 from models.families import TRANSFORMER, RunInit, register_family
-from models.transformer import ModelSize, Transformer, attention_mask, encoded_positions
+from models.transformer import ModelSize, Transformer, attention_mask, encoded_positions, with_content_bias
 
 
 
@@ -133,6 +133,9 @@ class StackedTransformer(nn.Module):
         if any(_overrides(enc, "rotate") for enc in encodings):
             pairs = [enc.rotate(a, c, pos) for enc, a, c, pos in zip(encodings, _split(q), _split(k), positions)]
             q, k = _join([a for a, _ in pairs]), _join([c for _, c in pairs])
+        if any(_overrides(enc, "content_bias") for enc in encodings):
+            masks = [with_content_bias(enc, a, c, pos, m)
+                     for enc, a, c, pos, m in zip(encodings, _split(q), _split(k), positions, masks)]
         if all(m is None for m in masks):
             y = F.scaled_dot_product_attention(q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1), is_causal=True,
                                                dropout_p=self.size.dropout if self.training else 0.0,

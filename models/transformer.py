@@ -2,7 +2,8 @@
 
 Attention is ``scaled_dot_product_attention`` with a causal mask; when the
 encoding supplies a logit bias it is folded into a float mask computed once
-per forward and shared by all layers.
+per forward and shared by all layers; a bias that depends on the layer's
+queries and keys (``content_bias``) is added in each layer.
 """
 
 from __future__ import annotations
@@ -49,6 +50,20 @@ def attention_mask(encoding: PositionEncoding, pos: torch.Tensor, t: int, dtype)
     return bias.to(dtype).masked_fill(~causal, float("-inf"))
 
 
+def with_content_bias(encoding: PositionEncoding, q: torch.Tensor, k: torch.Tensor, pos: torch.Tensor,
+                      mask: torch.Tensor | None) -> torch.Tensor | None:
+    """``mask`` plus the encoding's query/key-dependent bias (CoPE), or
+    ``mask`` itself for an encoding without one."""
+    extra = encoding.content_bias(q, k, pos)
+    if extra is None:
+        return mask
+    if mask is None:
+        t = q.shape[-2]
+        causal = torch.ones(t, t, dtype=torch.bool, device=q.device).tril()
+        mask = torch.zeros(t, t, dtype=q.dtype, device=q.device).masked_fill(~causal, float("-inf"))
+    return mask + extra.to(q.dtype)
+
+
 class Attention(nn.Module):
     def __init__(self, size: ModelSize):
         super().__init__()
@@ -61,6 +76,7 @@ class Attention(nn.Module):
         b, t, d = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
         q, k = encoding.rotate(q, k, pos)
+        mask = with_content_bias(encoding, q, k, pos, mask)
         y = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, is_causal=mask is None,
             dropout_p=self.dropout if self.training else 0.0,

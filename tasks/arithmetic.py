@@ -71,6 +71,7 @@ class Addition(Task):
     description = "decimal a+b, answer reversed (LSD first)"
     output_rule = "N+1"
     has_coupled_ids = True
+    coupled_ids_are_significance = True
 
     def input_length(self, length):
         return 2 * length + 3
@@ -161,6 +162,7 @@ class Multiplication(Task):
     description = "decimal N-digit x 2-digit product, answer reversed"
     output_rule = "N+2"
     has_coupled_ids = True
+    coupled_ids_are_significance = True
 
     def input_length(self, length):
         return length + 3

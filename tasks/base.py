@@ -85,6 +85,9 @@ class Task:
     min_length: ClassVar[int] = 1
     max_length: ClassVar[int | None] = None  # longest length the vocabulary allows
     has_coupled_ids: ClassVar[bool] = False
+    #: True when the coupled ids are digit significance + 1 (0 for non-digits), as in
+    #: the numeric tasks; what ``abacus`` needs
+    coupled_ids_are_significance: ClassVar[bool] = False
     #: bumped when a change to the task alters its data (it enters the run
     #: config, so records of the old data are rerun, not reused)
     version: ClassVar[int] = 1

@@ -138,6 +138,7 @@ class _BinaryOperation(Task):
     symbols = ("0", "1", "OP", "END")
     min_length = 3
     has_coupled_ids = True
+    coupled_ids_are_significance = True
     version = 2  # operands never zero (version 1 drew uniform bits)
 
     def combine(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -157,3 +157,88 @@ def test_gradients_finite(name):
     out.sum().backward()
     for p in model.parameters():
         assert p.grad is None or torch.isfinite(p.grad).all()
+
+
+def test_xpos_logit_is_rope_times_the_distance_decay():
+    """Pair t of q_i . k_j: cos((i-j) theta_t) * zeta_t^((i-j)/gamma), for unit q and k on pair t."""
+    enc = build_encoding("xpos", 16, 2)
+    d_head, half, gamma = 8, 4, 512.0
+    pos = torch.tensor([[0, 5, 40, 300]])
+    for t in range(half):
+        unit = torch.zeros(1, 1, 4, d_head)
+        unit[..., t] = 1.0
+        q, k = enc.rotate(unit, unit, pos)
+        logits = (q @ k.transpose(-1, -2))[0, 0]
+        theta = 10000.0 ** (-2 * t / d_head)
+        zeta = (t / half + 0.4) / 1.4
+        for i in range(4):
+            for j in range(4):
+                d = float(pos[0, i] - pos[0, j])
+                expected = torch.cos(torch.tensor(d * theta)) * zeta ** (d / gamma)
+                torch.testing.assert_close(logits[i, j], expected.float(), rtol=1e-4, atol=1e-5)
+
+
+def test_cope_positions_and_bias_follow_the_definition():
+    """p_ij = sum_{m=j..i} sigmoid(q_i.k_m/sqrt(d)) (capped), bias = q_i . e interpolated at p_ij."""
+    from models.encodings.cope import cope_positions
+
+    torch.manual_seed(0)
+    enc = build_encoding("cope", 16, 2, {"max_positions": 4})
+    with torch.no_grad():
+        enc.table.normal_()
+    q, k = torch.randn(1, 2, 6, 8), torch.randn(1, 2, 6, 8)
+    with torch.no_grad():
+        p, bias = cope_positions(q, k, 4), enc.content_bias(q, k, None)
+    for h in range(2):
+        for i in range(6):
+            for j in range(i + 1):
+                gates = [torch.sigmoid(q[0, h, i] @ k[0, h, m] / 8 ** 0.5) for m in range(j, i + 1)]
+                expected_p = min(float(sum(gates)), 3.0)
+                assert float(p[0, h, i, j]) == pytest.approx(expected_p, abs=1e-5)
+                lo, hi = int(expected_p // 1), min(int(-(-expected_p // 1)), 3)
+                e = (enc.table[:, lo] * (1 - (expected_p - lo)) + enc.table[:, hi] * (expected_p - lo)).detach()
+                assert float(bias[0, h, i, j]) == pytest.approx(float(q[0, h, i] @ e), abs=1e-4)
+            assert (p[0, h, i, i + 1:] == 0).all()
+
+
+def test_abacus_offsets_digits_only_and_only_in_training():
+    """Digits (ids > 0) move by one offset k in [0, 100) per batch; non-digits stay 0; no offset at test."""
+    import numpy as np
+
+    from models.encodings import PositionContext
+    from tasks import get_task, make_batch
+
+    enc = build_encoding("abacus", 16, 2)
+    batch = make_batch(get_task("addition"), np.random.default_rng(0), np.array([3, 5, 2, 4]))
+    ids = torch.from_numpy(batch.position_ids)
+    seen = set()
+    for seed in range(30):
+        ctx = PositionContext(4, ids.shape[1], None, True, torch.Generator().manual_seed(seed))
+        moved = enc.positions(ids, ctx)
+        offsets = (moved - ids)[ids > 0]
+        assert (moved[ids == 0] == 0).all() and offsets.unique().numel() == 1
+        seen.add(int(offsets[0]))
+    assert min(seen) >= 0 and max(seen) < 100 and len(seen) > 10
+    assert torch.equal(enc.positions(ids, PositionContext(4, ids.shape[1], None, False, None)), ids)
+
+
+def test_abacus_ids_are_digit_significance_and_numeric_tasks_only():
+    import numpy as np
+
+    from tasks import get_task, task_names
+
+    # BOS a3 a2 a1 a0 + b3 b2 b1 b0 SEP c0 c1 c2 c3 EOS: each digit's index from the least significant
+    sample = get_task("addition").sample(np.random.default_rng(0), 3, 1)
+    assert list(sample.coupled_ids[0]) == [0, 4, 3, 2, 1, 0, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5]
+    enc = build_encoding("abacus", 16, 2)
+    runs = {name for name in task_names() if enc.not_applicable(get_task(name)) is None}
+    assert runs == {"addition", "multiplication", "binary_addition", "binary_multiplication"}
+
+
+@pytest.mark.parametrize("name", ["xpos", "cope", "abacus", "coupled"])
+def test_new_encodings_pass_the_contract(name):
+    """A table too short for the longest check length is reported as unsupported there, as a grid records it."""
+    from models.contract import check_encoding
+
+    report = check_encoding(name)
+    assert report.passed, report.format()

@@ -21,7 +21,8 @@ from models.transformer import ModelSize
 from tasks import get_task
 
 CPU = torch.device("cpu")
-ENCODINGS = ("nope", "rope", "alibi", "randomized-rope", "learned", "t5", "kerple-log", "fire", "coupled")
+ENCODINGS = ("nope", "rope", "alibi", "randomized-rope", "learned", "t5", "kerple-log", "fire", "coupled", "xpos",
+             "cope", "abacus")
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@
 (in leaderboard row order)."""
 
 # isort: off
-from models.encodings import nope, absolute, rope, alibi, t5, kerple, fire  # noqa: F401
-from models.encodings import randomized, coupled  # noqa: F401  (randomized wraps the bases)
+from models.encodings import nope, absolute, rope, alibi, t5, kerple, fire, xpos, cope  # noqa: F401
+from models.encodings import randomized, coupled, abacus  # noqa: F401  (randomized wraps the bases)
 # isort: on
 from models.encodings.base import (
     PositionContext,

@@ -7,7 +7,11 @@ calls all four and each encoding overrides only what it needs:
   sampling, training offsets); identity by default;
 * ``embed(h, pos)``: additive absolute encodings on the token embeddings;
 * ``rotate(q, k, pos)``: rotary encodings on queries and keys;
-* ``bias(q_pos, k_pos)``: additive attention-logit biases ``(B|1, H, Tq, Tk)``.
+* ``bias(q_pos, k_pos)``: additive attention-logit biases ``(B|1, H, Tq, Tk)``;
+* ``content_bias(q, k, pos)``: an additive logit bias that also depends on
+  the queries and keys of the layer (CoPE), ``(B, H, T, T)``; ``None`` by
+  default. Added later than the other four: an encoding that does not
+  override it (every encoding written before it) behaves as before.
 
 Names are leaderboard row keys, so they are stable once registered.
 """
@@ -69,12 +73,26 @@ class PositionEncoding(nn.Module):
     def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor | None:
         return None
 
+    def content_bias(self, q: torch.Tensor, k: torch.Tensor, pos: torch.Tensor) -> torch.Tensor | None:
+        """Called in every layer with its (rotated) ``q, k (B, H, T, Dh)``
+        and the positions; attention is causal, so entries above the
+        diagonal are masked afterwards and must not feed the others."""
+        return None
+
+    def not_applicable(self, task) -> str | None:
+        """Why this encoding cannot run on ``task`` (its cells are recorded
+        "n/a", not trained), or None; by default, an encoding that consumes
+        the task's position ids needs a task that has them."""
+        if self.uses_task_positions and not task.has_coupled_ids:
+            return f"needs coupled position ids; {task.name} has none"
+        return None
+
     def hooks_used(self) -> list[str]:
         """Names of the hooks this encoding overrides."""
-        return [
-            h for h in ("positions", "embed", "rotate", "bias")
-            if getattr(type(self), h) is not getattr(PositionEncoding, h)
-        ]
+        return [h for h in HOOKS if getattr(type(self), h) is not getattr(PositionEncoding, h)]
+
+
+HOOKS = ("positions", "embed", "rotate", "bias", "content_bias")
 
 
 @dataclass(frozen=True)

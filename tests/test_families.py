@@ -1,0 +1,103 @@
+"""Model families: the recurrent baselines, the method key, and reading
+records and leaderboards written before families existed."""
+
+import json
+from dataclasses import replace
+
+import pytest
+import torch
+
+from benchmark.cli import main
+from benchmark.presets import get_preset
+from benchmark.records import read_record
+from benchmark.train import build_group, train_group
+from leaderboard.schema import read_leaderboard
+from models.families import RunInit, family_entry, family_names
+from models.recurrent import StackedRecurrent, update_stack
+from models.transformer import ModelSize
+from tasks import get_task
+
+CPU = torch.device("cpu")
+RECURRENT = ("rnn", "lstm", "stack-rnn")
+SIZE = ModelSize(d_model=16, n_layers=1, n_heads=2, d_ff=32)
+
+
+def test_families_registered_and_the_transformer_takes_encodings():
+    assert family_names()[0] == "transformer" and set(RECURRENT) <= set(family_names())
+    assert family_entry("transformer").takes_encoding and not family_entry("lstm").takes_encoding
+
+
+def test_soft_stack_push_then_pop_restores_it():
+    stack = torch.randn(2, 5, 8)
+    push, pop = torch.tensor([[1.0, 0, 0]] * 2), torch.tensor([[0, 1.0, 0]] * 2)
+    value = torch.randn(2, 8)
+    pushed = update_stack(stack, push, value)
+    assert torch.equal(pushed[:, 0], value) and torch.equal(pushed[:, 1:], stack[:, :-1])
+    assert torch.equal(update_stack(pushed, pop, value)[:, :-1], stack[:, :-1])
+    mixed = update_stack(stack, torch.tensor([[0.2, 0.3, 0.5]] * 2), value)
+    expected = 0.2 * pushed + 0.3 * update_stack(stack, pop, value) + 0.5 * stack
+    torch.testing.assert_close(mixed, expected)
+
+
+@pytest.mark.parametrize("cell", RECURRENT)
+def test_recurrent_is_causal_and_a_stack_computes_each_run(cell):
+    torch.set_default_dtype(torch.float64)
+    try:
+        runs = [RunInit(s) for s in (3, 4, 5)]
+        stack = StackedRecurrent(cell, 11, SIZE, runs).eval()
+        tokens = torch.randint(0, 11, (3, 4, 9), generator=torch.Generator().manual_seed(0))
+        out = stack(tokens)
+        for r, run in enumerate(runs):
+            alone = StackedRecurrent(cell, 11, SIZE, [run]).eval()
+            torch.testing.assert_close(out[r:r + 1], alone(tokens[r:r + 1]), rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(stack(tokens[[0, 2]], runs=[0, 2]), out[[0, 2]])
+        changed = tokens.clone()
+        changed[..., 5:] = (changed[..., 5:] + 3) % 11
+        torch.testing.assert_close(stack(changed)[..., :5, :], out[..., :5, :])
+        assert not torch.allclose(stack(changed)[..., 5:, :], out[..., 5:, :])
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
+@pytest.mark.parametrize("cell", RECURRENT)
+def test_recurrent_families_learn_parity(cell):
+    """The regular task a transformer fails: each cell fits it within 300 steps."""
+    preset = get_preset("suite")
+    config = replace(preset.run_config("parity_check", "", 0, cell), steps=300, model=ModelSize(d_model=32))
+    task = get_task("parity_check")
+    [result] = train_group(build_group([config], task, CPU), task, [config], CPU)
+    assert result.final_loss < 0.3 * result.loss_curve[0]
+
+
+def test_a_family_run_through_the_grid_is_a_method_row(tmp_path):
+    argv = ["run", "--preset", "smoke", "--tasks", "parity_check", "--encodings", "nope", "--models",
+            "transformer,lstm", "--results", str(tmp_path), "--no-progress"]
+    assert main(argv) == 0
+    board = read_leaderboard(tmp_path / "leaderboard.csv")
+    assert list(board.method) == ["transformer/nope", "lstm"]
+    assert list(board.model) == ["transformer", "lstm"] and list(board.encoding) == ["nope", ""]
+    [lstm] = [json.loads(p.read_text()) for p in tmp_path.glob("parity_check__lstm__seed0__*.json")]
+    assert lstm["method"] == "lstm" and lstm["config"]["family"] == "lstm" and lstm["encoding"] == ""
+
+
+def test_records_without_a_method_are_transformer_runs(tmp_path):
+    """Records written before families (no ``method``, no ``family``) keep their hash and read as transformers."""
+    config = get_preset("smoke").run_config("copy", "rope", 0)
+    assert "family" not in config.to_dict() and config.method == "transformer/rope"
+    from benchmark.runner import execute_group
+
+    [record] = execute_group([replace(config, steps=2)], CPU)
+    del record["method"]
+    path = tmp_path / f"{record['run_id']}.json"
+    path.write_text(json.dumps(record))
+    assert read_record(path)["method"] == "transformer/rope"
+
+
+def test_a_schema_2_leaderboard_reads_as_transformer_methods():
+    from pathlib import Path
+
+    old = Path(__file__).parent / "fixtures" / "leaderboard-schema-v2.csv"
+    assert old.read_text().startswith("schema_version,task,level,encoding,")
+    board = read_leaderboard(old)
+    assert set(board.method) == {f"transformer/{e}" for e in board.encoding}
+    assert set(board.model) == {"transformer"} and set(board.schema_version) == {3}
