@@ -98,7 +98,9 @@ class Preset:
     ``task_settings[task]`` overrides them per task (a ``"model"`` entry there
     overrides fields of ``model``) and ``encoding_params[encoding]`` sets
     encoding parameters. ``families`` are the model families: the
-    transformer runs once per encoding, a family without encodings once."""
+    transformer runs once per encoding, a family without encodings once;
+    ``family_settings[family]`` overrides settings (and ``model`` fields)
+    for one family, after the task's."""
 
     name: str
     description: str
@@ -110,6 +112,7 @@ class Preset:
     task_settings: dict = field(default_factory=dict)
     encoding_params: dict = field(default_factory=dict)
     families: tuple[str, ...] = (TRANSFORMER,)
+    family_settings: dict = field(default_factory=dict)
 
     def methods(self) -> list[tuple[str, str]]:
         """(family, encoding) of every method of the grid, in grid order."""
@@ -120,8 +123,10 @@ class Preset:
         """The cell (task, method, seed); ``encoding`` is ignored (and stored
         as "") for a family that takes none."""
         get_task(task)
-        values = {**self.settings, **self.task_settings.get(task, {})}
-        model = replace(self.model, **values.pop("model", {}))
+        by_task, by_family = self.task_settings.get(task, {}), self.family_settings.get(family, {})
+        values = {**self.settings, **by_task, **by_family}
+        values.pop("model", None)
+        model = replace(self.model, **{**by_task.get("model", {}), **by_family.get("model", {})})
         unknown = set(values) - RUN_FIELDS
         if unknown:
             raise InputError(f"preset {self.name!r} sets unknown fields {sorted(unknown)}; valid: {sorted(RUN_FIELDS)}")

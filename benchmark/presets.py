@@ -7,9 +7,9 @@
   ``reverse_string``/``copy``; coupling extends ``addition`` past L_train).
 * ``arithmetic``: addition only, 2000 steps of 128 instead of 1200 of 64
   (~18 minutes on 2 cores).
-* ``suite``: every task x the five core encodings x 3 seeds at half of
-  quick's steps and eval samples, the whole benchmark in about an hour on 2
-  cores (``run --plan`` estimates 51 minutes).
+* ``suite``: every task x the five core encodings and xpos, cope, abacus x
+  3 seeds at half of quick's steps and eval samples, the whole benchmark in
+  about two hours on 2 cores.
 * ``standard``: every task and every built-in encoding, 3 seeds, train
   lengths 1..20 and test to 60; sized for a GPU (hours), days on a laptop.
 
@@ -109,9 +109,10 @@ PRESETS["standard"] = Preset(
 
 PRESETS["suite"] = Preset(
     name="suite",
-    description="every task x the 5 core encodings x 3 seeds at a laptop budget (~1 h on 2 CPU cores)",
+    description="every task x 8 encodings (the 5 core ones, xpos, cope, abacus) x 3 seeds at a laptop budget "
+                "(~2 h on 2 CPU cores)",
     tasks=tuple(task_names()),
-    encodings=CORE_ENCODINGS,
+    encodings=(*CORE_ENCODINGS, "xpos", "cope", "abacus"),
     seeds=(0, 1, 2),
     model=ModelSize(d_model=64, n_layers=2, n_heads=4, d_ff=256),
     settings=dict(train_length=8, test_length=16, eval_stride=1, eval_samples=128, eval_seed=1234,
@@ -122,6 +123,8 @@ PRESETS["suite"] = Preset(
 
 
 
+# Deletang et al.'s recurrent baselines (the tape-RNN is not implemented yet).
+RECURRENT_FAMILIES = ("rnn", "lstm", "stack-rnn")
 CHOMSKY_TASKS = tuple(name for name in task_names() if get_task(name).level in ("R", "DCF", "CS"))
 # Deletang et al.'s five encodings ("relative" there is Transformer-XL's; we have none of that
 # family, so learned absolute positions stand in, as in Ruoss et al.'s list) and Ruoss et al.'s
@@ -142,9 +145,9 @@ def _at_suite_scale(name: str, description: str, tasks, encodings) -> Preset:
                                     if e.startswith("randomized-")} | QUICK_ENCODING_PARAMS)
 
 
-PRESETS["chomsky"] = _at_suite_scale(
-    "chomsky", "Deletang/Ruoss reproduction at the suite budget: 15 Chomsky tasks x 9 encodings x 3 seeds",
-    CHOMSKY_TASKS, CHOMSKY_ENCODINGS)
+PRESETS["chomsky"] = replace(_at_suite_scale(
+    "chomsky", "Deletang/Ruoss reproduction at the suite budget: 15 Chomsky tasks x (9 encodings + rnn, lstm, "
+    "stack-rnn) x 3 seeds", CHOMSKY_TASKS, CHOMSKY_ENCODINGS), families=("transformer", *RECURRENT_FAMILIES))
 PRESETS["nope"] = _at_suite_scale(
     "nope", "Kazemnejad et al. reproduction at the suite budget: 4 tasks x their 5 encodings x 3 seeds",
     NOPE_TASKS, NOPE_PAPER_ENCODINGS)
@@ -165,6 +168,8 @@ PRESETS["chomsky-paper"] = Preset(
     settings=dict(train_length=40, test_length=500, eval_stride=1, eval_samples=512, eval_seed=1234,
                   steps=1_000_000, batch_size=128, lr=3e-4, weight_decay=0.0, warmup_steps=0, grad_clip=1.0),
     encoding_params={e: {"max_len": 2048} for e in CHOMSKY_ENCODINGS if e.startswith("randomized-")},
+    families=("transformer", *RECURRENT_FAMILIES),
+    family_settings={f: {"model": {"d_model": 256}} for f in RECURRENT_FAMILIES},  # their hidden size
 )
 PRESETS["nope-paper"] = Preset(
     name="nope-paper",
