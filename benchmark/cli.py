@@ -232,6 +232,26 @@ def cmd_leaderboard(args) -> int:
     return EXIT_OK
 
 
+def cmd_reproduce(args) -> int:
+    from benchmark.files import ensure_output_dir, write_text
+    from benchmark.records import load_records
+    from leaderboard.reproduction import REPORTS
+
+    results = Path(args.results)
+    if not results.is_dir():
+        raise InputError(f"--results {args.results!r} is not a folder of run records; give the records of "
+                         f"`lengthbench run --preset {args.paper}` (or leaderboard/reference/{args.paper}/records)")
+    records = load_records(results)
+    if not records:
+        raise InputError(f"--results {args.results!r} holds no run records; run `lengthbench run --preset "
+                         f"{args.paper}` first")
+    out = ensure_output_dir(args.out, "--out") if args.out else ensure_output_dir(results, "--results")
+    text = REPORTS[args.paper](records)
+    print(text, end="")
+    print(f"wrote reproduction: {write_text(out / 'reproduction.md', text)}")
+    return EXIT_OK
+
+
 def cmd_compare(args) -> int:
     from benchmark.files import ensure_output_dir
     from leaderboard.compare import compare_files, summary_counts, to_markdown
@@ -339,6 +359,13 @@ def build_parser() -> argparse.ArgumentParser:
     lst = sub.add_parser("list", help="list tasks, encodings, model families or presets")
     lst.add_argument("what", choices=("tasks", "encodings", "models", "presets"))
     lst.set_defaults(func=cmd_list)
+
+    rep = sub.add_parser("reproduce", help="published-vs-ours table of a founding paper from run records")
+    rep.add_argument("paper", choices=("chomsky", "nope", "coupling"),
+                     help="chomsky (Deletang/Ruoss), nope (Kazemnejad), coupling (Cho)")
+    rep.add_argument("--results", required=True, help="records folder (e.g. of `run --preset chomsky`)")
+    rep.add_argument("--out", help="folder for reproduction.md (default: the records folder)")
+    rep.set_defaults(func=cmd_reproduce)
 
     board = sub.add_parser("leaderboard", help="build leaderboard files from run records")
     board.add_argument("--results", default="results/quick", help="records folder")
