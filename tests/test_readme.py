@@ -6,6 +6,7 @@ from benchmark.cli import build_parser
 from benchmark.presets import PRESETS
 from leaderboard.schema import COLUMN_NAMES, schema_table
 from models.encodings import encoding_entry, encoding_names
+from models.families import family_names
 from tasks.listing import tasks_table
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
@@ -27,6 +28,8 @@ def test_every_encoding_preset_and_column_documented():
         assert f"`{name}`" in README, name
     for column in COLUMN_NAMES:
         assert f"`{column}`" in README, column
+    for family in family_names():
+        assert f"| `{family}` |" in README, family
 
 
 def test_every_subcommand_documented():
