@@ -242,3 +242,20 @@ def test_new_encodings_pass_the_contract(name):
 
     report = check_encoding(name)
     assert report.passed, report.format()
+
+
+def test_saturation_study_counts_identical_pairs(tmp_path):
+    """``python -m benchmark.saturation``: both position ranges run, and a pair counts as identical
+    only when its per-length accuracies all agree."""
+    import pandas as pd
+
+    from benchmark import saturation
+
+    frame = saturation.measure(tmp_path, workers=1, budget="smoke", tasks=("parity_check",))
+    assert set(frame.max_len) == {64, 2048} and frame.method.nunique() == 6
+    rows = [dict(max_len=64, method=f"transformer/{m}", task=t, length=n, train_length=1, token_accuracy=acc)
+            for m, t, accs in [("randomized-t5", "copy", [1, 0.5]), ("t5", "copy", [1, 0.5]),
+                               ("randomized-t5", "even_pairs", [1, 0.5]), ("t5", "even_pairs", [1, 0.4])]
+            for n, acc in enumerate(accs, start=1)]
+    text = saturation.report(pd.DataFrame(rows))
+    assert "randomized-t5 == t5 (identical per-length token accuracy) on 1 of 2 tasks: copy" in text
