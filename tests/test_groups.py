@@ -18,6 +18,7 @@ from models import Transformer, build_encoding
 from models.encodings.base import PositionEncoding, register_encoding, unregister_encoding
 from models.stacked import StackedTransformer
 from models.transformer import ModelSize
+from benchmark.presets import CORE_ENCODINGS
 from tasks import get_task
 
 CPU = torch.device("cpu")
@@ -135,7 +136,7 @@ def test_a_crash_in_a_group_lands_on_its_own_cell(crashing_encoding):
 
 
 def test_groups_hold_only_runs_that_can_share_a_model():
-    preset = get_preset("suite").with_grid(tasks=["copy", "addition"])
+    preset = get_preset("suite").with_grid(tasks=["copy", "addition"], encodings=CORE_ENCODINGS)
     configs = grid_configs(preset)
     groups = form_groups(configs, 4)
     assert sorted(c.run_id for g in groups for c in g) == sorted(c.run_id for c in configs)
@@ -148,7 +149,7 @@ def test_groups_hold_only_runs_that_can_share_a_model():
 
 
 def test_auto_group_size_stacks_on_cuda_only(monkeypatch):
-    configs = grid_configs(get_preset("suite").with_grid(tasks=["copy"]))  # 15 runs
+    configs = grid_configs(get_preset("suite").with_grid(tasks=["copy"], encodings=CORE_ENCODINGS))  # 15 runs
     monkeypatch.setattr(grid_module, "default_device", lambda: CPU)
     assert resolve_group_size(0, configs, workers=2) == 1
     assert resolve_group_size(7, configs, workers=2) == 7

@@ -20,3 +20,12 @@ def test_reference_tables_rebuild_from_their_records(folder, tmp_path):
     paths = write_tables(leaderboard_frame(records), tmp_path)
     for kind in ("csv", "md", "levels_csv"):
         assert paths[kind].read_bytes() == (folder / paths[kind].name).read_bytes(), paths[kind].name
+
+
+@pytest.mark.parametrize("folder", sorted(p for p in REFERENCE.iterdir() if (p / "reproduction.md").exists()),
+                         ids=lambda p: p.name)
+def test_reproduction_reports_rebuild_from_their_records(folder):
+    from leaderboard.reproduction import REPORTS
+
+    records = load_records(folder / "records")
+    assert REPORTS[folder.name](records) == (folder / "reproduction.md").read_text()
