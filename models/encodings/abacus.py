@@ -19,20 +19,21 @@ else, which the leaderboard shows.
 """
 
 import torch
-from torch import nn
 
-from models.encodings.base import PositionEncoding, check_table_range, register_encoding
+from models.encodings.base import register_encoding
+from models.encodings.coupled import Coupled
 
 
 @register_encoding("abacus", defaults={"max_positions": 256, "max_offset": 100},
                    description="digit index within its number + random training offset, learned table (McLeish et al.)")
-class Abacus(PositionEncoding):
-    uses_task_positions = True
+class Abacus(Coupled):
+    """``coupled``'s learned table and ``embed``, with abacus ids and offsets."""
+
+    table_name = "the abacus position table"
 
     def __init__(self, d_model, n_heads, max_positions, max_offset):
-        super().__init__(d_model, n_heads, max_positions=max_positions, max_offset=max_offset)
-        self.table = nn.Embedding(max_positions, d_model)
-        nn.init.normal_(self.table.weight, std=0.02)
+        super().__init__(d_model, n_heads, max_positions)
+        self.params["max_offset"] = max_offset
 
     def not_applicable(self, task) -> str | None:
         if not getattr(task, "coupled_ids_are_significance", False):
@@ -44,7 +45,3 @@ class Abacus(PositionEncoding):
             return pos
         offset = torch.randint(0, self.params["max_offset"], (1,), generator=ctx.generator, device=pos.device)
         return torch.where(pos > 0, pos + offset, pos)
-
-    def embed(self, h, pos):
-        check_table_range(pos, self.table.num_embeddings, "the abacus position table")
-        return h + self.table(pos)

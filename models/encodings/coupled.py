@@ -18,6 +18,7 @@ from models.encodings.base import PositionEncoding, check_table_range, register_
                    description="task-coupled position ids + random training offset, learned table")
 class Coupled(PositionEncoding):
     uses_task_positions = True
+    table_name = "the coupled position table"
 
     def __init__(self, d_model, n_heads, max_positions):
         super().__init__(d_model, n_heads, max_positions=max_positions)
@@ -32,5 +33,5 @@ class Coupled(PositionEncoding):
         return pos + (u * room).long()[:, None]
 
     def embed(self, h, pos):
-        check_table_range(pos, self.table.num_embeddings, "the coupled position table")
+        check_table_range(pos, self.table.num_embeddings, self.table_name)
         return h + self.table(pos)
