@@ -54,6 +54,7 @@ def test_chomsky_report_uses_max_over_seeds_and_states_each_finding():
     assert "| cycle_navigation | R | not solved (61.9%) | `nope` | 96.0 | 96.0 ± 0.0 | does not hold |" in text
     # the LSTM solves with one seed of two: "every seed" does not hold
     assert "1/2 seeds solve); published: solved (every seed), does not hold" in text
+    assert "`lstm` averages 90.0% (mean over seeds and tasks): ≥ 2 of the 2 transformer encodings" in text
     # randomized gain over the two tasks: (60 - 72.5 + 50 - 96) / 2 = -29.25 mean over seeds
     assert "| `nope` | 2 | -29.2 |" in text or "| `nope` | 2 | -29.3 |" in text
 
