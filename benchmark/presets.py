@@ -48,6 +48,16 @@ ADDITION_SETTINGS = dict(model=dict(d_model=256, n_layers=1, n_heads=4, d_ff=512
                          weight_decay=0.0)
 QUICK_ENCODING_PARAMS = {"randomized-rope": {"max_len": 64}, "coupled": {"max_positions": 24}}
 
+
+def randomized_range(max_len: int) -> dict:
+    """``max_len`` for every randomized encoding. Our rule, after Ruoss et al. (positions from
+    [0, 2048) for test lengths up to 500): about 4x the preset's longest test length, and at
+    least its longest sequence. A far wider range spreads neighbours so far apart that distance
+    biases saturate (``python -m benchmark.saturation`` measures it); the same range serves
+    every base."""
+    return {name: {"max_len": max_len} for name in encoding_names() if name.startswith("randomized-")}
+
+
 PRESETS = {
     p.name: p
     for p in (
@@ -61,7 +71,7 @@ PRESETS = {
             settings=dict(train_length=5, test_length=10, eval_stride=1, eval_samples=32,
                           eval_seed=1234, steps=30, batch_size=32, lr=1e-3, weight_decay=0.01,
                           warmup_steps=5, grad_clip=1.0),
-            encoding_params={"randomized-rope": {"max_len": 64}, "coupled": {"max_positions": 32}},
+            encoding_params=randomized_range(64) | {"coupled": {"max_positions": 32}},
         ),
         Preset(
             name="quick",
@@ -102,7 +112,7 @@ PRESETS["standard"] = Preset(
     settings=dict(train_length=20, test_length=60, eval_stride=1, eval_samples=512, eval_seed=1234,
                   steps=10000, batch_size=128, lr=5e-4, weight_decay=0.01, warmup_steps=500,
                   grad_clip=1.0),
-    encoding_params={name: {"max_len": 512} for name in encoding_names() if name.startswith("randomized-")}
+    encoding_params=randomized_range(256)
     | {"coupled": {"max_positions": 192}},
 )
 
@@ -141,8 +151,7 @@ NOPE_TASKS = ("copy", "reverse_string", "addition", "parity_check")
 def _at_suite_scale(name: str, description: str, tasks, encodings) -> Preset:
     suite = PRESETS["suite"]
     return replace(suite, name=name, description=description, tasks=tuple(tasks), encodings=tuple(encodings),
-                   encoding_params={e: {"max_len": SUITE_RANDOMIZED_MAX_LEN} for e in encodings
-                                    if e.startswith("randomized-")} | QUICK_ENCODING_PARAMS)
+                   encoding_params=randomized_range(SUITE_RANDOMIZED_MAX_LEN) | QUICK_ENCODING_PARAMS)
 
 
 PRESETS["chomsky"] = replace(_at_suite_scale(
@@ -167,7 +176,7 @@ PRESETS["chomsky-paper"] = Preset(
     model=ModelSize(d_model=64, n_layers=5, n_heads=8, d_ff=256),
     settings=dict(train_length=40, test_length=500, eval_stride=1, eval_samples=512, eval_seed=1234,
                   steps=1_000_000, batch_size=128, lr=3e-4, weight_decay=0.0, warmup_steps=0, grad_clip=1.0),
-    encoding_params={e: {"max_len": 2048} for e in CHOMSKY_ENCODINGS if e.startswith("randomized-")},
+    encoding_params=randomized_range(2048),
     families=("transformer", *RECURRENT_FAMILIES),
     family_settings={f: {"model": {"d_model": 256}} for f in RECURRENT_FAMILIES},  # their hidden size
 )
