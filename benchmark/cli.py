@@ -235,16 +235,16 @@ def cmd_leaderboard(args) -> int:
 def cmd_reproduce(args) -> int:
     from benchmark.files import ensure_output_dir, write_text
     from benchmark.records import load_records
-    from leaderboard.reproduction import REPORTS
+    from leaderboard.reproduction import REPORTS, SOURCE_PRESET
 
     results = Path(args.results)
+    source = f"`lengthbench run --preset {SOURCE_PRESET[args.paper]}`"
     if not results.is_dir():
         raise InputError(f"--results {args.results!r} is not a folder of run records; give the records of "
-                         f"`lengthbench run --preset {args.paper}` (or leaderboard/reference/{args.paper}/records)")
+                         f"{source} (or leaderboard/reference/{args.paper}/records)")
     records = load_records(results)
     if not records:
-        raise InputError(f"--results {args.results!r} holds no run records; run `lengthbench run --preset "
-                         f"{args.paper}` first")
+        raise InputError(f"--results {args.results!r} holds no run records; run {source} first")
     out = ensure_output_dir(args.out, "--out") if args.out else ensure_output_dir(results, "--results")
     text = REPORTS[args.paper](records)
     print(text, end="")

@@ -24,8 +24,11 @@ from leaderboard import published
 from leaderboard.aggregate import leaderboard_frame, method_order, per_length_frame
 from leaderboard.tables import _markdown_table
 from tasks import get_task
+from tasks.base import InputError
 
 PAPERS = ("chomsky", "nope", "coupling")
+# the preset whose records each report reads
+SOURCE_PRESET = {"chomsky": "chomsky", "nope": "nope", "coupling": "suite --tasks addition,multiplication"}
 
 
 def _pct(x) -> str:
@@ -79,8 +82,11 @@ def _recurrent_verdict(theirs: str, best: float, seeds_ok: int, n_seeds: int) ->
 def chomsky_report(records: list[dict]) -> str:
     board = leaderboard_frame(records)
     board = board[board.status == "ok"]
-    tasks = [t for t in dict.fromkeys(board.task)]
     transformer = board[board.model == "transformer"]
+    if transformer.empty:
+        raise InputError("the chomsky report compares with the transformer, and these records hold no finished "
+                         "transformer run; give the records of `lengthbench run --preset chomsky`")
+    tasks = list(dict.fromkeys(transformer.task))
     lines = ["# Chomsky hierarchy (Deletang et al. 2023) and randomized positions (Ruoss et al. 2023)", "",
              _setup(records), "",
              "Score: per-token accuracy on the output, averaged over the test lengths (> L_train); "

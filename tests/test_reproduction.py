@@ -59,9 +59,19 @@ def test_chomsky_report_uses_max_over_seeds_and_states_each_finding():
     assert "| `nope` | 2 | -29.2 |" in text or "| `nope` | 2 | -29.3 |" in text
 
 
-def test_reproduce_cli_writes_the_report(tmp_path):
+def test_reproduce_cli_writes_the_report(capsys, tmp_path):
     assert main(["run", "--preset", "smoke", "--tasks", "copy,reverse_string", "--encodings", "nope,rope",
                  "--results", str(tmp_path / "r"), "--no-progress"]) == 0
     assert main(["reproduce", "nope", "--results", str(tmp_path / "r"), "--out", str(tmp_path / "o")]) == 0
     assert "Mean reciprocal rank" in (tmp_path / "o" / "reproduction.md").read_text()
     assert main(["reproduce", "nope", "--results", str(tmp_path / "missing")]) == 2
+    assert main(["reproduce", "coupling", "--results", str(tmp_path / "o")]) == 2  # no records there
+    assert "--preset suite --tasks addition,multiplication" in capsys.readouterr().err
+
+
+def test_chomsky_report_without_transformer_runs_is_refused(capsys, tmp_path):
+    assert main(["run", "--preset", "smoke", "--tasks", "copy", "--models", "lstm", "--results", str(tmp_path),
+                 "--no-progress"]) == 0
+    assert main(["reproduce", "chomsky", "--results", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "hold no finished transformer run" in err and "\n" not in err
