@@ -80,10 +80,11 @@ def lr_at(step: int, config: RunConfig) -> float:
 
 
 def group_key(config: RunConfig) -> str:
-    """Runs with equal keys share a task, a model shape and a training and
-    evaluation schedule (and model family), so they can be trained as one
-    stacked model: only the seed and the encoding differ. A run with dropout trains alone (its
-    masks come from the process-wide random stream), so its key is its own."""
+    """Runs with equal keys share a task, a model family and shape and a
+    training and evaluation schedule, so they can be trained as one stacked
+    model: only the seed and the encoding differ. A run with dropout trains
+    alone (its masks come from the process-wide random stream), so its key
+    is its own."""
     shared = config.to_dict()
     if not config.model.dropout:
         for own in ("seed", "encoding", "encoding_params", "encoding_source", "code_versions"):

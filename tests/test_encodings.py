@@ -259,3 +259,16 @@ def test_saturation_study_counts_identical_pairs(tmp_path):
             for n, acc in enumerate(accs, start=1)]
     text = saturation.report(pd.DataFrame(rows))
     assert "randomized-t5 == t5 (identical per-length token accuracy) on 1 of 2 tasks: copy" in text
+
+
+def test_contract_checks_the_content_bias_shape():
+    from models.contract import check_hook_shapes
+    from models.encodings import PositionEncoding
+
+    class WrongShape(PositionEncoding):
+        def content_bias(self, q, k, pos):
+            return q.new_zeros(q.shape[-2], q.shape[-2])  # (T, T): no batch or head dimension
+
+    with pytest.raises(AssertionError, match="content_bias returned shape"):
+        check_hook_shapes(WrongShape(32, 4))
+    assert "content bias" in check_hook_shapes(build_encoding("cope", 32, 4))
