@@ -1,5 +1,5 @@
 """The lengthbench harness: configs, presets, training, evaluation, grid, CLI."""
 
-from benchmark.version import __version__
+from lengthbench.benchmark.version import __version__
 
 __all__ = ["__version__"]

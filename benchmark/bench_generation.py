@@ -19,9 +19,9 @@ import time
 import numpy as np
 import torch
 
-from benchmark.presets import get_preset
-from benchmark.train import batch_tensors, build_model
-from tasks import IGNORE, get_task, make_batch, task_names
+from lengthbench.benchmark.presets import get_preset
+from lengthbench.benchmark.train import batch_tensors, build_model
+from lengthbench.tasks import IGNORE, get_task, make_batch, task_names
 
 
 def median_seconds(fn, repeats: int) -> float:

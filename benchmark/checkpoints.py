@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from benchmark.files import atomic_path, write_json
+from lengthbench.benchmark.files import atomic_path, write_json
 
 CHECKPOINT_EVERY_S = 300.0  # a few minutes of work
 FOLDER = "checkpoints"

@@ -1,4 +1,4 @@
-"""The ``lengthbench`` command line (also ``python -m benchmark``)."""
+"""The ``lengthbench`` command line (also ``python -m lengthbench``)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ import threading
 import time
 from pathlib import Path
 
-from benchmark.checkpoints import CHECKPOINT_EVERY_S
-from benchmark.presets import PRESETS, get_preset
-from tasks.base import InputError
+from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S
+from lengthbench.benchmark.presets import PRESETS, get_preset
+from lengthbench.api import check_plugin_files, compare, leaderboard, run, run_grid_to_leaderboard
+from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION
+from lengthbench.tasks.base import InputError
 
 EXIT_OK, EXIT_RUNS_FAILED, EXIT_REFUSED, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -72,108 +74,57 @@ def _seconds(value: str) -> float:
 
 
 def _print_board(board, paths) -> None:
-    from leaderboard.tables import to_markdown
+    from lengthbench.leaderboard.tables import to_markdown
 
     print(to_markdown(board))
     for kind, path in paths.items():
         print(f"wrote {kind}: {path}")
 
 
-def _write_provenance(out_dir: Path, argv: list[str], seconds: float, records: list[dict]) -> Path:
-    """Beside a leaderboard: the exact command, code version, hardware, time."""
-    from datetime import datetime, timezone
-
-    from benchmark.device import hardware_description
-    from benchmark.files import write_json
-    from benchmark.version import code_version
-
-    return write_json(Path(out_dir) / "provenance.json", {
-        "command": "lengthbench " + " ".join(argv),
-        "code_version": code_version(),
-        "hardware": hardware_description(),
-        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "wall_time_s_this_invocation": round(seconds, 1),
-        "runs": len(records),
-        "run_wall_time_s_total": round(sum(r.get("wall_time_s", 0) for r in records), 1),
-        "run_code_versions": sorted({r.get("code_version", "?") for r in records}),
-    })
-
-
-def _checked_plugins(plugins, show_reports: bool) -> list[str]:
-    """Load and contract-check plugin files (the same way for run, check and
-    submit); refuse with one line if any encoding fails."""
-    from models.plugins import check_plugins, contract_failure
-
-    names, reports = check_plugins(plugins)
-    for report in reports:
-        if show_reports or not report.passed:
-            print(report.format())
-    if not all(r.passed for r in reports):
-        raise contract_failure(plugins, reports)
-    return names
-
-
-def _output_dirs(args, preset_name: str) -> tuple[Path, Path]:
-    from benchmark.files import ensure_output_dir
-
-    results = ensure_output_dir(args.results or f"results/{preset_name}", "--results")
-    out = ensure_output_dir(args.out, "--out") if args.out else results
-    return results, out
-
-
-def _run_and_report(args, grid, plugins, names=()) -> int:
-    """Run a validated grid, build its leaderboard, list failed cells."""
-    from benchmark.grid import grid_configs, resolve_workers, run_grid
-    from benchmark.ray_executor import require_ray
-    from leaderboard.build import build_leaderboard
-
-    grid_configs(grid)  # every name and setting resolves before any folder is touched
-    if args.executor == "ray":
-        require_ray()
-    results, out = _output_dirs(args, grid.name)
-    start = time.perf_counter()
-    records = run_grid(grid, results, force=getattr(args, "force", False),
-                       workers=resolve_workers(args.workers), group_size=args.group_size,
-                       plugins=tuple(plugins), checkpoint_every=args.checkpoint_every,
-                       executor=args.executor, address=args.address,
-                       progress=not args.no_progress)
-    board, paths = build_leaderboard(records, out)
-    paths["provenance"] = _write_provenance(out, args.argv, time.perf_counter() - start, records)
-    _print_board(board, paths)
+def _report_run(board, names=()) -> int:
+    """Print a finished grid's leaderboard, its files and its failed cells."""
+    _print_board(board, board.attrs["written"])
     if names:
-        from leaderboard.submission import ranking_text, write_submission
+        from lengthbench.leaderboard.submission import ranking_text, write_submission
 
         print(ranking_text(board, names))
         for name in names:
-            print(f"wrote submission: {write_submission(board, name, out)}")
-    failed = [r for r in records if r["status"] == "error"]
+            print(f"wrote submission: {write_submission(board, name, board.attrs['written']['csv'].parent)}")
+    failed = board.attrs["failed"]
     for r in failed:
         print(f"lengthbench: run {r['task']}/{r['method']} seed {r['seed']} failed: {r['error']}",
               file=sys.stderr)
     if failed:
-        print(f"lengthbench: error: {len(failed)} of {len(records)} runs ended in error (listed above; "
+        print(f"lengthbench: error: {len(failed)} of {board.attrs['runs']} runs ended in error (listed above; "
               "their records keep the traceback); rerun the same command to retry them", file=sys.stderr)
         return EXIT_RUNS_FAILED
     return EXIT_OK
 
 
-def cmd_run(args) -> int:
-    from models.plugins import PluginFile, load_entry_points
+def _grid_options(args) -> dict:
+    return dict(results=args.results, out=args.out, force=getattr(args, "force", False), workers=args.workers,
+                group_size=args.group_size, executor=args.executor, address=args.address,
+                checkpoint_every=args.checkpoint_every, progress=not args.no_progress,
+                command="lengthbench " + " ".join(args.argv))
 
-    preset = get_preset(args.preset)
-    load_entry_points()
-    plugins = [PluginFile(p) for p in args.plugin or ()]
-    _checked_plugins(plugins, show_reports=False)
-    grid = preset.with_grid(args.tasks, args.encodings, args.seeds, args.models)
+
+def cmd_run(args) -> int:
     if args.plan:
-        return _print_plan(args, grid)
-    return _run_and_report(args, grid, plugins)
+        from lengthbench.models.plugins import PluginFile, load_entry_points
+
+        load_entry_points()
+        plugins = [PluginFile(p) for p in args.plugin or ()]
+        check_plugin_files(plugins)
+        return _print_plan(args, get_preset(args.preset).with_grid(args.tasks, args.encodings, args.seeds, args.models))
+    board = run(args.preset, tasks=args.tasks, encodings=args.encodings, models=args.models, seeds=args.seeds,
+                plugins=args.plugin or (), **_grid_options(args))
+    return _report_run(board)
 
 
 def _print_plan(args, grid) -> int:
     """``run --plan``: the grid's cost on this machine; nothing is written."""
-    from benchmark.grid import resolve_workers
-    from benchmark.plan import estimate, format_plan
+    from lengthbench.benchmark.grid import resolve_workers
+    from lengthbench.benchmark.plan import estimate, format_plan
 
     results = Path(args.results or f"results/{grid.name}")
     if results.exists() and not results.is_dir():
@@ -187,12 +138,12 @@ def _print_plan(args, grid) -> int:
 
 def cmd_list(args) -> int:
     if args.what == "tasks":
-        from tasks.listing import tasks_table
+        from lengthbench.tasks.listing import tasks_table
 
         print(tasks_table())
     elif args.what == "encodings":
-        from models.encodings import encoding_entry, encoding_names
-        from models.plugins import load_entry_points
+        from lengthbench.models.encodings import encoding_entry, encoding_names
+        from lengthbench.models.plugins import load_entry_points
 
         load_entry_points()
         for name in encoding_names():
@@ -200,7 +151,7 @@ def cmd_list(args) -> int:
             source = "" if entry.source == "built-in" else f"  [{entry.source}]"
             print(f"{name:24s} {entry.description}  defaults={json.dumps(entry.defaults)}{source}")
     elif args.what == "models":
-        from models.families import family_entry, family_names
+        from lengthbench.models.families import family_entry, family_names
 
         for name in family_names():
             entry = family_entry(name)
@@ -213,29 +164,15 @@ def cmd_list(args) -> int:
 
 
 def cmd_leaderboard(args) -> int:
-    from benchmark.files import ensure_output_dir
-    from benchmark.records import load_records
-    from leaderboard.build import build_leaderboard
-
-    results = Path(args.results)
-    if not results.is_dir():
-        what = "is a file, not a folder" if results.exists() else "does not exist"
-        raise InputError(f"--results {args.results!r} {what}; give the folder that holds the run "
-                         "records (*.json)")
-    records = load_records(results)
-    if not records:
-        raise InputError(f"--results {args.results!r} holds no run records "
-                         "(<task>__<encoding>__seed<k>__<hash>.json); run `lengthbench run` first")
-    out = ensure_output_dir(args.out, "--out") if args.out else ensure_output_dir(results, "--results")
-    board, paths = build_leaderboard(records, out)
-    _print_board(board, paths)
+    board = leaderboard(args.results, out=args.out or args.results)
+    _print_board(board, board.attrs["written"])
     return EXIT_OK
 
 
 def cmd_reproduce(args) -> int:
-    from benchmark.files import ensure_output_dir, write_text
-    from benchmark.records import load_records
-    from leaderboard.reproduction import REPORTS, SOURCE_PRESET
+    from lengthbench.benchmark.files import ensure_output_dir, write_text
+    from lengthbench.benchmark.records import load_records
+    from lengthbench.leaderboard.reproduction import REPORTS, SOURCE_PRESET
 
     results = Path(args.results)
     source = f"`lengthbench run --preset {SOURCE_PRESET[args.paper]}`"
@@ -253,20 +190,19 @@ def cmd_reproduce(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from benchmark.files import ensure_output_dir
-    from leaderboard.compare import compare_files, summary_counts, to_markdown
+    from lengthbench.leaderboard.compare import summary_counts, to_markdown
 
-    out = ensure_output_dir(args.out, "--out")
-    diff, paths = compare_files(Path(args.a), Path(args.b), out, args.metric)
+    diff = compare(args.a, args.b, metric=args.metric, correction=args.correction, out=args.out)
     print(to_markdown(diff, args.a, args.b))
-    print("summary:", ", ".join(f"{k} {v}" for k, v in summary_counts(diff).items()))
-    for kind, path in paths.items():
+    print("summary:", ", ".join(f"{k} {v}" for k, v in summary_counts(diff).items()),
+          f"(multiple-comparison correction: {args.correction})")
+    for kind, path in diff.attrs["written"].items():
         print(f"wrote {kind}: {path}")
     return EXIT_OK
 
 
 def cmd_check(args) -> int:
-    from models.plugins import PluginFile, check_plugins, load_entry_points
+    from lengthbench.models.plugins import PluginFile, check_plugins, load_entry_points
 
     load_entry_points()
     _, reports = check_plugins([PluginFile(args.path)])
@@ -280,19 +216,19 @@ def cmd_check(args) -> int:
 
 
 def cmd_submit(args) -> int:
-    from models.plugins import PluginFile, load_entry_points
+    from lengthbench.models.plugins import PluginFile, load_entry_points
 
     preset = get_preset(args.preset)
     load_entry_points()
     plugins = [PluginFile(args.path, args.name)]
-    names = _checked_plugins(plugins, show_reports=True)
+    names = check_plugin_files(plugins, show_reports=True)
     grid = preset.with_grid(encodings=[e for e in preset.encodings if e not in names] + names)
-    return _run_and_report(args, grid, plugins, names)
+    return _report_run(run_grid_to_leaderboard(grid, plugins, **_grid_options(args)), names)
 
 
 def cmd_bench_generation(args) -> int:
-    from benchmark.bench_generation import main as bench_main
-    from tasks import get_task
+    from lengthbench.benchmark.bench_generation import main as bench_main
+    from lengthbench.tasks import get_task
 
     if args.tasks is not None:
         if not args.tasks:
@@ -304,9 +240,9 @@ def cmd_bench_generation(args) -> int:
 
 
 def cmd_perf(args) -> int:
-    from benchmark.files import ensure_output_dir
-    from benchmark.perf import main as perf_main, perf_configs
-    from tasks.base import UnknownNameError
+    from lengthbench.benchmark.files import ensure_output_dir
+    from lengthbench.benchmark.perf import main as perf_main, perf_configs
+    from lengthbench.tasks.base import UnknownNameError
 
     for name in args.configs:
         if name not in perf_configs():
@@ -397,6 +333,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("b", help="new leaderboard.csv (B)")
     cmp.add_argument("--out", default="compare", help="output folder (default ./compare)")
     cmp.add_argument("--metric", choices=("exact_match", "token_accuracy"), default="exact_match")
+    cmp.add_argument("--correction", choices=tuple(CORRECTIONS), default=DEFAULT_CORRECTION,
+                     help="multiple-comparison correction of the cells' p-values: "
+                          + "; ".join(f"{k}: {v}" for k, v in CORRECTIONS.items()) + f" (default {DEFAULT_CORRECTION})")
     cmp.set_defaults(func=cmd_compare)
 
     gen = sub.add_parser("bench-generation", help="time batch generation for every task")
@@ -430,7 +369,7 @@ def main(argv=None) -> int:
     """Exit codes: 0 done; 1 done, but some runs ended in error (or ``check``
     found a contract failure); 2 refused: bad input or a file that cannot be
     read or written, with nothing lost; 130 interrupted (Ctrl-C, SIGTERM)."""
-    from benchmark.grid import GridInterrupted
+    from lengthbench.benchmark.grid import GridInterrupted
 
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)

@@ -12,12 +12,12 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
 
-from benchmark.versions import code_versions
-from models.encodings import encoding_entry, resolve_params
-from models.families import TRANSFORMER, family_entry, method_name
-from models.transformer import ModelSize
-from tasks import get_task
-from tasks.base import InputError
+from lengthbench.benchmark.versions import code_versions
+from lengthbench.models.encodings import encoding_entry, resolve_params
+from lengthbench.models.families import TRANSFORMER, family_entry, method_name
+from lengthbench.models.transformer import ModelSize
+from lengthbench.tasks import get_task
+from lengthbench.tasks.base import InputError
 
 
 @dataclass(frozen=True)

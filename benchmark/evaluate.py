@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from benchmark.config import RunConfig
-from benchmark.seeding import eval_streams
-from benchmark.train import batch_tensors
-from models.stacked import RunStack
-from models.encodings import PositionsOutOfRange
-from tasks import Task, make_batch
+from lengthbench.benchmark.config import RunConfig
+from lengthbench.benchmark.seeding import eval_streams
+from lengthbench.benchmark.train import batch_tensors
+from lengthbench.models.stacked import RunStack
+from lengthbench.models.encodings import PositionsOutOfRange
+from lengthbench.tasks import Task, make_batch
 
 ATTENTION_BUDGET_BYTES = 1 << 28  # per chunk, for the (B, H, T, T) score/bias tensors
 

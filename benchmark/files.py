@@ -15,7 +15,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from tasks.base import InputError
+from lengthbench.tasks.base import InputError
 
 
 class OutputError(OSError):

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.recurrent import GATES, STACK_ACTIONS, STACK_CELL
-from models.transformer import ModelSize
+from lengthbench.models.recurrent import GATES, STACK_ACTIONS, STACK_CELL
+from lengthbench.models.transformer import ModelSize
 
 
 def forward_flops(token_lengths, size: ModelSize, vocab: int, family: str = "transformer") -> float:

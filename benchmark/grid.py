@@ -27,15 +27,15 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from benchmark.config import Preset, RunConfig
-from benchmark.device import default_device
-from benchmark.checkpoints import CHECKPOINT_EVERY_S, remove_finished
-from benchmark.claims import Heartbeat, claim_path, held_elsewhere, release, release_abandoned, try_claim
-from benchmark.ray_executor import run_on_ray
-from benchmark.records import load_finished, record_path, stale_records, stored_record, write_record
-from benchmark.runner import error_record, execute_group
-from benchmark.train import group_key
-from tasks.base import InputError
+from lengthbench.benchmark.config import Preset, RunConfig
+from lengthbench.benchmark.device import default_device
+from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S, remove_finished
+from lengthbench.benchmark.claims import Heartbeat, claim_path, held_elsewhere, release, release_abandoned, try_claim
+from lengthbench.benchmark.ray_executor import run_on_ray
+from lengthbench.benchmark.records import load_finished, record_path, stale_records, stored_record, write_record
+from lengthbench.benchmark.runner import error_record, execute_group
+from lengthbench.benchmark.train import group_key
+from lengthbench.tasks.base import InputError
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ def _exit_with_parent(parent: int) -> None:
 def _worker_init(threads: int, plugins: tuple, parent: int) -> None:
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     torch.set_num_threads(threads)
-    from models.plugins import load_plugins  # re-register third-party encodings in the child
+    from lengthbench.models.plugins import load_plugins  # re-register third-party encodings in the child
     load_plugins(plugins)
 
 

@@ -34,16 +34,16 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from benchmark.batching import group_buckets
-from benchmark.bench_generation import median_seconds
-from benchmark.config import RunConfig
-from benchmark.device import default_device, device_description
-from benchmark.files import write_json
-from benchmark.flops import training_flops
-from benchmark.presets import get_preset
-from benchmark.train import batch_tensors, build_group, build_model, train_group
-from models.transformer import ModelSize
-from tasks import IGNORE, get_task, make_batch
+from lengthbench.benchmark.batching import group_buckets
+from lengthbench.benchmark.bench_generation import median_seconds
+from lengthbench.benchmark.config import RunConfig
+from lengthbench.benchmark.device import default_device, device_description
+from lengthbench.benchmark.files import write_json
+from lengthbench.benchmark.flops import training_flops
+from lengthbench.benchmark.presets import get_preset
+from lengthbench.benchmark.train import batch_tensors, build_group, build_model, train_group
+from lengthbench.models.transformer import ModelSize
+from lengthbench.tasks import IGNORE, get_task, make_batch
 
 DEVICE = default_device()
 MATMUL_SHAPES = ((128 * 82, 64, 192), (128 * 82, 256, 64), (2048, 2048, 2048))
@@ -121,8 +121,8 @@ def trainer_seconds(config: RunConfig, steps: int, runs: int = 1, bf16: bool = F
 def bf16_accuracy_check() -> dict:
     """The ``smoke`` grid trained and evaluated in fp32 and under bf16
     autocast: how far the bf16 OOD metrics land from the fp32 ones."""
-    from benchmark.grid import form_groups, grid_configs
-    from benchmark.runner import execute_group
+    from lengthbench.benchmark.grid import form_groups, grid_configs
+    from lengthbench.benchmark.runner import execute_group
 
     groups = form_groups(grid_configs(get_preset("smoke")), 32)
     summaries = {}
@@ -166,7 +166,7 @@ def batch_shape(config: RunConfig, groups: tuple[int, ...], samples: int = 20) -
 
 
 def _eval_in_child(config: RunConfig, length: int, queue) -> None:
-    from benchmark.evaluate import evaluate_length
+    from lengthbench.benchmark.evaluate import evaluate_length
 
     task = get_task(config.task)
     model = build_group([config], task, DEVICE)

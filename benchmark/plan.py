@@ -24,15 +24,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmark.config import Preset, RunConfig
-from benchmark.device import default_device
-from benchmark.evaluate import evaluate_length
-from benchmark.flops import forward_flops, training_flops
-from benchmark.grid import form_groups, grid_configs, resolve_group_size
-from benchmark.records import load_finished
-from benchmark.train import build_group, train_group
-from models.encodings import build_encoding
-from tasks import get_task, make_batch
+from lengthbench.benchmark.config import Preset, RunConfig
+from lengthbench.benchmark.device import default_device
+from lengthbench.benchmark.evaluate import evaluate_length
+from lengthbench.benchmark.flops import forward_flops, training_flops
+from lengthbench.benchmark.grid import form_groups, grid_configs, resolve_group_size
+from lengthbench.benchmark.records import load_finished
+from lengthbench.benchmark.train import build_group, train_group
+from lengthbench.models.encodings import build_encoding
+from lengthbench.tasks import get_task, make_batch
 
 CALIBRATION_STEPS = 5  # timed one at a time; the median counts
 CALIBRATION_SAMPLES = 8  # evaluation samples timed per calibrated length

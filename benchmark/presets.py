@@ -30,11 +30,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from benchmark.config import Preset
-from models.encodings import encoding_names
-from models.transformer import ModelSize
-from tasks import get_task
-from tasks.base import UnknownNameError, task_names
+from lengthbench.benchmark.config import Preset
+from lengthbench.models.encodings import encoding_names
+from lengthbench.models.transformer import ModelSize
+from lengthbench.tasks import get_task
+from lengthbench.tasks.base import UnknownNameError, task_names
 
 CORE_TASKS = ("copy", "reverse_string", "parity_check", "addition")
 CORE_ENCODINGS = ("nope", "rope", "alibi", "randomized-rope", "coupled")
@@ -57,7 +57,7 @@ def randomized_range(max_len: int) -> dict:
     """``max_len`` for every randomized encoding. Our rule, after Ruoss et al. (positions from
     [0, 2048) for test lengths up to 500): about 4x the preset's longest test length, and at
     least its longest sequence. A far wider range spreads neighbours so far apart that distance
-    biases saturate (``python -m benchmark.saturation`` measures it); the same range serves
+    biases saturate (``python -m lengthbench.benchmark.saturation`` measures it); the same range serves
     every base."""
     return {name: {"max_len": max_len} for name in encoding_names() if name.startswith("randomized-")}
 

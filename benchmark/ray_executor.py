@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from benchmark.config import RunConfig
-from tasks.base import InputError
+from lengthbench.benchmark.config import RunConfig
+from lengthbench.tasks.base import InputError
 
 RAY_RETRIES = 3  # retries of a task whose worker process died
 GPU_SHARE = 0.25  # of a GPU per group: four small groups share one device
@@ -35,8 +35,8 @@ def _group_task(group: list[RunConfig], results_dir: str, force: bool, checkpoin
                 plugins: tuple) -> tuple[list[dict], list[str]]:
     import torch
 
-    from benchmark.grid import run_claimed
-    from models.plugins import load_plugins
+    from lengthbench.benchmark.grid import run_claimed
+    from lengthbench.models.plugins import load_plugins
 
     torch.set_num_threads(1)
     load_plugins(plugins)

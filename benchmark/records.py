@@ -17,10 +17,10 @@ import json
 import logging
 from pathlib import Path
 
-from benchmark.config import RunConfig
-from benchmark.files import write_json
-from models.families import TRANSFORMER, method_name
-from tasks.base import InputError
+from lengthbench.benchmark.config import RunConfig
+from lengthbench.benchmark.files import write_json
+from lengthbench.models.families import TRANSFORMER, method_name
+from lengthbench.tasks.base import InputError
 
 RECORD_SCHEMA_VERSION = 1
 STATUSES = ("ok", "diverged", "error", "not_applicable")

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import torch
 
-from benchmark.checkpoints import CHECKPOINT_EVERY_S, Checkpoint
-from benchmark.config import RunConfig
-from benchmark.device import device_description
-from benchmark.evaluate import evaluate, summarize
-from benchmark.records import RECORD_SCHEMA_VERSION
-from benchmark.train import build_group, train_group
-from benchmark.version import code_version
-from models import build_encoding
-from tasks import get_task
+from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S, Checkpoint
+from lengthbench.benchmark.config import RunConfig
+from lengthbench.benchmark.device import device_description
+from lengthbench.benchmark.evaluate import evaluate, summarize
+from lengthbench.benchmark.records import RECORD_SCHEMA_VERSION
+from lengthbench.benchmark.train import build_group, train_group
+from lengthbench.benchmark.version import code_version
+from lengthbench.models import build_encoding
+from lengthbench.tasks import get_task
 
 
 def base_record(config: RunConfig, device: torch.device) -> dict:

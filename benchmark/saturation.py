@@ -1,6 +1,6 @@
 """Do randomized relative biases saturate when positions are spread too far?
 
-``python -m benchmark.saturation [--results DIR]`` trains, at the ``suite``
+``python -m lengthbench.benchmark.saturation [--results DIR]`` trains, at the ``suite``
 budget, the distance-bias encodings (T5 buckets, KERPLE log and power) and
 their randomized variants with positions drawn from [0, 64) (the suite's
 choice, 4x its longest test length) and from [0, 2048) (the
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmark.grid import resolve_workers, run_grid
-from benchmark.presets import get_preset
-from leaderboard.aggregate import per_length_frame
+from lengthbench.benchmark.grid import resolve_workers, run_grid
+from lengthbench.benchmark.presets import get_preset
+from lengthbench.leaderboard.aggregate import per_length_frame
 
 TASKS = ("parity_check", "even_pairs", "reverse_string", "copy", "stack_manipulation", "bucket_sort")
 BASES = ("t5", "kerple-log", "kerple-power")
@@ -67,7 +67,7 @@ def report(frame: pd.DataFrame) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmark.saturation", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lengthbench.benchmark.saturation", description=__doc__.splitlines()[0])
     parser.add_argument("--results", default="results/saturation", help="records folder (default results/saturation)")
     parser.add_argument("--workers", type=int, default=0, help="parallel run processes (0 = auto)")
     args = parser.parse_args(argv)

@@ -18,14 +18,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from benchmark.batching import group_buckets
-from benchmark.checkpoints import Checkpoint
-from benchmark.config import RunConfig
-from benchmark.seeding import data_rng, init_seed, position_generator
-from models import Transformer, build_encoding, family_entry
-from models.families import RunInit
-from models.stacked import RunStack, seeded_transformer
-from tasks import IGNORE, PAD, Batch, Task, make_batch
+from lengthbench.benchmark.batching import group_buckets
+from lengthbench.benchmark.checkpoints import Checkpoint
+from lengthbench.benchmark.config import RunConfig
+from lengthbench.benchmark.seeding import data_rng, init_seed, position_generator
+from lengthbench.models import Transformer, build_encoding, family_entry
+from lengthbench.models.families import RunInit
+from lengthbench.models.stacked import RunStack, seeded_transformer
+from lengthbench.tasks import IGNORE, PAD, Batch, Task, make_batch
 
 LOSS_CURVE_POINTS = 20
 

@@ -11,7 +11,7 @@ A bump must not be forgotten: ``code_digests.json`` (beside this file)
 records, per component, its version and a digest of its source files, and a
 test fails when a source changes while the table does not. After a change,
 bump the version if results change, then record the new digests with
-``python -m benchmark.versions --update``.
+``python -m lengthbench.benchmark.versions --update``.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ def code_versions(task: str, encoding: str | None, family: str = "transformer") 
     """The versions a run of ``task`` x ``encoding`` (``None`` for a family
     without encodings) x ``family`` is made by, those other than 1 only (so
     that configs of unbumped code keep their hashes)."""
-    from models.encodings import encoding_entry
-    from models.families import family_entry
-    from tasks.base import get_task
+    from lengthbench.models.encodings import encoding_entry
+    from lengthbench.models.families import family_entry
+    from lengthbench.tasks.base import get_task
 
     versions = {"task": type(get_task(task)).version,
                 "encoding": encoding_entry(encoding).version if encoding else 1,
@@ -55,9 +55,9 @@ def components() -> dict[str, dict]:
     """Every built-in task and encoding and the trainer: version and digest
     of the source files that decide its results (a task's or encoding's
     module, with the base encoding's for a randomized one)."""
-    from models.encodings import encoding_entry, encoding_names
-    from models.families import family_entry, family_names
-    from tasks.base import _TASKS
+    from lengthbench.models.encodings import encoding_entry, encoding_names
+    from lengthbench.models.families import family_entry, family_names
+    from lengthbench.tasks.base import _TASKS
 
     table = {"trainer": {"version": TRAINER_VERSION, "digest": _digest([ROOT / f for f in TRAINER_SOURCES])}}
     for name, cls in sorted(_TASKS.items()):

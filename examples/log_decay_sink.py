@@ -21,7 +21,7 @@ under a new name. The constructor receives ``d_model``, ``n_heads`` and the
 import torch
 from torch import nn
 
-from models.encodings import PositionEncoding, register_encoding
+from lengthbench.models.encodings import PositionEncoding, register_encoding
 
 
 @register_encoding(

@@ -8,13 +8,13 @@ import json
 import numpy as np
 import pandas as pd
 
-from benchmark.records import SUMMARY_FIELDS, record_method
-from leaderboard.schema import COLUMN_NAMES, METRICS, SCHEMA_VERSION
-from leaderboard.statistics import GENERALIZE_THRESHOLD, bootstrap_ci, generalization_length
-from models.encodings import encoding_names
-from models.families import TRANSFORMER, family_entry, family_names, method_name
-from tasks import get_task, task_names
-from tasks.base import LEVELS
+from lengthbench.benchmark.records import SUMMARY_FIELDS, record_method
+from lengthbench.leaderboard.schema import COLUMN_NAMES, METRICS, SCHEMA_VERSION
+from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD, bootstrap_ci, generalization_length
+from lengthbench.models.encodings import encoding_names
+from lengthbench.models.families import TRANSFORMER, family_entry, family_names, method_name
+from lengthbench.tasks import get_task, task_names
+from lengthbench.tasks.base import LEVELS
 
 
 class MixedConfigError(ValueError):

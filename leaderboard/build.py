@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from leaderboard.aggregate import leaderboard_frame, per_length_frame
-from leaderboard.plots import plot_accuracy_vs_length, plot_heatmap
-from leaderboard.tables import write_tables
+from lengthbench.leaderboard.aggregate import leaderboard_frame, per_length_frame
+from lengthbench.leaderboard.plots import plot_accuracy_vs_length, plot_heatmap
+from lengthbench.leaderboard.tables import write_tables
 
 
 def build_leaderboard(records: list[dict], out_dir: Path):

@@ -2,9 +2,12 @@
 
 The significance test works from the CSVs alone: Welch's unequal-variance
 t-test on the per-seed OOD means (mean, sample std and number of seeds of
-each side), two-sided, with a Welch-Satterthwaite 95% CI of the delta. A
-cell is "improved"/"worse" when p < alpha; "unchanged" otherwise; cells with
-fewer than two seeds on a side cannot be tested and count as "untested".
+each side), two-sided, with a Welch-Satterthwaite 95% CI of the delta. One
+comparison tests every cell at once, so the p-values are corrected for
+multiple comparisons (Benjamini-Hochberg by default; ``--correction``). A
+cell is "improved"/"worse" when its corrected p < alpha; "unchanged"
+otherwise; cells with fewer than two seeds on a side cannot be tested and
+count as "untested".
 """
 
 from __future__ import annotations
@@ -14,48 +17,50 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.files import save_figure, write_csv, write_text
-from leaderboard.schema import KEY, read_leaderboard
-from leaderboard.statistics import welch
-from leaderboard.aggregate import method_order
-from leaderboard.tables import _markdown_table
+from lengthbench.benchmark.files import save_figure, write_csv, write_text
+from lengthbench.leaderboard.schema import KEY
+from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION, adjust_p_values, welch
+from lengthbench.leaderboard.aggregate import method_order
+from lengthbench.leaderboard.tables import _markdown_table
+from lengthbench.tasks.base import InputError
 
 ALPHA = 0.05
+METRICS = ("exact_match", "token_accuracy")
+COLUMNS = ["task", "method", "metric", "mean_a", "mean_b", "n_a", "n_b", "delta", "se", "df", "t",
+           "p_value", "p_adjusted", "correction", "ci_low", "ci_high", "verdict", "note"]
 VERDICTS = ("improved", "worse", "unchanged", "untested", "only_in_a", "only_in_b")
 
 
 def compare_frames(a: pd.DataFrame, b: pd.DataFrame, metric: str = "exact_match",
-                   alpha: float = ALPHA) -> pd.DataFrame:
-    """One row per (task, method) present in either table."""
+                   alpha: float = ALPHA, correction: str = DEFAULT_CORRECTION) -> pd.DataFrame:
+    """One row per (task, method) present in either table; ``p_adjusted`` is
+    the p-value after ``correction`` over all tested cells, and decides the verdict."""
+    if correction not in CORRECTIONS:
+        raise InputError(f"correction {correction!r} is not known; valid: {', '.join(CORRECTIONS)}")
     col = f"ood_{metric}"
     merged = a.merge(b, on=list(KEY), how="outer", suffixes=("_a", "_b"), indicator=True)
     rows = []
     for _, r in merged.iterrows():
-        row = {"task": r.task, "method": r.method, "metric": metric}
+        row = {"task": r.task, "method": r.method, "metric": metric, "correction": correction}
         if r._merge != "both":
             row["verdict"] = "only_in_a" if r._merge == "left_only" else "only_in_b"
-            rows.append(row)
-            continue
-        if r.status_a != "ok" or r.status_b != "ok":
+        elif r.status_a != "ok" or r.status_b != "ok":
             row.update(verdict="untested", note=f"status {r.status_a} -> {r.status_b}")
-            rows.append(row)
-            continue
-        test = welch(r[f"{col}_mean_a"], r[f"{col}_std_a"], int(r.n_seeds_a),
-                     r[f"{col}_mean_b"], r[f"{col}_std_b"], int(r.n_seeds_b))
-        if np.isnan(test["p_value"]):
-            verdict = "untested"
-        elif test["p_value"] < alpha and test["delta"] > 0:
-            verdict = "improved"
-        elif test["p_value"] < alpha and test["delta"] < 0:
-            verdict = "worse"
         else:
-            verdict = "unchanged"
-        row.update(mean_a=r[f"{col}_mean_a"], mean_b=r[f"{col}_mean_b"], n_a=int(r.n_seeds_a),
-                   n_b=int(r.n_seeds_b), **test, verdict=verdict)
+            row.update(mean_a=r[f"{col}_mean_a"], mean_b=r[f"{col}_mean_b"], n_a=int(r.n_seeds_a),
+                       n_b=int(r.n_seeds_b),
+                       **welch(r[f"{col}_mean_a"], r[f"{col}_std_a"], int(r.n_seeds_a),
+                               r[f"{col}_mean_b"], r[f"{col}_std_b"], int(r.n_seeds_b)))
         rows.append(row)
-    columns = ["task", "method", "metric", "mean_a", "mean_b", "n_a", "n_b", "delta", "se", "df",
-               "t", "p_value", "ci_low", "ci_high", "verdict", "note"]
-    return pd.DataFrame(rows).reindex(columns=columns)
+    diff = pd.DataFrame(rows).reindex(columns=COLUMNS)
+    diff["verdict"] = diff.verdict.astype(object)
+    diff["p_adjusted"] = adjust_p_values(diff.p_value.to_numpy(dtype=float), correction)
+    significant = diff.p_adjusted < alpha
+    tested = diff.verdict.isna()
+    diff.loc[tested, "verdict"] = np.select(
+        [diff.p_adjusted[tested].isna(), significant[tested] & (diff.delta[tested] > 0),
+         significant[tested] & (diff.delta[tested] < 0)], ["untested", "improved", "worse"], "unchanged")
+    return diff
 
 
 def summary_counts(diff: pd.DataFrame) -> dict[str, int]:
@@ -66,7 +71,8 @@ def to_markdown(diff: pd.DataFrame, name_a: str, name_b: str) -> str:
     counts = summary_counts(diff)
     lines = [f"# {name_b} vs {name_a}", "",
              f"Delta = B - A of OOD {diff.metric.iloc[0].replace('_', ' ')} (percentage points); "
-             f"Welch's t-test from per-seed mean, std and n; alpha = {ALPHA}.", "",
+             f"Welch's t-test from per-seed mean, std and n; alpha = {ALPHA} on p corrected for "
+             f"{int(diff.p_value.notna().sum())} tested cells: {CORRECTIONS[diff.correction.iloc[0]]}.", "",
              "Summary: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()), ""]
     rows = []
     for _, r in diff.iterrows():
@@ -75,13 +81,14 @@ def to_markdown(diff: pd.DataFrame, name_a: str, name_b: str) -> str:
         ci = "" if pd.isna(r.ci_low) else f"[{pp(r.ci_low)}, {pp(r.ci_high)}]"
         rows.append([r.task, f"`{r.method}`", "" if pd.isna(r.mean_a) else f"{100 * r.mean_a:.1f}",
                      "" if pd.isna(r.mean_b) else f"{100 * r.mean_b:.1f}", pp(r.delta), ci,
-                     "" if pd.isna(r.p_value) else f"{r.p_value:.3g}", r.verdict])
-    lines += _markdown_table(["task", "method", "A %", "B %", "delta", "95% CI", "p", "verdict"], rows)
+                     "" if pd.isna(r.p_value) else f"{r.p_value:.3g}",
+                     "" if pd.isna(r.p_adjusted) else f"{r.p_adjusted:.3g}", r.verdict])
+    lines += _markdown_table(["task", "method", "A %", "B %", "delta", "95% CI", "p", "p corrected", "verdict"], rows)
     return "\n".join(lines) + "\n"
 
 
 def plot_compare(diff: pd.DataFrame, path: Path) -> Path:
-    from leaderboard.plots import method_colors, plt
+    from lengthbench.leaderboard.plots import method_colors, plt
 
     both = diff[diff.delta.notna()].copy()
     both["order"] = both.method.map({m: i for i, m in enumerate(method_order(both.method.unique()))})
@@ -98,7 +105,7 @@ def plot_compare(diff: pd.DataFrame, path: Path) -> Path:
     ax.axvline(0, color="0.3", lw=1)
     ax.set_yticks(y, [f"{r.task} / {r.method}" for _, r in both.iterrows()], fontsize=7)
     ax.set_xlabel(f"delta B - A, OOD {both.metric.iloc[0].replace('_', ' ') if len(both) else ''} "
-                  "(percentage points; bars: 95% CI; *: p < 0.05)")
+                  f"(percentage points; bars: 95% CI; *: corrected p < {ALPHA})")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     try:
@@ -107,13 +114,9 @@ def plot_compare(diff: pd.DataFrame, path: Path) -> Path:
         plt.close(fig)
 
 
-def compare_files(path_a: Path, path_b: Path, out_dir: Path, metric: str = "exact_match"):
-    """Validate both CSVs, write compare.csv / compare.md / compare.png."""
-    a, b = read_leaderboard(path_a), read_leaderboard(path_b)
-    diff = compare_frames(a, b, metric)
+def write_compare(diff: pd.DataFrame, out_dir: Path, name_a: str, name_b: str) -> dict[str, Path]:
+    """compare.csv / compare.md / compare.png in ``out_dir`` (each atomically)."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"csv": write_csv(out_dir / "compare.csv", diff),
-             "md": write_text(out_dir / "compare.md", to_markdown(diff, str(path_a), str(path_b))),
-             "png": plot_compare(diff, out_dir / "compare.png")}
-    return diff, paths
+    return {"csv": write_csv(out_dir / "compare.csv", diff),
+            "md": write_text(out_dir / "compare.md", to_markdown(diff, name_a, name_b)),
+            "png": plot_compare(diff, out_dir / "compare.png")}

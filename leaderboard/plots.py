@@ -11,11 +11,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from benchmark.files import save_figure  # noqa: E402
-from leaderboard.aggregate import method_order  # noqa: E402
-from models.encodings import encoding_names  # noqa: E402
-from models.families import family_names  # noqa: E402
-from tasks import task_names  # noqa: E402
+from lengthbench.benchmark.files import save_figure  # noqa: E402
+from lengthbench.leaderboard.aggregate import method_order  # noqa: E402
+from lengthbench.models.encodings import encoding_names  # noqa: E402
+from lengthbench.models.families import family_names  # noqa: E402
+from lengthbench.tasks import task_names  # noqa: E402
 
 
 def encoding_colors(names) -> dict[str, tuple]:
@@ -102,7 +102,7 @@ def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = 
 def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match_mean") -> Path:
     """Tasks (columns, grouped by Chomsky level / family) x methods (rows);
     n/a cells hatched grey, failed cells marked with an x."""
-    from tasks.base import LEVELS
+    from lengthbench.tasks.base import LEVELS
 
     tasks = sorted(dict.fromkeys(board["task"]),
                    key=lambda t: LEVELS.index(board[board.task == t]["level"].iloc[0])

@@ -20,11 +20,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from leaderboard import published
-from leaderboard.aggregate import leaderboard_frame, method_order, per_length_frame
-from leaderboard.tables import _markdown_table
-from tasks import get_task
-from tasks.base import InputError
+from lengthbench.leaderboard import published
+from lengthbench.leaderboard.aggregate import leaderboard_frame, method_order, per_length_frame
+from lengthbench.leaderboard.tables import _markdown_table
+from lengthbench.tasks import get_task
+from lengthbench.tasks.base import InputError
 
 PAPERS = ("chomsky", "nope", "coupling")
 # the preset whose records each report reads

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmark.files import check_input_file
-from leaderboard.statistics import GENERALIZE_THRESHOLD
-from tasks.base import LEVELS, InputError
+from lengthbench.benchmark.files import check_input_file
+from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD
+from lengthbench.tasks.base import LEVELS, InputError
 
 SCHEMA_VERSION = 3
 METRICS = ("exact_match", "token_accuracy")

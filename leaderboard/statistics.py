@@ -1,7 +1,8 @@
-"""Statistics over seeds, and the Student-t machinery behind comparisons.
+"""Statistics over seeds and the tests behind comparisons, from ``scipy.stats``.
 
-Only numpy: the t distribution's CDF is the regularized incomplete beta
-function, evaluated with a continued fraction (Lentz's method).
+Welch's unequal-variance t-test works from summary statistics (mean, sample
+std, number of seeds), so ``compare`` needs only the two CSVs; its p-values
+are corrected for the many cells one comparison tests (``adjust_p_values``).
 """
 
 from __future__ import annotations
@@ -9,10 +10,17 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import stats
 
 GENERALIZE_THRESHOLD = 0.9  # a seed / length "generalizes" at exact match >= this
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
+# Multiple-comparison corrections of a family of p-values: Benjamini-Hochberg (false discovery
+# rate, scipy's ``false_discovery_control``), Holm (family-wise error), or none.
+CORRECTIONS = {"bh": "Benjamini-Hochberg (false discovery rate)",
+               "holm": "Holm (family-wise error rate)",
+               "none": "none (each cell tested alone)"}
+DEFAULT_CORRECTION = "bh"
 
 
 def bootstrap_ci(values, level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
@@ -22,12 +30,11 @@ def bootstrap_ci(values, level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPL
     values = np.asarray(values, dtype=float)
     if values.size == 0:
         return math.nan, math.nan
-    if values.size == 1:
+    if values.size == 1 or np.all(values == values[0]):
         return float(values[0]), float(values[0])
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, values.size, size=(resamples, values.size))].mean(axis=1)
-    tail = (1 - level) / 2
-    return float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail))
+    result = stats.bootstrap((values,), np.mean, n_resamples=resamples, confidence_level=level,
+                             method="percentile", random_state=np.random.default_rng(seed))
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
 def generalization_length(lengths, scores, threshold: float = GENERALIZE_THRESHOLD) -> int:
@@ -41,67 +48,13 @@ def generalization_length(lengths, scores, threshold: float = GENERALIZE_THRESHO
     return int(best)
 
 
-def _betacf(a: float, b: float, x: float) -> float:
-    tiny, eps = 1e-300, 3e-16
-    qab, qap, qam = a + b, a + 1, a - 1
-    c, d = 1.0, 1 - qab * x / qap
-    d = 1 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        m2 = 2 * m
-        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)),
-                   -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
-            d = 1 + aa * d
-            d = 1 / (d if abs(d) > tiny else tiny)
-            c = 1 + aa / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1) < eps:
-            break
-    return h
-
-
-def betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta I_x(a, b)."""
-    if x <= 0:
-        return 0.0
-    if x >= 1:
-        return 1.0
-    log_front = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                 + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1) / (a + b + 2):
-        return math.exp(log_front) * _betacf(a, b, x) / a
-    return 1 - math.exp(log_front) * _betacf(b, a, 1 - x) / b
-
-
-def t_two_sided_p(t: float, df: float) -> float:
-    """Two-sided p-value of Student's t with ``df`` degrees of freedom."""
-    if math.isnan(t) or math.isnan(df):
-        return math.nan
-    if math.isinf(t):
-        return 0.0
-    return betainc(df / 2, 0.5, df / (df + t * t))
-
-
-def t_quantile(q: float, df: float) -> float:
-    """Inverse CDF of Student's t (bisection on the two-sided p-value)."""
-    target = 2 * (1 - q)  # two-sided tail mass for the upper quantile q > 0.5
-    lo, hi = 0.0, 1e3
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if t_two_sided_p(mid, df) > target:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
-
-
 def welch(mean_a, std_a, n_a, mean_b, std_b, n_b, level: float = 0.95) -> dict:
     """Welch's unequal-variance t-test of B - A from summary statistics.
 
     Returns delta, its standard error, Welch-Satterthwaite df, t, the
     two-sided p-value and a ``level`` confidence interval of the delta; all
-    NaN but ``delta`` when either side has fewer than two seeds.
+    NaN but ``delta`` when either side has fewer than two seeds. Two sides
+    without spread differ for certain (p 0) unless their means are equal.
     """
     delta = mean_b - mean_a
     out = {"delta": delta, "se": math.nan, "df": math.nan, "t": math.nan, "p_value": math.nan,
@@ -114,8 +67,31 @@ def welch(mean_a, std_a, n_a, mean_b, std_b, n_b, level: float = 0.95) -> dict:
         p = 1.0 if delta == 0 else 0.0
         return {**out, "se": 0.0, "df": n_a + n_b - 2, "t": 0.0 if delta == 0 else math.copysign(math.inf, delta),
                 "p_value": p, "ci_low": delta, "ci_high": delta}
+    test = stats.ttest_ind_from_stats(mean_b, std_b, n_b, mean_a, std_a, n_a, equal_var=False)
     df = (va + vb) ** 2 / (va**2 / (n_a - 1) + vb**2 / (n_b - 1))
-    t = delta / se
-    half = t_quantile(1 - (1 - level) / 2, df) * se
-    return {"delta": delta, "se": se, "df": df, "t": t, "p_value": t_two_sided_p(t, df),
+    half = float(stats.t.ppf(1 - (1 - level) / 2, df)) * se
+    return {"delta": delta, "se": se, "df": df, "t": float(test.statistic), "p_value": float(test.pvalue),
             "ci_low": delta - half, "ci_high": delta + half}
+
+
+def adjust_p_values(p_values, correction: str) -> np.ndarray:
+    """``p_values`` adjusted for testing them all at once (NaN, an untested
+    cell, stays NaN and does not count); a cell is significant when its
+    adjusted p-value is below alpha."""
+    if correction not in CORRECTIONS:
+        raise ValueError(f"correction {correction!r} is not known; valid: {', '.join(CORRECTIONS)}")
+    p = np.asarray(p_values, dtype=float)
+    out = p.copy()
+    tested = ~np.isnan(p)
+    if correction == "none" or not tested.any():
+        return out
+    if correction == "bh":
+        out[tested] = stats.false_discovery_control(p[tested], method="bh")
+        return out
+    order = np.argsort(p[tested])
+    m = order.size
+    holm = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[tested][order]))
+    adjusted = np.empty(m)
+    adjusted[order] = holm
+    out[tested] = adjusted
+    return out

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmark.files import write_csv
-from models.families import TRANSFORMER, method_name
+from lengthbench.benchmark.files import write_csv
+from lengthbench.models.families import TRANSFORMER, method_name
 
 
 def ranking_text(board: pd.DataFrame, names: list[str]) -> str:

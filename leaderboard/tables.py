@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmark.files import write_csv, write_text
-from leaderboard.aggregate import level_summary, method_order
+from lengthbench.benchmark.files import write_csv, write_text
+from lengthbench.leaderboard.aggregate import level_summary, method_order
 
 
 def cell_text(row: pd.Series) -> str:

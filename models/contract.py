@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 
 import torch
 
-from models.encodings.base import (
+from lengthbench.models.encodings.base import (
     PositionContext,
     PositionEncoding,
     PositionsOutOfRange,
     build_encoding,
     encoding_entry,
 )
-from models.transformer import ModelSize, Transformer
+from lengthbench.models.transformer import ModelSize, Transformer
 
 CHECK_SIZE = ModelSize(d_model=32, n_layers=2, n_heads=4, d_ff=64)
 VOCAB = 16
@@ -57,7 +57,7 @@ class ContractReport:
 
 def largest_test_length() -> int:
     """The longest evaluated task length of any preset."""
-    from benchmark.presets import PRESETS
+    from lengthbench.benchmark.presets import PRESETS
 
     lengths = [p.run_config(t, "nope", 0).test_length for p in PRESETS.values() for t in p.tasks]
     return max(lengths)

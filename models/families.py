@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from models.encodings.base import PositionEncoding, check_encoding_name
-from tasks.base import UnknownNameError
+from lengthbench.models.encodings.base import PositionEncoding, check_encoding_name
+from lengthbench.tasks.base import UnknownNameError
 
 TRANSFORMER = "transformer"
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from models.encodings.base import (
+from lengthbench.models.encodings.base import (
     check_encoding_name,
     encoding_entry,
     encoding_names,
@@ -26,9 +26,11 @@ from models.encodings.base import (
     set_source,
     unregister_encoding,
 )
-from tasks.base import InputError
+from lengthbench.tasks.base import InputError
 
 ENTRY_POINT_GROUP = "lengthbench.encodings"
+# Top-level names of lengthbench before its modules moved under ``lengthbench.``.
+OLD_TOP_LEVEL = ("models", "tasks", "benchmark", "leaderboard")
 
 
 class PluginError(InputError):
@@ -58,6 +60,9 @@ def _import_failure(path: Path, err: BaseException) -> PluginError:
     if isinstance(err, SystemExit):
         return PluginError(f"{where}: the encoding file called sys.exit({err.code!r}) while being "
                            "imported; a plugin must only define and register encodings")
+    if isinstance(err, ModuleNotFoundError) and (err.name or "").split(".")[0] in OLD_TOP_LEVEL:
+        return PluginError(f"{where}: the encoding file imports {err.name!r}; lengthbench's modules live under "
+                           f"lengthbench.* since 0.2: write `from lengthbench.{err.name} import ...`")
     if isinstance(err, ModuleNotFoundError):
         return PluginError(f"{where}: the encoding file imports {err.name!r}, which is not installed "
                            "here; install it or remove the import")
@@ -130,7 +135,7 @@ def load_plugin(plugin: PluginFile) -> list[str]:
 def check_plugins(plugins) -> tuple[list[str], list]:
     """Load every plugin and run each of its encodings through the contract;
     returns (names, reports)."""
-    from models.contract import check_encoding
+    from lengthbench.models.contract import check_encoding
 
     names = [name for plugin in plugins for name in load_plugin(plugin)]
     return names, [check_encoding(name) for name in names]

@@ -24,8 +24,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from models.families import RunInit, register_family
-from models.transformer import ModelSize
+from lengthbench.models.families import RunInit, register_family
+from lengthbench.models.transformer import ModelSize
 
 GATES = {"rnn": 1, "lstm": 4, "stack-rnn": 1}  # pre-activation blocks per hidden unit
 STACK_CELL = 8

@@ -22,9 +22,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from models.encodings.base import PositionEncoding
-from models.families import TRANSFORMER, RunInit, register_family
-from models.transformer import ModelSize, Transformer, attention_mask, encoded_positions, with_content_bias
+from lengthbench.models.encodings.base import PositionEncoding
+from lengthbench.models.families import TRANSFORMER, RunInit, register_family
+from lengthbench.models.transformer import ModelSize, Transformer, attention_mask, encoded_positions, with_content_bias
 
 
 

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from models.encodings.base import PositionContext, PositionEncoding
+from lengthbench.models.encodings.base import PositionContext, PositionEncoding
 
 
 @dataclass(frozen=True)

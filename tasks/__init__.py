@@ -1,7 +1,7 @@
 """Task registry and generators; importing this package registers every task."""
 
-from tasks import arithmetic, context_free, context_sensitive, regular, sequence  # noqa: F401
-from tasks.base import (
+from lengthbench.tasks import arithmetic, context_free, context_sensitive, regular, sequence  # noqa: F401
+from lengthbench.tasks.base import (
     BOS,
     EOS,
     IGNORE,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.base import Sample, Task, register_task
-from tasks.expressions import (
+from lengthbench.tasks.base import Sample, Task, register_task
+from lengthbench.tasks.expressions import (
     EXPRESSION_SYMBOLS,
     MINUS,
     MOD,
@@ -16,7 +16,7 @@ from tasks.expressions import (
     evaluate_expression,
     sample_expression,
 )
-from tasks.sequence import Rearrangement
+from lengthbench.tasks.sequence import Rearrangement
 
 
 @register_task

@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-from tasks.base import Sample, Task, register_task
-from tasks.sequence import Rearrangement
+from lengthbench.tasks.base import Sample, Task, register_task
+from lengthbench.tasks.sequence import Rearrangement
 
 
 @register_task

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.base import get_task, task_names
+from lengthbench.tasks.base import get_task, task_names
 
 
 def tasks_table() -> str:

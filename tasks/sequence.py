@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.base import Sample, Task, register_task
+from lengthbench.tasks.base import Sample, Task, register_task
 
 
 class Rearrangement(Task):

@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from benchmark.presets import get_preset
+from lengthbench.benchmark.presets import get_preset
 
 torch.set_num_threads(1)
 

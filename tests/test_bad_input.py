@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-import benchmark.cli as cli
-import benchmark.grid as grid_module
-from benchmark.cli import main
-from benchmark.grid import run_grid
+import lengthbench.benchmark.cli as cli
+import lengthbench.benchmark.grid as grid_module
+from lengthbench.benchmark.cli import main
+from lengthbench.benchmark.grid import run_grid
 from conftest import make_tiny_preset, set_csv_cell
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -264,7 +264,7 @@ def test_impossible_leaderboard_values_are_refused_by_compare(case, ctx, capsys)
 # ---------------------------------------------------------------- plugins
 
 PLUGINS = {
-    "syntax-error": ("from models.encodings import PositionEncoding\ndef broken(:\n    pass\n",
+    "syntax-error": ("from lengthbench.models.encodings import PositionEncoding\ndef broken(:\n    pass\n",
                      ["plugin.py:2: syntax error"]),
     "raises-at-import": ("import math\n\nraise RuntimeError('plugin exploded')\n",
                          ["plugin.py:3: importing the encoding file raised RuntimeError: plugin exploded"]),
@@ -273,10 +273,10 @@ PLUGINS = {
     "sys-exit": ("import sys\nsys.exit(3)\n", ["plugin.py:2", "called sys.exit(3)", "only define and register"]),
     "binary": (bytes(range(256)) * 4, ["plugin.py: not a Python source file", "give a .py file"]),
     "registers-nothing": ("x = 1\n", ["plugin.py registers no encoding", "@register_encoding"]),
-    "name-collision": ("from models.encodings import PositionEncoding, register_encoding\n"
+    "name-collision": ("from lengthbench.models.encodings import PositionEncoding, register_encoding\n"
                        "@register_encoding('rope')\nclass Mine(PositionEncoding):\n    pass\n",
                        ["plugin.py:2", "'rope' is already registered", "choose another name"]),
-    "bad-name": ("from models.encodings import PositionEncoding, register_encoding\n"
+    "bad-name": ("from lengthbench.models.encodings import PositionEncoding, register_encoding\n"
                  "@register_encoding('my enc')\nclass Mine(PositionEncoding):\n    pass\n",
                  ["plugin.py:2", "'my enc' is not valid", "use letters, digits"]),
     "leaks-future": ((FIXTURES / "broken_leaky.py").read_text(),
@@ -309,10 +309,10 @@ def test_broken_plugins_are_refused_the_same_way_by_every_command(fault, command
 
 
 def test_plugin_that_fails_half_way_registers_nothing(ctx, capsys):
-    from models.encodings import encoding_names
+    from lengthbench.models.encodings import encoding_names
 
     plugin = ctx["tmp"] / "half.py"
-    plugin.write_text("from models.encodings import PositionEncoding, register_encoding\n"
+    plugin.write_text("from lengthbench.models.encodings import PositionEncoding, register_encoding\n"
                       "@register_encoding('half-registered')\nclass Half(PositionEncoding):\n    pass\n"
                       "raise ValueError('second encoding broke')\n")
     assert_refused(capsys, ["check", plugin], "half.py:5", "ValueError: second encoding broke")

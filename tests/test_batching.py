@@ -12,10 +12,10 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmark.batching import MAX_BUCKETS, MAX_PADDING, MIN_BUCKET_TOKENS, group_buckets, length_buckets
-from benchmark.presets import get_preset
-from benchmark.train import batch_tensors, build_group
-from tasks import IGNORE, get_task, make_batch
+from lengthbench.benchmark.batching import MAX_BUCKETS, MAX_PADDING, MIN_BUCKET_TOKENS, group_buckets, length_buckets
+from lengthbench.benchmark.presets import get_preset
+from lengthbench.benchmark.train import batch_tensors, build_group
+from lengthbench.tasks import IGNORE, get_task, make_batch
 
 
 def padded_share(widths, buckets, n_runs=1) -> float:

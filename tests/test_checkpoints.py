@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = textwrap.dedent("""
     import sys
     from dataclasses import replace
-    import benchmark.cli as cli
+    import lengthbench.benchmark.cli as cli
     base = cli.PRESETS["smoke"]
     cli.PRESETS["long"] = replace(base, name="long", tasks=("copy",), encodings=("randomized-rope",),
                                   settings={**base.settings, "steps": 800})

@@ -15,8 +15,8 @@ import threading
 import time
 from pathlib import Path
 
-from benchmark.claims import STALE_AFTER_S, Heartbeat, claim_path, held_elsewhere, release, try_claim
-from benchmark.grid import grid_configs, run_grid
+from lengthbench.benchmark.claims import STALE_AFTER_S, Heartbeat, claim_path, held_elsewhere, release, try_claim
+from lengthbench.benchmark.grid import grid_configs, run_grid
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,7 +85,7 @@ def test_a_run_whose_claimant_stops_without_a_record_is_trained(tmp_path, tiny_p
 SCRIPT = """
 import sys
 from dataclasses import replace
-import benchmark.cli as cli
+import lengthbench.benchmark.cli as cli
 base = cli.PRESETS["smoke"]
 cli.PRESETS["pair"] = replace(base, name="pair", tasks=("copy",), encodings=("nope", "rope"), seeds=(0, 1, 2, 3),
                               settings={**base.settings, "steps": 150})

@@ -3,8 +3,8 @@
 import pandas as pd
 import pytest
 
-from benchmark.cli import main
-from leaderboard.schema import COLUMN_NAMES
+from lengthbench.benchmark.cli import main
+from lengthbench.leaderboard.schema import COLUMN_NAMES
 
 
 @pytest.mark.parametrize("argv,needle", [
@@ -28,7 +28,7 @@ def test_list_commands(capsys):
 
 
 def test_run_then_leaderboard(capsys, tmp_path, tiny_preset, monkeypatch):
-    import benchmark.cli as cli
+    import lengthbench.benchmark.cli as cli
 
     monkeypatch.setitem(cli.PRESETS, "tiny", tiny_preset)
     results = tmp_path / "res"

@@ -4,10 +4,10 @@ ALiBi slopes, RoPE relativity, out-of-range tables."""
 import pytest
 import torch
 
-from models import ModelSize, Transformer, build_encoding, encoding_names
-from models.encodings import PositionsOutOfRange
-from models.encodings.alibi import alibi_slopes
-from models.encodings.randomized import random_sorted_positions
+from lengthbench.models import ModelSize, Transformer, build_encoding, encoding_names
+from lengthbench.models.encodings import PositionsOutOfRange
+from lengthbench.models.encodings.alibi import alibi_slopes
+from lengthbench.models.encodings.randomized import random_sorted_positions
 
 SIZE = ModelSize(d_model=16, n_layers=2, n_heads=2, d_ff=32)
 
@@ -94,7 +94,7 @@ def test_learned_table_too_short_is_reported():
 
 def test_coupled_offsets_only_in_training():
     enc = build_encoding("coupled", 16, 2, {"max_positions": 40})
-    from models.encodings import PositionContext
+    from lengthbench.models.encodings import PositionContext
 
     pos = torch.tensor([[0, 1, 2, 0, 1, 2]]).expand(64, 6)
     train = enc.positions(pos, PositionContext(64, 6, None, True, torch.Generator().manual_seed(0)))
@@ -142,7 +142,7 @@ def test_fire_uses_max_not_min():
 
 
 def test_t5_buckets():
-    from models.encodings.t5 import t5_bucket
+    from lengthbench.models.encodings.t5 import t5_bucket
 
     d = torch.tensor([0, 1, 15, 16, 50, 127, 128, 5000])
     b = t5_bucket(d, 32, 128)
@@ -180,7 +180,7 @@ def test_xpos_logit_is_rope_times_the_distance_decay():
 
 def test_cope_positions_and_bias_follow_the_definition():
     """p_ij = sum_{m=j..i} sigmoid(q_i.k_m/sqrt(d)) (capped), bias = q_i . e interpolated at p_ij."""
-    from models.encodings.cope import cope_positions
+    from lengthbench.models.encodings.cope import cope_positions
 
     torch.manual_seed(0)
     enc = build_encoding("cope", 16, 2, {"max_positions": 4})
@@ -205,8 +205,8 @@ def test_abacus_offsets_digits_only_and_only_in_training():
     """Digits (ids > 0) move by one offset k in [0, 100) per batch; non-digits stay 0; no offset at test."""
     import numpy as np
 
-    from models.encodings import PositionContext
-    from tasks import get_task, make_batch
+    from lengthbench.models.encodings import PositionContext
+    from lengthbench.tasks import get_task, make_batch
 
     enc = build_encoding("abacus", 16, 2)
     batch = make_batch(get_task("addition"), np.random.default_rng(0), np.array([3, 5, 2, 4]))
@@ -225,7 +225,7 @@ def test_abacus_offsets_digits_only_and_only_in_training():
 def test_abacus_ids_are_digit_significance_and_numeric_tasks_only():
     import numpy as np
 
-    from tasks import get_task, task_names
+    from lengthbench.tasks import get_task, task_names
 
     # BOS a3 a2 a1 a0 + b3 b2 b1 b0 SEP c0 c1 c2 c3 EOS: each digit's index from the least significant
     sample = get_task("addition").sample(np.random.default_rng(0), 3, 1)
@@ -238,18 +238,18 @@ def test_abacus_ids_are_digit_significance_and_numeric_tasks_only():
 @pytest.mark.parametrize("name", ["xpos", "cope", "abacus", "coupled"])
 def test_new_encodings_pass_the_contract(name):
     """A table too short for the longest check length is reported as unsupported there, as a grid records it."""
-    from models.contract import check_encoding
+    from lengthbench.models.contract import check_encoding
 
     report = check_encoding(name)
     assert report.passed, report.format()
 
 
 def test_saturation_study_counts_identical_pairs(tmp_path):
-    """``python -m benchmark.saturation``: both position ranges run, and a pair counts as identical
+    """``python -m lengthbench.benchmark.saturation``: both position ranges run, and a pair counts as identical
     only when its per-length accuracies all agree."""
     import pandas as pd
 
-    from benchmark import saturation
+    from lengthbench.benchmark import saturation
 
     frame = saturation.measure(tmp_path, workers=1, budget="smoke", tasks=("parity_check",))
     assert set(frame.max_len) == {64, 2048} and frame.method.nunique() == 6
@@ -262,8 +262,8 @@ def test_saturation_study_counts_identical_pairs(tmp_path):
 
 
 def test_contract_checks_the_content_bias_shape():
-    from models.contract import check_hook_shapes
-    from models.encodings import PositionEncoding
+    from lengthbench.models.contract import check_hook_shapes
+    from lengthbench.models.encodings import PositionEncoding
 
     class WrongShape(PositionEncoding):
         def content_bias(self, q, k, pos):

@@ -7,15 +7,15 @@ from dataclasses import replace
 import pytest
 import torch
 
-from benchmark.cli import main
-from benchmark.presets import get_preset
-from benchmark.records import read_record
-from benchmark.train import build_group, train_group
-from leaderboard.schema import read_leaderboard
-from models.families import RunInit, family_entry, family_names
-from models.recurrent import StackedRecurrent, update_stack
-from models.transformer import ModelSize
-from tasks import get_task
+from lengthbench.benchmark.cli import main
+from lengthbench.benchmark.presets import get_preset
+from lengthbench.benchmark.records import read_record
+from lengthbench.benchmark.train import build_group, train_group
+from lengthbench.leaderboard.schema import read_leaderboard
+from lengthbench.models.families import RunInit, family_entry, family_names
+from lengthbench.models.recurrent import StackedRecurrent, update_stack
+from lengthbench.models.transformer import ModelSize
+from lengthbench.tasks import get_task
 
 CPU = torch.device("cpu")
 RECURRENT = ("rnn", "lstm", "stack-rnn")
@@ -84,7 +84,7 @@ def test_records_without_a_method_are_transformer_runs(tmp_path):
     """Records written before families (no ``method``, no ``family``) keep their hash and read as transformers."""
     config = get_preset("smoke").run_config("copy", "rope", 0)
     assert "family" not in config.to_dict() and config.method == "transformer/rope"
-    from benchmark.runner import execute_group
+    from lengthbench.benchmark.runner import execute_group
 
     [record] = execute_group([replace(config, steps=2)], CPU)
     del record["method"]

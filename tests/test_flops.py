@@ -4,9 +4,9 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from benchmark.flops import forward_flops, training_flops
-from models import Transformer, build_encoding
-from models.transformer import ModelSize
+from lengthbench.benchmark.flops import forward_flops, training_flops
+from lengthbench.models import Transformer, build_encoding
+from lengthbench.models.transformer import ModelSize
 
 
 @pytest.mark.parametrize("n", [1, 13, 40])

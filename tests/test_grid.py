@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from benchmark import grid as grid_module
-from benchmark.config import RunConfig
-from benchmark.grid import grid_configs, run_grid
-from benchmark.records import read_record, write_record
+from lengthbench.benchmark import grid as grid_module
+from lengthbench.benchmark.config import RunConfig
+from lengthbench.benchmark.grid import grid_configs, run_grid
+from lengthbench.benchmark.records import read_record, write_record
 
 
 def test_grid_writes_records_and_resume_skips(tmp_path, tiny_preset, monkeypatch):
@@ -36,7 +36,7 @@ def test_force_reruns(tmp_path, tiny_preset, monkeypatch):
 
 
 def test_error_cell_is_recorded_not_fatal(tmp_path, tiny_preset, monkeypatch):
-    import benchmark.runner as runner
+    import lengthbench.benchmark.runner as runner
 
     real_train = runner.train_group
 
@@ -75,7 +75,7 @@ def test_atomic_write_leaves_no_temp_files(tmp_path):
 
 
 def test_eval_lengths_include_first_ood_length():
-    from benchmark.presets import get_preset
+    from lengthbench.benchmark.presets import get_preset
 
     config = get_preset("quick").run_config("copy", "nope", 0)
     config = RunConfig.from_dict({**config.to_dict(), "eval_stride": 4, "train_length": 10,
@@ -92,7 +92,7 @@ def test_unknown_task_clear_error(tiny_preset, bad):
 
 def test_summary_includes_first_ood_length():
     """The reference code's average skipped the first OOD length; ours does not."""
-    from benchmark.evaluate import summarize
+    from lengthbench.benchmark.evaluate import summarize
 
     rows = [{"length": n, "status": "ok", "exact_match": float(n == 6), "token_accuracy": 0.5}
             for n in range(1, 9)]
@@ -107,9 +107,9 @@ def test_evaluation_has_dropout_off(tiny_preset):
 
     import torch
 
-    from benchmark.evaluate import evaluate
-    from benchmark.train import build_group
-    from tasks import get_task
+    from lengthbench.benchmark.evaluate import evaluate
+    from lengthbench.benchmark.train import build_group
+    from lengthbench.tasks import get_task
 
     config = tiny_preset.run_config("copy", "nope", 0)
     config = replace(config, model=replace(config.model, dropout=0.5))
@@ -126,8 +126,8 @@ def test_unsupported_length_is_recorded(tiny_preset):
     """A learned table shorter than the test sequences: recorded, not a crash."""
     preset = tiny_preset.with_grid(tasks=["copy"], encodings=["learned"])
     preset = preset.__class__(**{**preset.__dict__, "encoding_params": {"learned": {"max_positions": 12}}})
-    from benchmark.device import default_device
-    from benchmark.runner import execute_group
+    from lengthbench.benchmark.device import default_device
+    from lengthbench.benchmark.runner import execute_group
 
     [record] = execute_group(grid_configs(preset)[:1], default_device())
     assert record["status"] == "ok"
@@ -165,7 +165,7 @@ def test_dead_worker_is_recorded(tmp_path, tiny_preset, monkeypatch):
 def test_adding_seeds_to_stored_runs_builds_a_leaderboard(tmp_path, tiny_preset):
     """Stored records (read back from JSON) and fresh ones of the same cell
     must count as the same settings."""
-    from leaderboard.aggregate import leaderboard_frame
+    from lengthbench.leaderboard.aggregate import leaderboard_frame
 
     preset = tiny_preset.with_grid(tasks=["copy"], encodings=["nope"])
     run_grid(preset.with_grid(seeds=[0]), tmp_path, progress=False)
@@ -177,7 +177,7 @@ def test_adding_seeds_to_stored_runs_builds_a_leaderboard(tmp_path, tiny_preset)
 def test_mixed_settings_are_refused(tmp_path, tiny_preset):
     from dataclasses import replace
 
-    from leaderboard.aggregate import MixedConfigError, leaderboard_frame
+    from lengthbench.leaderboard.aggregate import MixedConfigError, leaderboard_frame
 
     preset = tiny_preset.with_grid(tasks=["copy"], encodings=["nope"])
     first = run_grid(preset, tmp_path / "a", progress=False)

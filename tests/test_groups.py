@@ -9,17 +9,17 @@ from dataclasses import replace
 import pytest
 import torch
 
-import benchmark.grid as grid_module
-from benchmark.grid import form_groups, grid_configs, resolve_group_size, run_grid
-from benchmark.presets import get_preset
-from benchmark.runner import execute_group
-from benchmark.train import build_group, group_key, train_group
-from models import Transformer, build_encoding
-from models.encodings.base import PositionEncoding, register_encoding, unregister_encoding
-from models.stacked import StackedTransformer
-from models.transformer import ModelSize
-from benchmark.presets import CORE_ENCODINGS
-from tasks import get_task
+import lengthbench.benchmark.grid as grid_module
+from lengthbench.benchmark.grid import form_groups, grid_configs, resolve_group_size, run_grid
+from lengthbench.benchmark.presets import get_preset
+from lengthbench.benchmark.runner import execute_group
+from lengthbench.benchmark.train import build_group, group_key, train_group
+from lengthbench.models import Transformer, build_encoding
+from lengthbench.models.encodings.base import PositionEncoding, register_encoding, unregister_encoding
+from lengthbench.models.stacked import StackedTransformer
+from lengthbench.models.transformer import ModelSize
+from lengthbench.benchmark.presets import CORE_ENCODINGS
+from lengthbench.tasks import get_task
 
 CPU = torch.device("cpu")
 ENCODINGS = ("nope", "rope", "alibi", "randomized-rope", "learned", "t5", "kerple-log", "fire", "coupled", "xpos",
@@ -168,9 +168,9 @@ def test_a_run_alone_trains_exactly_as_a_plain_model():
     import numpy as np
     import torch.nn.functional as F
 
-    from benchmark.seeding import data_rng, position_generator
-    from benchmark.train import batch_tensors, build_model, lr_at
-    from tasks import IGNORE, make_batch
+    from lengthbench.benchmark.seeding import data_rng, position_generator
+    from lengthbench.benchmark.train import batch_tensors, build_model, lr_at
+    from lengthbench.tasks import IGNORE, make_batch
 
     task = get_task("copy")
     for encoding in ("alibi", "randomized-rope", "coupled"):

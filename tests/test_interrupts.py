@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ne
 SCRIPT = textwrap.dedent("""
     import sys
     from dataclasses import replace
-    import benchmark.cli as cli
+    import lengthbench.benchmark.cli as cli
     base = cli.PRESETS["smoke"]
     cli.PRESETS["slow"] = replace(base, name="slow", tasks=("copy", "parity_check"),
                                   encodings=("nope", "rope", "alibi"),
@@ -71,7 +71,7 @@ def assert_clean_folder(folder: Path) -> None:
     leftovers = [p.name for p in folder.iterdir() if p.name.startswith(".tmp-")]
     assert not leftovers, leftovers
     for path in records_in(folder):  # every kept record is whole and valid
-        from benchmark.records import read_record
+        from lengthbench.benchmark.records import read_record
         read_record(path)
 
 
@@ -166,7 +166,7 @@ def test_interrupted_grid_in_a_long_lived_process_kills_its_workers(tmp_path, ti
     import multiprocessing
     import threading
 
-    from benchmark.grid import GridInterrupted, run_grid
+    from lengthbench.benchmark.grid import GridInterrupted, run_grid
 
     preset = tiny_preset.with_grid(encodings=["nope"])
     preset = preset.__class__(**{**preset.__dict__, "settings": {**preset.settings, "steps": 5000}})

@@ -6,17 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmark.cli import main
-from benchmark.grid import run_grid
+from lengthbench.benchmark.cli import main
+from lengthbench.benchmark.grid import run_grid
 from conftest import set_csv_cell
-from leaderboard.aggregate import leaderboard_frame, level_summary
-from leaderboard.compare import compare_frames, summary_counts
-from leaderboard.schema import COLUMN_NAMES, SCHEMA_VERSION, LeaderboardFormatError, read_leaderboard
-from leaderboard.statistics import (
+from lengthbench.leaderboard.aggregate import leaderboard_frame, level_summary
+from lengthbench.leaderboard.compare import compare_frames, summary_counts
+from lengthbench.leaderboard.statistics import adjust_p_values
+from lengthbench.leaderboard.schema import COLUMN_NAMES, SCHEMA_VERSION, LeaderboardFormatError, read_leaderboard
+from lengthbench.leaderboard.statistics import (
     bootstrap_ci,
     generalization_length,
-    t_quantile,
-    t_two_sided_p,
     welch,
 )
 
@@ -71,14 +70,49 @@ def test_generalization_length_and_bootstrap():
     assert bootstrap_ci([0.0, 1.0, 0.5]) == bootstrap_ci([0.0, 1.0, 0.5])  # deterministic
 
 
-def test_student_t_against_tables():
-    assert t_two_sided_p(2.0, 10) == pytest.approx(0.073388, abs=1e-5)
-    assert t_two_sided_p(0.0, 5) == pytest.approx(1.0)
-    assert t_quantile(0.975, 10) == pytest.approx(2.228139, abs=1e-5)
-    assert t_quantile(0.975, 3) == pytest.approx(3.182446, abs=1e-5)
+def test_welch_against_textbook_values():
     test = welch(0.5, 0.1, 5, 0.7, 0.15, 5)
     assert test["df"] == pytest.approx(6.969, abs=1e-3) and test["p_value"] == pytest.approx(0.0423, abs=1e-3)
+    assert test["t"] == pytest.approx(2.4807, abs=1e-4)
+    # 95% CI half-width = t(0.975, df ~ 7) * se, t(0.975, 7) = 2.365 in the tables
+    assert (test["ci_high"] - test["ci_low"]) / 2 / test["se"] == pytest.approx(2.365, abs=2e-3)
+    assert welch(0.7, 0.15, 5, 0.5, 0.1, 5)["t"] == pytest.approx(-test["t"])  # B - A, signed
     assert math.isnan(welch(0.5, float("nan"), 1, 0.7, 0.1, 3)["p_value"])
+
+
+def test_multiple_comparison_corrections_against_hand_computed_values():
+    p = [0.01, 0.04, np.nan, 0.03, 0.5]
+    # Holm: sorted p times (m - rank), running max; BH: p * m / rank, running min from the top
+    np.testing.assert_allclose(adjust_p_values(p, "holm"), [0.04, 0.09, np.nan, 0.09, 0.5])
+    np.testing.assert_allclose(adjust_p_values(p, "bh"), [0.04, 0.16 / 3, np.nan, 0.16 / 3, 0.5])
+    np.testing.assert_allclose(adjust_p_values(p, "none"), p)
+    with pytest.raises(ValueError, match="'sidak' is not known; valid: bh, holm, none"):
+        adjust_p_values(p, "sidak")
+
+
+def _null_boards(cells: int = 100, seeds_per_side: int = 3, seed: int = 0):
+    """Two leaderboards of one setting from disjoint seeds: every cell's seeds
+    come from one distribution (its own mean and spread), so no cell truly changed."""
+    rng = np.random.default_rng(seed)
+    base = {c: 0 for c in COLUMN_NAMES}
+    boards = ([], [])
+    for cell in range(cells):
+        mean, spread = rng.uniform(0.1, 0.9), rng.uniform(0.02, 0.2)
+        scores = np.clip(rng.normal(mean, spread, size=2 * seeds_per_side), 0, 1)
+        for board, side in zip(boards, (scores[:seeds_per_side], scores[seeds_per_side:])):
+            board.append({**base, "schema_version": SCHEMA_VERSION, "task": f"task{cell // 10}",
+                          "method": f"transformer/enc{cell % 10}", "status": "ok", "n_seeds": seeds_per_side,
+                          "ood_exact_match_mean": side.mean(), "ood_exact_match_std": side.std(ddof=1)})
+    return pd.DataFrame(boards[0]), pd.DataFrame(boards[1])
+
+
+def test_compare_of_one_setting_reports_no_change_after_correction():
+    a, b = _null_boards()
+    uncorrected = summary_counts(compare_frames(a, b, correction="none"))
+    assert uncorrected["improved"] + uncorrected["worse"] > 0  # chance alone flags cells at p < 0.05
+    for correction in ("bh", "holm"):
+        counts = summary_counts(compare_frames(a, b, correction=correction))
+        assert counts["improved"] == counts["worse"] == 0 and counts["unchanged"] == 100, correction
 
 
 @pytest.fixture
@@ -95,15 +129,46 @@ def two_boards(tmp_path, tiny_preset):
 
 
 def test_compare_real_leaderboards(two_boards, tmp_path, capsys):
+    """Every cell of compare.csv is recomputed here from the two CSVs: the means,
+    Welch's test (scipy), the correction and the verdict; the printout and
+    compare.md carry the same verdicts and counts."""
+    from scipy import stats
+
     a, b = two_boards
     out = tmp_path / "cmp"
-    assert main(["compare", str(a), str(b), "--out", str(out)]) == 0
+    assert main(["compare", str(a), str(b), "--out", str(out), "--correction", "holm"]) == 0
     printed = capsys.readouterr().out
-    assert "summary: improved" in printed
-    for name in ("compare.csv", "compare.md", "compare.png"):
-        assert (out / name).exists()
+    board_a, board_b = read_leaderboard(a), read_leaderboard(b)
     diff = pd.read_csv(out / "compare.csv")
-    assert len(diff) == 4 and set(diff.verdict) <= {"improved", "worse", "unchanged", "untested"}
+    assert len(diff) == 4 and set(diff.correction) == {"holm"}
+    tested = []
+    for _, r in diff.iterrows():
+        ra = board_a[(board_a.task == r.task) & (board_a.method == r.method)].iloc[0]
+        rb = board_b[(board_b.task == r.task) & (board_b.method == r.method)].iloc[0]
+        line = next(x for x in printed.splitlines() if x.startswith(f"| {r.task} | `{r.method}`"))
+        assert line.rstrip(" |").endswith(r.verdict)
+        if "ok" != ra.status or "ok" != rb.status:
+            assert r.verdict == "untested" and np.isnan(r.p_value)
+            continue
+        assert r.mean_a == pytest.approx(ra.ood_exact_match_mean) and r.mean_b == pytest.approx(rb.ood_exact_match_mean)
+        assert r.delta == pytest.approx(rb.ood_exact_match_mean - ra.ood_exact_match_mean)
+        if ra.ood_exact_match_std + rb.ood_exact_match_std > 0:
+            expected = stats.ttest_ind_from_stats(rb.ood_exact_match_mean, rb.ood_exact_match_std, 2,
+                                                  ra.ood_exact_match_mean, ra.ood_exact_match_std, 2,
+                                                  equal_var=False).pvalue
+            assert r.p_value == pytest.approx(expected)
+        tested.append(r)
+    assert len(tested) >= 2
+    holm = adjust_p_values([r.p_value for r in tested], "holm")
+    np.testing.assert_allclose([r.p_adjusted for r in tested], holm)
+    for r, p in zip(tested, holm):
+        assert r.verdict == ("unchanged" if p >= 0.05 else "improved" if r.delta > 0 else "worse")
+    counts = summary_counts(diff)
+    assert f"summary: {', '.join(f'{k} {v}' for k, v in counts.items())} (multiple-comparison correction: holm)" in printed
+    assert "Holm (family-wise error rate)" in (out / "compare.md").read_text()
+    from PIL import Image
+
+    assert Image.open(out / "compare.png").size[0] > 100
     for name in ("leaderboard_heatmap.png", "accuracy_vs_length.png", "leaderboard_levels.csv"):
         assert (a.parent / name).exists()
 

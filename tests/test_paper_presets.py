@@ -6,13 +6,13 @@ from dataclasses import replace
 import pytest
 import torch
 
-from benchmark.evaluate import evaluate_length
-from benchmark.grid import grid_configs
-from benchmark.presets import PAPER_PRESETS, get_preset
-from benchmark.runner import not_applicable_reason
-from benchmark.train import build_group, train_group
-from models.transformer import ModelSize
-from tasks import get_task
+from lengthbench.benchmark.evaluate import evaluate_length
+from lengthbench.benchmark.grid import grid_configs
+from lengthbench.benchmark.presets import PAPER_PRESETS, get_preset
+from lengthbench.benchmark.runner import not_applicable_reason
+from lengthbench.benchmark.train import build_group, train_group
+from lengthbench.models.transformer import ModelSize
+from lengthbench.tasks import get_task
 
 CPU = torch.device("cpu")
 TINY = ModelSize(d_model=16, n_layers=1, n_heads=2, d_ff=16)

@@ -3,8 +3,8 @@ asserted, only that each is measured and consistent)."""
 
 import json
 
-from benchmark.cli import main
-from benchmark.presets import get_preset
+from lengthbench.benchmark.cli import main
+from lengthbench.benchmark.presets import get_preset
 
 
 def test_perf_measures_and_writes_json(tmp_path, capsys):
@@ -28,7 +28,7 @@ def test_perf_measures_and_writes_json(tmp_path, capsys):
 
 
 def test_perf_bf16_times_groups_and_checks_accuracy(tmp_path, monkeypatch, capsys):
-    import benchmark.perf as perf
+    import lengthbench.benchmark.perf as perf
     from conftest import make_tiny_preset
 
     monkeypatch.setattr(perf, "get_preset", lambda name: make_tiny_preset() if name == "smoke" else get_preset(name))

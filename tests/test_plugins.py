@@ -6,10 +6,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import benchmark.grid as grid_module
-from benchmark.cli import main
-from models import plugins
-from models.encodings import encoding_entry, encoding_names
+import lengthbench.benchmark.grid as grid_module
+from lengthbench.benchmark.cli import main
+from lengthbench.models import plugins
+from lengthbench.models.encodings import encoding_entry, encoding_names
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -56,7 +56,7 @@ def test_plugin_source_hash_in_config():
 
 
 def test_submit_ranks_and_reuses_builtin_records(tmp_path, capsys, tiny_preset, monkeypatch):
-    import benchmark.cli as cli
+    import lengthbench.benchmark.cli as cli
 
     monkeypatch.setitem(cli.PRESETS, "tiny", tiny_preset)
     results = tmp_path / "res"
@@ -90,7 +90,7 @@ def test_submit_name_collision_refused(capsys, tiny_preset, monkeypatch):
 def test_entry_point_plugins_are_discovered(tmp_path, monkeypatch):
     module = tmp_path / "lb_entry_plugin.py"
     module.write_text(
-        "from models.encodings import PositionEncoding, register_encoding\n"
+        "from lengthbench.models.encodings import PositionEncoding, register_encoding\n"
         "@register_encoding('entry-point-demo')\n"
         "class Demo(PositionEncoding):\n    pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -99,3 +99,11 @@ def test_entry_point_plugins_are_discovered(tmp_path, monkeypatch):
     assert plugins.load_entry_points() == ["entry-point-demo"]
     assert "entry-point-demo" in encoding_names()
     assert encoding_entry("entry-point-demo").source.startswith("entry point lb_entry_plugin")
+
+
+def test_a_plugin_with_the_old_top_level_imports_is_told_the_new_namespace(tmp_path):
+    from lengthbench.models.plugins import _import_failure
+
+    err = ModuleNotFoundError("No module named 'models'", name="models.encodings")
+    message = str(_import_failure(tmp_path / "plugin.py", err))
+    assert "from lengthbench.models.encodings import" in message and "plugin.py" in message

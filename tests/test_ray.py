@@ -13,8 +13,8 @@ from dataclasses import replace
 
 import pytest
 
-from benchmark.claims import CLAIM_SUFFIX
-from benchmark.cli import main
+from lengthbench.benchmark.claims import CLAIM_SUFFIX
+from lengthbench.benchmark.cli import main
 
 ray = pytest.importorskip("ray")
 
@@ -27,7 +27,7 @@ def cluster():
 
 
 def test_smoke_through_ray_gives_the_local_leaderboard(tmp_path, cluster, monkeypatch, tiny_preset):
-    import benchmark.cli as cli
+    import lengthbench.benchmark.cli as cli
 
     monkeypatch.setitem(cli.PRESETS, "tiny", tiny_preset)
     common = ["run", "--preset", "tiny", "--seeds", "0,1", "--no-progress"]
@@ -40,7 +40,7 @@ def test_smoke_through_ray_gives_the_local_leaderboard(tmp_path, cluster, monkey
 
 
 def test_a_killed_ray_worker_is_retried_and_the_grid_completes(tmp_path, cluster, tiny_preset):
-    from benchmark.grid import run_grid
+    from lengthbench.benchmark.grid import run_grid
 
     preset = replace(tiny_preset.with_grid(tasks=["copy"], encodings=["nope"], seeds=[0, 1]),
                      settings={**tiny_preset.settings, "steps": 400})

@@ -2,12 +2,12 @@
 
 from pathlib import Path
 
-from benchmark.cli import build_parser
-from benchmark.presets import PRESETS
-from leaderboard.schema import COLUMN_NAMES, schema_table
-from models.encodings import encoding_entry, encoding_names
-from models.families import family_names
-from tasks.listing import tasks_table
+from lengthbench.benchmark.cli import build_parser
+from lengthbench.benchmark.presets import PRESETS
+from lengthbench.leaderboard.schema import COLUMN_NAMES, schema_table
+from lengthbench.models.encodings import encoding_entry, encoding_names
+from lengthbench.models.families import family_names
+from lengthbench.tasks.listing import tasks_table
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.records import load_records
-from leaderboard.aggregate import leaderboard_frame
-from leaderboard.tables import write_tables
+from lengthbench.benchmark.records import load_records
+from lengthbench.leaderboard.aggregate import leaderboard_frame
+from lengthbench.leaderboard.tables import write_tables
 
 REFERENCE = Path(__file__).resolve().parent.parent / "leaderboard" / "reference"
 
@@ -25,7 +25,7 @@ def test_reference_tables_rebuild_from_their_records(folder, tmp_path):
 @pytest.mark.parametrize("folder", sorted(p for p in REFERENCE.iterdir() if (p / "reproduction.md").exists()),
                          ids=lambda p: p.name)
 def test_reproduction_reports_rebuild_from_their_records(folder):
-    from leaderboard.reproduction import REPORTS
+    from lengthbench.leaderboard.reproduction import REPORTS
 
     records = load_records(folder / "records")
     assert REPORTS[folder.name](records) == (folder / "reproduction.md").read_text()

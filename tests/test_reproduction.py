@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmark.cli import main
-from leaderboard.reproduction import chomsky_report, nope_report, reciprocal_ranks
+from lengthbench.benchmark.cli import main
+from lengthbench.leaderboard.reproduction import chomsky_report, nope_report, reciprocal_ranks
 
 MODEL = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "dropout": 0.0}
 

@@ -10,15 +10,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import benchmark.cli as cli
-import benchmark.runner as runner
-from benchmark.cli import main
-from benchmark.grid import run_grid
-from leaderboard.aggregate import leaderboard_frame
-from leaderboard.schema import read_leaderboard
+import lengthbench.benchmark.cli as cli
+import lengthbench.benchmark.runner as runner
+from lengthbench.benchmark.cli import main
+from lengthbench.benchmark.grid import run_grid
+from lengthbench.leaderboard.aggregate import leaderboard_frame
+from lengthbench.leaderboard.schema import read_leaderboard
 
 FAILS_IN_TRAINING = """
-from models.encodings import PositionEncoding, register_encoding
+from lengthbench.models.encodings import PositionEncoding, register_encoding
 
 
 @register_encoding("fails-in-training")
@@ -59,7 +59,7 @@ def test_records_listed_twice_count_once(tmp_path, tiny_preset):
 
 @pytest.mark.parametrize("outcome", ["not_applicable", "error", "diverged"])
 def test_grid_where_no_run_finished_still_gets_a_leaderboard(tmp_path, tiny, monkeypatch, outcome, capsys):
-    from benchmark.train import TrainResult
+    from lengthbench.benchmark.train import TrainResult
 
     if outcome == "error":
         monkeypatch.setattr(runner, "train_group", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
@@ -112,7 +112,7 @@ def test_submit_name_reaches_pool_workers(tmp_path, monkeypatch, tiny_preset, ca
 
 
 def test_plan_estimates_without_training_or_writing(tmp_path, tiny, monkeypatch, capsys):
-    import benchmark.grid as grid_module
+    import lengthbench.benchmark.grid as grid_module
 
     results = tmp_path / "res"
     argv = ["run", *tiny, "--results", str(results), "--plan"]

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks import BOS, EOS, IGNORE, PAD, SEP, get_task, make_batch, task_names
+from lengthbench.tasks import BOS, EOS, IGNORE, PAD, SEP, get_task, make_batch, task_names
 
 LENGTHS = st.one_of(st.integers(1, 12), st.sampled_from([1, 2, 3, 31, 32, 100, 499, 500]))
 

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-import benchmark.versions as versions
-from benchmark.grid import grid_configs, run_grid
-from benchmark.records import load_records
-from leaderboard.aggregate import MixedConfigError, leaderboard_frame
-from tasks import get_task
+import lengthbench.benchmark.versions as versions
+from lengthbench.benchmark.grid import grid_configs, run_grid
+from lengthbench.benchmark.records import load_records
+from lengthbench.leaderboard.aggregate import MixedConfigError, leaderboard_frame
+from lengthbench.tasks import get_task
 
 
 def test_every_source_change_is_recorded_with_its_version():
     """Fails when a task, an encoding or the trainer changed since
     ``benchmark/code_digests.json``: bump its version if results change,
-    then run ``python -m benchmark.versions --update``."""
+    then run ``python -m lengthbench.benchmark.versions --update``."""
     assert versions.unrecorded_changes() == []
 
 

@@ -2,10 +2,10 @@
 (in leaderboard row order)."""
 
 # isort: off
-from models.encodings import nope, absolute, rope, alibi, t5, kerple, fire, xpos, cope  # noqa: F401
-from models.encodings import randomized, coupled, abacus  # noqa: F401  (randomized wraps the bases)
+from lengthbench.models.encodings import nope, absolute, rope, alibi, t5, kerple, fire, xpos, cope  # noqa: F401
+from lengthbench.models.encodings import randomized, coupled, abacus  # noqa: F401  (randomized wraps the bases)
 # isort: on
-from models.encodings.base import (
+from lengthbench.models.encodings.base import (
     PositionContext,
     PositionEncoding,
     PositionsOutOfRange,

@@ -20,8 +20,8 @@ else, which the leaderboard shows.
 
 import torch
 
-from models.encodings.base import register_encoding
-from models.encodings.coupled import Coupled
+from lengthbench.models.encodings.base import register_encoding
+from lengthbench.models.encodings.coupled import Coupled
 
 
 @register_encoding("abacus", defaults={"max_positions": 256, "max_offset": 100},

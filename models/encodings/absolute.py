@@ -12,7 +12,7 @@ import math
 import torch
 from torch import nn
 
-from models.encodings.base import PositionEncoding, check_table_range, register_encoding
+from lengthbench.models.encodings.base import PositionEncoding, check_table_range, register_encoding
 
 
 @register_encoding("learned", defaults={"max_positions": 2048},

@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from models.encodings.base import PositionEncoding, register_encoding
+from lengthbench.models.encodings.base import PositionEncoding, register_encoding
 
 
 def alibi_slopes(n_heads: int) -> torch.Tensor:

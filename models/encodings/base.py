@@ -25,7 +25,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from tasks.base import InputError, UnknownNameError
+from lengthbench.tasks.base import InputError, UnknownNameError
 
 
 class PositionsOutOfRange(RuntimeError):

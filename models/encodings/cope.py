@@ -16,7 +16,7 @@ It uses the ``content_bias`` hook: the bias depends on q and k.
 import torch
 from torch import nn
 
-from models.encodings.base import PositionEncoding, register_encoding
+from lengthbench.models.encodings.base import PositionEncoding, register_encoding
 
 
 def cope_positions(q: torch.Tensor, k: torch.Tensor, max_positions: int) -> torch.Tensor:

@@ -11,7 +11,7 @@ the offset is 0. Tasks without structured ids make this cell "n/a".
 import torch
 from torch import nn
 
-from models.encodings.base import PositionEncoding, check_table_range, register_encoding
+from lengthbench.models.encodings.base import PositionEncoding, check_table_range, register_encoding
 
 
 @register_encoding("coupled", defaults={"max_positions": 128},

@@ -12,7 +12,7 @@ normaliser depends on the query position i.
 import torch
 from torch import nn
 
-from models.encodings.base import PositionEncoding, register_encoding
+from lengthbench.models.encodings.base import PositionEncoding, register_encoding
 
 
 @register_encoding("fire", defaults={"c_init": 0.1, "L_init": 32.0, "hidden": 32},

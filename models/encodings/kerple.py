@@ -13,7 +13,7 @@ Both biases decrease with distance for any admissible r1, r2.
 import torch
 from torch import nn
 
-from models.encodings.base import PositionEncoding, register_encoding
+from lengthbench.models.encodings.base import PositionEncoding, register_encoding
 
 MIN_PARAM = 0.01
 

@@ -3,7 +3,7 @@
 A causal decoder can still infer position from the attention pattern itself.
 """
 
-from models.encodings.base import PositionEncoding, register_encoding
+from lengthbench.models.encodings.base import PositionEncoding, register_encoding
 
 
 @register_encoding("nope", description="no positional encoding (causal mask only)")

@@ -10,7 +10,7 @@ original example value; it must exceed the longest test sequence.
 
 import torch
 
-from models.encodings.base import (
+from lengthbench.models.encodings.base import (
     PositionsOutOfRange,
     encoding_entry,
     register_encoding,

@@ -8,7 +8,7 @@ Hugging Face Llama), not interleaved. ``q_i . k_j`` depends on i - j only.
 
 import torch
 
-from models.encodings.base import PositionEncoding, register_encoding
+from lengthbench.models.encodings.base import PositionEncoding, register_encoding
 
 
 def rotate_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

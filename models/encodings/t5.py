@@ -13,7 +13,7 @@ import math
 import torch
 from torch import nn
 
-from models.encodings.base import PositionEncoding, register_encoding
+from lengthbench.models.encodings.base import PositionEncoding, register_encoding
 
 
 def t5_bucket(distance: torch.Tensor, num_buckets: int, max_distance: int) -> torch.Tensor:

@@ -13,8 +13,8 @@ in float range at very long lengths).
 
 import torch
 
-from models.encodings.base import register_encoding
-from models.encodings.rope import RoPE, rotate_half
+from lengthbench.models.encodings.base import register_encoding
+from lengthbench.models.encodings.rope import RoPE, rotate_half
 
 
 @register_encoding("xpos", defaults={"base": 10000.0, "scale_base": 512.0, "zeta_offset": 0.4},
