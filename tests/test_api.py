@@ -1,0 +1,100 @@
+"""The Python API (``lengthbench.run``, ``load_records``, ``leaderboard``,
+``compare``) against the files and records it writes."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import lengthbench
+from conftest import make_tiny_preset
+from lengthbench.benchmark.presets import PRESETS
+from lengthbench.leaderboard.schema import read_leaderboard
+from lengthbench.tasks.base import InputError, UnknownNameError
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """One real run of the tiny grid through the API: (board, results folder)."""
+    results = tmp_path_factory.mktemp("api") / "records"
+    PRESETS["tiny"] = make_tiny_preset()
+    try:
+        board = lengthbench.run("tiny", seeds=[0, 1], results=results, progress=False)
+    finally:
+        del PRESETS["tiny"]
+    return board, results
+
+
+def test_run_returns_the_leaderboard_it_wrote(tiny_run):
+    board, results = tiny_run
+    assert isinstance(board, pd.DataFrame) and len(board) == 4
+    assert set(board.method) == {"transformer/nope", "transformer/coupled"}
+    written = board.attrs["written"]
+    assert written["csv"] == results / "leaderboard.csv" and board.attrs["failed"] == []
+    on_disk = read_leaderboard(written["csv"])
+    pd.testing.assert_frame_equal(on_disk.reset_index(drop=True)[["task", "method", "n_seeds"]],
+                                  board.reset_index(drop=True)[["task", "method", "n_seeds"]], check_dtype=False)
+    provenance = json.loads(written["provenance"].read_text())
+    assert provenance["command"] == f"lengthbench.run('tiny', seeds=[0, 1], results={results!r})"
+    assert len(list(results.glob("*__seed*__*.json"))) == 8
+
+
+def test_run_refuses_an_unknown_preset_naming_the_valid_ones(tmp_path):
+    with pytest.raises(UnknownNameError, match="'quik'.*quick"):
+        lengthbench.run("quik", results=tmp_path / "r")
+    assert not (tmp_path / "r").exists()
+
+
+def test_load_records_is_one_row_per_run_and_length_with_every_config_field(tiny_run):
+    _, results = tiny_run
+    runs = lengthbench.load_records(results)
+    records = [json.loads(p.read_text()) for p in sorted(results.glob("*__seed*__*.json"))]
+    finished = [r for r in records if r["status"] == "ok"]
+    assert len(runs) == sum(len(r["per_length"]) for r in finished) + len(records) - len(finished)
+    for record in records:
+        rows = runs[runs.run_id == record["run_id"]]
+        config = record["config"]
+        for field in ("steps", "batch_size", "lr", "train_length", "test_length", "eval_samples"):
+            assert set(rows[field]) == {config[field]}
+        assert set(rows["model.d_model"]) == {config["model"]["d_model"]}
+        if record["status"] != "ok":  # n/a: one row, no length
+            assert len(rows) == 1 and rows.length.isna().all()
+            continue
+        assert list(rows.length) == [m["length"] for m in record["per_length"]]
+        np.testing.assert_allclose(rows.exact_match, [m["exact_match"] for m in record["per_length"]])
+        assert list(rows.split) == ["id" if m["length"] <= config["train_length"] else "ood"
+                                    for m in record["per_length"]]
+
+
+def test_load_records_refuses_a_missing_folder(tmp_path):
+    with pytest.raises(InputError, match="'.*nowhere' does not exist"):
+        lengthbench.load_records(tmp_path / "nowhere")
+    with pytest.raises(InputError, match="holds no run records"):
+        lengthbench.load_records(tmp_path)
+
+
+def test_leaderboard_matches_the_written_csv_and_writes_only_when_asked(tiny_run, tmp_path):
+    _, results = tiny_run
+    board = lengthbench.leaderboard(results)
+    assert "written" not in board.attrs
+    stored = read_leaderboard(results / "leaderboard.csv")
+    pd.testing.assert_frame_equal(board.reset_index(drop=True), stored.reset_index(drop=True), check_dtype=False)
+    written = lengthbench.leaderboard(results, out=tmp_path / "board").attrs["written"]
+    assert written["csv"].read_bytes() == (results / "leaderboard.csv").read_bytes()
+
+
+def test_compare_takes_paths_or_frames(tiny_run, tmp_path):
+    _, results = tiny_run
+    csv = results / "leaderboard.csv"
+    board = lengthbench.leaderboard(results)
+    moved = board.copy()
+    moved["ood_exact_match_mean"] = np.minimum(1.0, moved.ood_exact_match_mean + 0.5)
+    diff = lengthbench.compare(csv, moved, correction="none", out=tmp_path / "cmp")
+    tested = diff[diff.p_value.notna()]
+    assert len(tested) >= 1 and (tested.delta > 0).all() and set(diff.correction) == {"none"}
+    assert (tmp_path / "cmp" / "compare.csv").exists() and diff.attrs["written"]["md"].exists()
+    same = lengthbench.compare(csv, csv)
+    assert set(same.correction) == {"bh"} and not same.verdict.isin(["improved", "worse"]).any()
+    with pytest.raises(UnknownNameError, match="'accuracy'.*exact_match, token_accuracy"):
+        lengthbench.compare(csv, csv, metric="accuracy")

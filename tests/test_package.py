@@ -1,0 +1,43 @@
+"""The installed package: one ``lengthbench`` namespace, nothing under a generic
+top-level name, its reference records shipped (a real install outside the repository)."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GENERIC = ("tasks", "models", "benchmark", "leaderboard")
+
+CHECK = """
+import importlib.util, sys
+from pathlib import Path
+import lengthbench
+site = Path(sys.argv[1]).resolve()
+assert Path(lengthbench.__file__).resolve().is_relative_to(site), lengthbench.__file__
+records = site / "lengthbench" / "leaderboard" / "reference" / "quick" / "records"
+runs = lengthbench.load_records(records)
+board = lengthbench.leaderboard(records)
+print(len(runs), len(board), *(name for name in %r if importlib.util.find_spec(name) is not None))
+""" % (GENERIC,)
+
+
+def test_a_fresh_install_is_one_namespace(tmp_path):
+    source, site = tmp_path / "source", tmp_path / "site"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "results", "build", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--no-index", "--target", str(site), str(source)], check=True, capture_output=True)
+    installed = {p.name for p in site.iterdir() if not p.name.endswith(".dist-info")}
+    assert installed == {"lengthbench", "bin"}, installed
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    out = subprocess.run([sys.executable, "-c", CHECK, str(site)], cwd=tmp_path, env=env,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    rows, cells, *importable = out.stdout.split()
+    assert int(rows) > 100 and int(cells) == 20
+    assert importable == [], f"generic top-level modules importable: {importable}"
+    cli = subprocess.run([str(site / "bin" / "lengthbench"), "list", "models"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True)
+    assert cli.returncode == 0 and "lstm" in cli.stdout, cli.stderr
