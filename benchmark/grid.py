@@ -18,9 +18,11 @@ import logging
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import numpy as np
@@ -146,6 +148,12 @@ class _SigintIgnored:
             signal.signal(signal.SIGINT, self.previous)
 
 
+# Worker processes start by importing the main script; one that starts a grid at its top level
+# (no ``if __name__ == "__main__":``) makes every worker die at start.
+UNGUARDED_SCRIPT_HINT = ("If the grid was started from a Python script, worker processes import that script: "
+                         "call lengthbench.run under `if __name__ == \"__main__\":`, or pass workers=1.")
+
+
 def _run_pool(todo: list[list[RunConfig]], workers: int, plugins: tuple, results_dir: Path, force: bool,
               checkpoint_every: float, finish, leave) -> None:
     threads = max(1, torch.get_num_threads() // workers)
@@ -160,6 +168,8 @@ def _run_pool(todo: list[list[RunConfig]], workers: int, plugins: tuple, results
             try:
                 records, elsewhere = future.result()
             except Exception as err:  # noqa: BLE001  (a worker died: record it, go on)
+                if isinstance(err, BrokenProcessPool) and getattr(sys.modules["__main__"], "__file__", None):
+                    err = BrokenProcessPool(f"{err} {UNGUARDED_SCRIPT_HINT}")
                 records, elsewhere = [error_record(c, default_device(), err) for c in futures[future]], []
             for record in records:
                 finish(record)

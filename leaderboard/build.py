@@ -1,10 +1,11 @@
-"""``lengthbench leaderboard``: records -> leaderboard.csv / .md / levels / plots."""
+"""``lengthbench leaderboard``: records -> leaderboard.csv / .md / levels / plots / html."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from lengthbench.leaderboard.aggregate import leaderboard_frame, per_length_frame
+from lengthbench.leaderboard.html import write_html
 from lengthbench.leaderboard.plots import plot_accuracy_vs_length, plot_heatmap
 from lengthbench.leaderboard.tables import write_tables
 
@@ -23,4 +24,6 @@ def build_leaderboard(records: list[dict], out_dir: Path):
         paths["png"] = plot_accuracy_vs_length(per_length, curves)
     else:  # no run finished: a figure left from another grid would describe that grid
         curves.unlink(missing_ok=True)
+    paths["html"] = write_html(board, per_length, Path(out_dir) / "leaderboard.html",
+                               f"lengthbench leaderboard: {Path(out_dir).resolve().name}")
     return board, paths

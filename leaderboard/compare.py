@@ -88,7 +88,7 @@ def to_markdown(diff: pd.DataFrame, name_a: str, name_b: str) -> str:
 
 
 def plot_compare(diff: pd.DataFrame, path: Path) -> Path:
-    from lengthbench.leaderboard.plots import method_colors, plt
+    from lengthbench.leaderboard.plots import SAVE_DPI, method_colors, plt
 
     both = diff[diff.delta.notna()].copy()
     both["order"] = both.method.map({m: i for i, m in enumerate(method_order(both.method.unique()))})
@@ -109,7 +109,7 @@ def plot_compare(diff: pd.DataFrame, path: Path) -> Path:
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     try:
-        return save_figure(fig, path, dpi=110)
+        return save_figure(fig, path, dpi=SAVE_DPI)
     finally:
         plt.close(fig)
 

@@ -15,6 +15,8 @@ from lengthbench.benchmark.files import save_figure  # noqa: E402
 from lengthbench.leaderboard.aggregate import method_order  # noqa: E402
 from lengthbench.models.encodings import encoding_names  # noqa: E402
 from lengthbench.models.families import family_names  # noqa: E402
+
+SAVE_DPI = 110
 from lengthbench.tasks import task_names  # noqa: E402
 
 
@@ -57,17 +59,27 @@ def method_colors(names) -> dict[str, tuple]:
     return colors
 
 
-def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = "exact_match") -> Path:
+LEGEND_COLUMN_INCHES = 2.6  # room for a long method name (transformer/randomized-kerple-power)
+LEGEND_ROW_INCHES = 0.24
+
+
+def accuracy_vs_length_figure(per_length: pd.DataFrame, metric: str = "exact_match"):
     """One panel per task, one line per method (mean over seeds, the seed
-    range shaded), a dashed vertical line at L_train."""
+    range shaded), a dashed vertical line at L_train; the legend sits in a
+    band reserved below the panels, as tall as its rows need, so it stays
+    inside the image for any number of tasks and methods."""
     registry = task_names()
     tasks = sorted(dict.fromkeys(per_length["task"]),
                    key=lambda t: registry.index(t) if t in registry else len(registry))
+    methods = method_order(per_length["method"].unique())
     cols = min(4, max(1, len(tasks)))
     rows = -(-len(tasks) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(max(7.5, 4.2 * cols), 3.2 * rows + 0.6),
-                             squeeze=False, sharey=True)
-    colors = method_colors(dict.fromkeys(per_length["method"]))
+    width = max(7.5, 4.2 * cols)
+    legend_columns = max(1, min(len(methods), int(width // LEGEND_COLUMN_INCHES)))
+    legend_height = LEGEND_ROW_INCHES * -(-len(methods) // legend_columns) + 0.2
+    height = 3.2 * rows + 0.6 + legend_height
+    fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False, sharey=True)
+    colors = method_colors(methods)
     for ax, task in zip(axes.flat, tasks):
         sub = per_length[per_length.task == task]
         for method in method_order(sub["method"].unique()):
@@ -88,13 +100,19 @@ def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = 
     for ax in axes.flat:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=min(6, len(handles)),
-               frameon=False, bbox_to_anchor=(0.5, -0.02))
+    fig.legend([handles[m] for m in methods if m in handles], [m for m in methods if m in handles],
+               loc="lower center", ncol=legend_columns, frameon=False,
+               bbox_to_anchor=(0.5, 0.0), fontsize=9)
     fig.suptitle(f"{metric.replace('_', ' ')} vs length (dashed: L_train; shaded: seed range)",
                  fontsize=10)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.tight_layout(rect=(0, legend_height / height, 1, 1))
+    return fig
+
+
+def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = "exact_match") -> Path:
+    fig = accuracy_vs_length_figure(per_length, metric)
     try:
-        return save_figure(fig, path, dpi=110)
+        return save_figure(fig, path, dpi=SAVE_DPI)
     finally:
         plt.close(fig)
 
@@ -139,6 +157,6 @@ def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match
     ax.set_title(f"{metric.replace('_', ' ')} (%), tasks grouped by level", pad=16, fontsize=9)
     fig.tight_layout()
     try:
-        return save_figure(fig, path, dpi=110)
+        return save_figure(fig, path, dpi=SAVE_DPI)
     finally:
         plt.close(fig)

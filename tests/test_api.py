@@ -98,3 +98,30 @@ def test_compare_takes_paths_or_frames(tiny_run, tmp_path):
     assert set(same.correction) == {"bh"} and not same.verdict.isin(["improved", "worse"]).any()
     with pytest.raises(UnknownNameError, match="'accuracy'.*exact_match, token_accuracy"):
         lengthbench.compare(csv, csv, metric="accuracy")
+
+
+GRID_SCRIPT = """
+import lengthbench
+{guard}lengthbench.run("smoke", tasks=["parity_check"], encodings=["nope", "rope"], results={results!r},
+{indent}                workers=2, progress=False)
+"""
+
+
+@pytest.mark.parametrize("guarded", [True, False])
+def test_run_from_a_script_needs_the_main_guard_and_says_so(guarded, tmp_path):
+    """Worker processes import the main script: a guarded script trains its grid, an
+    unguarded one gets every run recorded as an error that says how to fix it."""
+    import subprocess
+    import sys
+
+    results = tmp_path / "records"
+    script = tmp_path / "grid.py"
+    script.write_text(GRID_SCRIPT.format(guard='if __name__ == "__main__":\n    ' if guarded else "",
+                                         indent="    " if guarded else "", results=str(results)))
+    subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    records = lengthbench.load_records(results)
+    if guarded:
+        assert set(records.status) == {"ok"}
+    else:
+        assert set(records.status) == {"error"}
+        assert records.error.str.contains('under `if __name__ == "__main__":`, or pass workers=1').all()

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from lengthbench.models import ModelSize, Transformer, build_encoding, encoding_names
-from lengthbench.models.encodings import PositionsOutOfRange
+from lengthbench.models.encodings import PositionsOutOfRange, encoding_entry
 from lengthbench.models.encodings.alibi import alibi_slopes
 from lengthbench.models.encodings.randomized import random_sorted_positions
 
@@ -235,9 +235,11 @@ def test_abacus_ids_are_digit_significance_and_numeric_tasks_only():
     assert runs == {"addition", "multiplication", "binary_addition", "binary_multiplication"}
 
 
-@pytest.mark.parametrize("name", ["xpos", "cope", "abacus", "coupled"])
-def test_new_encodings_pass_the_contract(name):
-    """A table too short for the longest check length is reported as unsupported there, as a grid records it."""
+@pytest.mark.parametrize("name", [n for n in encoding_names() if encoding_entry(n).source == "built-in"])
+def test_every_built_in_encoding_passes_the_contract(name):
+    """What ``lengthbench check`` runs on a plugin, every built-in passes too. A table
+    too short for the longest check length is reported as unsupported there, as a
+    grid records it (``coupled``, ``abacus``), not as a failure."""
     from lengthbench.models.contract import check_encoding
 
     report = check_encoding(name)
@@ -272,3 +274,13 @@ def test_contract_checks_the_content_bias_shape():
     with pytest.raises(AssertionError, match="content_bias returned shape"):
         check_hook_shapes(WrongShape(32, 4))
     assert "content bias" in check_hook_shapes(build_encoding("cope", 32, 4))
+
+
+def test_encoding_kind_follows_the_hooks_an_encoding_overrides():
+    from lengthbench.models.encodings import encoding_kind
+
+    expected = {"nope": "none", "learned": "absolute", "sinusoidal": "absolute", "rope": "rotary",
+                "xpos": "rotary", "alibi": "relative bias", "t5": "relative bias", "fire": "relative bias",
+                "cope": "contextual", "coupled": "task-structured", "abacus": "task-structured",
+                "randomized-rope": "randomized", "no-such-encoding": "other"}
+    assert {name: encoding_kind(name) for name in expected} == expected

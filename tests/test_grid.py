@@ -1,6 +1,7 @@
 """Grid runner, run records and resume."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -68,10 +69,24 @@ def test_record_round_trips(tmp_path, tiny_preset):
     assert lengths == list(range(1, 8))
 
 
-def test_atomic_write_leaves_no_temp_files(tmp_path):
-    write_record(tmp_path, {"run_id": "t__e__seed0__h", "status": "ok", "config": {}, "schema_version": 1})
+@pytest.mark.parametrize("crash", [KeyboardInterrupt, lambda: OSError(28, "No space left on device")])
+def test_a_write_that_dies_half_way_leaves_the_old_record_whole(crash, tmp_path, monkeypatch):
+    """The process is killed (or the disk fills) after half of the new record is
+    written: the old record stays complete and no temp file is left behind."""
+    old = {"run_id": "t__e__seed0__h", "status": "ok", "config": {"steps": 1}, "schema_version": 1}
+    write_record(tmp_path, old)
+    real_write_text = Path.write_text
+
+    def dies_half_way(self, text, *args, **kwargs):
+        real_write_text(self, text[: len(text) // 2], *args, **kwargs)
+        raise crash()
+
+    monkeypatch.setattr(Path, "write_text", dies_half_way)
+    with pytest.raises((KeyboardInterrupt, OSError)):
+        write_record(tmp_path, {**old, "status": "error", "error": "x" * 10_000})
+    monkeypatch.undo()
     assert [p.name for p in tmp_path.iterdir()] == ["t__e__seed0__h.json"]
-    assert json.loads((tmp_path / "t__e__seed0__h.json").read_text())["run_id"] == "t__e__seed0__h"
+    assert json.loads((tmp_path / "t__e__seed0__h.json").read_text()) == old
 
 
 def test_eval_lengths_include_first_ood_length():

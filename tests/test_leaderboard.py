@@ -214,3 +214,36 @@ def test_malformed_csv_errors(two_boards, tmp_path, capsys, mutate, message):
     assert main(["compare", str(bad), str(two_boards[1]), "--out", str(tmp_path / "o")]) == 2
     line = capsys.readouterr().err.strip()
     assert message in line and "\n" not in line
+
+
+@pytest.mark.parametrize("n_tasks", [1, 4, 15, 19])
+def test_the_accuracy_vs_length_legend_lies_inside_the_saved_image(n_tasks, tmp_path):
+    """Every method is in the legend, and the legend sits inside the figure
+    (the saved image) without covering any panel, however many panel rows."""
+    from PIL import Image
+
+    from lengthbench.leaderboard.plots import SAVE_DPI, accuracy_vs_length_figure, plt, save_figure
+    from lengthbench.models.encodings import encoding_names
+    from lengthbench.tasks import task_names
+
+    methods = [f"transformer/{e}" for e in encoding_names()[:10]] + ["lstm", "stack-rnn"]
+    per_length = pd.DataFrame([
+        {"task": task, "method": method, "seed": seed, "train_length": 3, "length": n,
+         "exact_match": (seed + n) % 3 / 2}
+        for task in task_names()[:n_tasks] for method in methods for seed in (0, 1) for n in range(1, 7)])
+    fig = accuracy_vs_length_figure(per_length)
+    try:
+        fig.set_dpi(SAVE_DPI)
+        renderer = fig.canvas.get_renderer()
+        legend = fig.legends[0]
+        assert [t.get_text() for t in legend.get_texts()] == methods
+        box, image = legend.get_window_extent(renderer), fig.bbox
+        assert image.x0 <= box.x0 and box.x1 <= image.x1 and image.y0 <= box.y0 and box.y1 <= image.y1
+        for ax in fig.axes:
+            if ax.axison:
+                assert not box.overlaps(ax.get_tightbbox(renderer)), ax.get_title()
+        path = save_figure(fig, tmp_path / "curves.png", dpi=SAVE_DPI)
+        saved = Image.open(path).size  # the image is the figure: the legend's box is inside it
+        assert abs(saved[0] - image.width) <= 1 and abs(saved[1] - image.height) <= 1
+    finally:
+        plt.close(fig)

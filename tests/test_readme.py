@@ -39,8 +39,19 @@ def test_every_subcommand_documented():
 
 
 def test_two_commands_first():
-    head = README.split("## What you get")[0]
+    head = README.split("## What you will see")[0]
     assert head.count("```bash") == 2
     ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
     second = head.split("```bash")[2].split("```")[0].strip()
     assert second in ci
+
+
+def test_front_door_order():
+    """What it is, the two commands, what you will see, the three jobs, the guides,
+    reference results, then the reference."""
+    order = ["## Quick start", "## What you will see", "### 1. Run the full benchmark", "### 2. Submit a new encoding",
+             "### 3. Compare leaderboard CSVs", "## From Python", "### Add a task", "### Add an encoding",
+             "### Add a model family", "## Reference results", "## Reference: commands, files, schema"]
+    positions = [README.index(heading) for heading in order]
+    assert positions == sorted(positions)
+    assert README.index("## Quick start") < README.index("\n\n", README.index("# lengthbench")) + 400

@@ -190,12 +190,57 @@ def test_coupled_registry_flags():
     assert "parity_check" not in coupled
 
 
+def _changed_outputs(task, before: list[int], after: list[int]) -> list[int]:
+    """Output positions whose symbol differs. For numbers, the digits (least
+    significant first) compared as numbers: zero-padded, terminator dropped."""
+    if task.coupled_ids_are_significance:
+        digits = [i for i, s in enumerate(task.symbols) if s.isdigit()]
+        before, after = ([x for x in out if x in digits] for out in (before, after))
+        width = max(len(before), len(after))
+        before, after = before + [0] * (width - len(before)), after + [0] * (width - len(after))
+    return [j for j in range(max(len(before), len(after)))
+            if j >= min(len(before), len(after)) or before[j] != after[j]]
+
+
 @pytest.mark.parametrize("name", [n for n in task_names() if get_task(n).has_coupled_ids])
-def test_coupled_ids_cover_sequence(name):
+@pytest.mark.parametrize("length_above_min", [2, 5])
+def test_coupled_ids_pair_each_output_with_the_inputs_it_is_computed_from(name, length_above_min):
+    """Found with the oracle, not the generator: change one input symbol and see
+    which outputs change. A copied output shares its id with the one input it
+    copies (and every output copies one). For numbers, a changed digit of
+    significance k never moves a result digit below k, and (for a sum always,
+    for a product when the other factor's lowest digit is not 0) moves digit k:
+    the lowest moved result digit shares the changed digit's id."""
     task = get_task(name)
-    batch = make_batch(task, np.random.default_rng(0), np.array([task.min_length + 2] * 3))
-    assert (batch.position_ids >= 0).all()
-    assert not (batch.position_ids == np.arange(batch.tokens.shape[1])).all()
+    sample = task.sample(np.random.default_rng(length_above_min), task.min_length + length_above_min, 6)
+    digits = [i for i, s in enumerate(task.symbols) if s.isdigit()]
+    offsets = []  # numbers: id of the lowest moved result digit - id of the changed digit
+    for row in range(sample.inputs.shape[0]):
+        inputs, ids = [int(x) for x in sample.inputs[row]], sample.coupled_ids[row]
+        output = task.solve(inputs)
+        input_ids, output_ids = ids[1:1 + len(inputs)], ids[2 + len(inputs):]  # outputs, then padding
+        copied_from = {}
+        for i, symbol in enumerate(inputs):
+            if task.coupled_ids_are_significance and symbol not in digits:
+                continue  # an operator: not a digit of any significance
+            others = [x for x in (digits if task.coupled_ids_are_significance else range(len(task.symbols)))
+                      if x != symbol]
+            changes = [_changed_outputs(task, output, task.solve(inputs[:i] + [x] + inputs[i + 1:]))
+                       for x in others]
+            if task.coupled_ids_are_significance:
+                lowest = min(min(c) for c in changes if c)  # a digit past every id here: above all inputs
+                offsets.append((output_ids[lowest] if lowest < len(output_ids) else np.inf) - input_ids[i])
+                continue
+            for j in set().union(*changes):
+                assert j not in copied_from, f"{name}: output {j} depends on inputs {copied_from[j]} and {i}"
+                copied_from[j] = i
+                assert output_ids[j] == input_ids[i], (name, row, i, j)
+        if not task.coupled_ids_are_significance:
+            assert sorted(copied_from) == list(range(len(output)))  # every output copies an input
+    if task.coupled_ids_are_significance:
+        assert min(offsets) == 0, offsets
+        exact = np.mean(np.array(offsets) == 0)
+        assert exact == 1 if "addition" in name else exact >= 0.5, offsets
 
 
 @pytest.mark.parametrize("name", task_names())

@@ -11,6 +11,7 @@ from lengthbench.models.encodings.base import (
     PositionsOutOfRange,
     build_encoding,
     encoding_entry,
+    encoding_kind,
     encoding_names,
     register_encoding,
     resolve_params,
@@ -18,5 +19,5 @@ from lengthbench.models.encodings.base import (
 
 __all__ = [
     "PositionContext", "PositionEncoding", "PositionsOutOfRange", "build_encoding",
-    "encoding_entry", "encoding_names", "register_encoding", "resolve_params",
+    "encoding_entry", "encoding_kind", "encoding_names", "register_encoding", "resolve_params",
 ]

@@ -134,6 +134,27 @@ def register_encoding(name: str, *, defaults: dict | None = None, description: s
     return deco
 
 
+# The kind of position information an encoding gives, by the hook its class overrides
+# (first match); a leaderboard groups and filters encodings by it.
+ENCODING_KINDS = {"content_bias": "contextual", "rotate": "rotary", "bias": "relative bias", "embed": "absolute"}
+
+
+def encoding_kind(name: str) -> str:
+    """``randomized``, ``task-structured`` (uses the task's coupled ids),
+    ``contextual``, ``rotary``, ``relative bias``, ``absolute`` or ``none``;
+    ``other`` for a name not registered here or a factory that is not a class."""
+    if name.startswith("randomized-"):
+        return "randomized"
+    entry = _ENCODINGS.get(name)
+    if entry is None or not isinstance(entry.factory, type):
+        return "other"
+    cls = entry.factory
+    if cls.uses_task_positions:
+        return "task-structured"
+    return next((kind for hook, kind in ENCODING_KINDS.items()
+                 if getattr(cls, hook) is not getattr(PositionEncoding, hook)), "none")
+
+
 def encoding_entry(name: str) -> EncodingEntry:
     if name not in _ENCODINGS:
         raise UnknownNameError("encoding", name, _ENCODINGS)

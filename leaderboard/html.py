@@ -1,0 +1,293 @@
+"""``leaderboard.html``: the leaderboard as one self-contained web page.
+
+Everything is inline (styles, script, data as JSON), so the file opens from
+disk or a mail attachment with no network. The table sorts by any column
+and filters by task level and encoding family; each task's accuracy-vs-length
+chart (mean over seeds, seed range shaded; SVG drawn by the page) opens from
+the task's cell. Colours are the PNG plots' (``method_colors``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from lengthbench.benchmark.files import write_text
+from lengthbench.leaderboard.aggregate import method_order
+from lengthbench.models.encodings import encoding_kind
+
+# (column, header, kind): "pct" cells show mean ± std from <column> and its _std twin.
+COLUMNS = [
+    ("task", "task", "text"), ("level", "level", "text"), ("method", "method", "text"),
+    ("family", "encoding family", "text"), ("status", "status", "text"),
+    ("ood_exact_match_mean", "OOD exact match %", "pct"), ("ood_token_accuracy_mean", "OOD token acc. %", "pct"),
+    ("id_exact_match_mean", "ID exact match %", "pct"),
+    ("generalization_length_exact_match", "generalizes to length", "num"),
+    ("rank", "rank in task", "num"), ("n_seeds", "seeds", "num"),
+]
+
+
+def method_family(method: str, encoding: str) -> str:
+    """The encoding family of a transformer method, or the model family
+    (``lstm``, ...) of a method without an encoding."""
+    return encoding_kind(encoding) if isinstance(encoding, str) and encoding else f"{method} (recurrent)"
+
+
+def _clean(value):
+    """JSON-safe: NaN/inf become null, numpy scalars plain numbers."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def page_data(board: pd.DataFrame, per_length: pd.DataFrame, title: str) -> dict:
+    from matplotlib.colors import to_hex
+
+    from lengthbench.leaderboard.plots import method_colors
+
+    methods = method_order(board["method"].unique())
+    colors = {m: to_hex(c) for m, c in method_colors(methods).items()}
+    rows = []
+    for _, r in board.iterrows():
+        row = {key: _clean(r[key]) for key, _, _ in COLUMNS if key in board.columns}
+        row["family"] = method_family(r.method, r.encoding)
+        for key, _, kind in COLUMNS:
+            if kind == "pct":
+                row[key.replace("_mean", "_std")] = _clean(r.get(key.replace("_mean", "_std")))
+        rows.append(row)
+    curves = {}
+    if not per_length.empty:
+        stats = per_length.groupby(["task", "method", "length"])[["exact_match", "token_accuracy"]].agg(
+            ["mean", "min", "max"])
+        for (task, method), part in stats.groupby(level=[0, 1]):
+            curves.setdefault(task, {"train_length": int(per_length[per_length.task == task].train_length.iloc[0]),
+                                     "methods": {}})
+            curves[task]["methods"][method] = {
+                "length": [int(x) for x in part.index.get_level_values("length")],
+                **{f"{metric}_{agg}": [round(float(v), 6) for v in part[(metric, agg)]]
+                   for metric in ("exact_match", "token_accuracy") for agg in ("mean", "min", "max")}}
+    return {"title": title, "columns": [{"key": k, "label": lab, "kind": kind} for k, lab, kind in COLUMNS],
+            "rows": rows, "curves": curves, "colors": colors, "method_order": methods}
+
+
+def render_html(board: pd.DataFrame, per_length: pd.DataFrame, title: str) -> str:
+    data = json.dumps(page_data(board, per_length, title), separators=(",", ":"), allow_nan=False)
+    data = data.replace("</", "<\\/")  # the JSON sits inside a <script> element
+    return TEMPLATE.replace("__TITLE__", html.escape(title)).replace("__DATA__", data)
+
+
+def write_html(board: pd.DataFrame, per_length: pd.DataFrame, path: Path, title: str) -> Path:
+    return write_text(Path(path), render_html(board, per_length, title))
+
+
+TEMPLATE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>__TITLE__</title>
+<style>
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
+h1 { font-size: 1.4em; margin: 0 0 .3em; }
+.note { color: #555; margin: .2em 0 1em; }
+#filters { display: flex; flex-wrap: wrap; gap: 1.5em; margin-bottom: 1em; }
+#filters fieldset { border: 1px solid #ccc; border-radius: 4px; padding: .3em .8em; }
+#filters label { margin-right: .8em; white-space: nowrap; }
+table { border-collapse: collapse; }
+th, td { padding: .25em .6em; border-bottom: 1px solid #e4e4e4; text-align: left; }
+th { cursor: pointer; user-select: none; background: #f4f4f4; position: sticky; top: 0; }
+th[aria-sort="ascending"]::after { content: " \\25B2"; }
+th[aria-sort="descending"]::after { content: " \\25BC"; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td .std { color: #777; font-size: .9em; }
+button.task { border: 0; background: none; color: #0645ad; cursor: pointer; padding: 0; font: inherit;
+              text-decoration: underline; }
+.swatch { display: inline-block; width: .8em; height: .8em; border-radius: 2px; margin-right: .4em; }
+dialog { border: 1px solid #aaa; border-radius: 6px; max-width: 95vw; }
+#legend { columns: 2; font-size: .9em; margin-top: .5em; }
+#legend div.highlight { font-weight: bold; }
+svg text { font: 11px system-ui, sans-serif; fill: #333; }
+</style>
+</head>
+<body>
+<h1>__TITLE__</h1>
+<p class="note">One row per task &times; method: mean &plusmn; std over seeds (%). OOD: lengths above the
+training length. Click a column to sort, a task to see its accuracy-vs-length chart.</p>
+<div id="filters">
+  <fieldset id="filter-level"><legend>task level</legend></fieldset>
+  <fieldset id="filter-family"><legend>encoding family</legend></fieldset>
+  <p id="shown"></p>
+</div>
+<table id="board"><thead><tr></tr></thead><tbody></tbody></table>
+<dialog id="chart-dialog">
+  <h2 id="chart-title"></h2>
+  <label>metric <select id="chart-metric"><option value="exact_match">exact match</option>
+    <option value="token_accuracy">token accuracy</option></select></label>
+  <div id="chart"></div>
+  <div id="legend"></div>
+  <p class="note">Line: mean over seeds; shaded: seed range (min to max); dashed: training length.</p>
+  <button id="chart-close">close</button>
+</dialog>
+<script type="application/json" id="leaderboard-data">__DATA__</script>
+<script>
+"use strict";
+const DATA = JSON.parse(document.getElementById("leaderboard-data").textContent);
+const SVG = "http://www.w3.org/2000/svg";
+const state = { key: null, dir: 1, task: null, method: null };  // key null: the CSV's row order
+
+function el(tag, attrs, text) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+function svgEl(tag, attrs) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  return node;
+}
+function pct(x) { return x === null || x === undefined ? "" : (100 * x).toFixed(1); }
+
+function buildFilters() {
+  for (const [id, key] of [["filter-level", "level"], ["filter-family", "family"]]) {
+    const values = [...new Set(DATA.rows.map(r => r[key]))];
+    for (const v of values) {
+      const box = el("input", { type: "checkbox", "data-filter": key, value: v });
+      box.checked = true;
+      box.addEventListener("change", render);
+      const label = el("label");
+      label.append(box, " " + v);
+      document.getElementById(id).append(label);
+    }
+  }
+}
+function buildHeader() {
+  const tr = document.querySelector("#board thead tr");
+  for (const col of DATA.columns) {
+    const th = el("th", { "data-key": col.key, scope: "col" }, col.label);
+    th.addEventListener("click", () => {
+      state.dir = state.key === col.key ? -state.dir : (col.kind === "text" || col.key === "rank" ? 1 : -1);
+      state.key = col.key;
+      render();
+    });
+    tr.append(th);
+  }
+}
+function compare(a, b) {
+  const x = a[state.key], y = b[state.key];
+  if (x === null || x === undefined) return (y === null || y === undefined) ? 0 : 1;
+  if (y === null || y === undefined) return -1;
+  return (typeof x === "number" ? x - y : String(x).localeCompare(String(y))) * state.dir;
+}
+function render() {
+  const allowed = {};
+  for (const box of document.querySelectorAll("input[data-filter]")) {
+    (allowed[box.dataset.filter] ||= new Set());
+    if (box.checked) allowed[box.dataset.filter].add(box.value);
+  }
+  const rows = DATA.rows.filter(r => allowed.level.has(r.level) && allowed.family.has(r.family));
+  if (state.key) rows.sort(compare);
+  const body = document.querySelector("#board tbody");
+  body.replaceChildren();
+  for (const r of rows) {
+    const tr = el("tr", { "data-task": r.task, "data-method": r.method });
+    for (const col of DATA.columns) {
+      const td = el("td", { "data-key": col.key });
+      const v = r[col.key];
+      if (col.key === "task") {
+        const b = el("button", { class: "task", title: "accuracy vs length" }, v);
+        b.addEventListener("click", () => openChart(r.task, r.method));
+        td.append(b);
+      } else if (col.key === "method") {
+        td.append(el("span", { class: "swatch", style: "background:" + DATA.colors[v] }), v);
+      } else if (col.kind === "pct") {
+        td.className = "num";
+        const std = r[col.key.replace("_mean", "_std")];
+        td.append(pct(v));
+        if (std !== null && std !== undefined) td.append(" ", el("span", { class: "std" }, "\\u00b1 " + pct(std)));
+      } else {
+        if (col.kind === "num") td.className = "num";
+        td.textContent = v === null || v === undefined ? "" : v;
+      }
+      tr.append(td);
+    }
+    body.append(tr);
+  }
+  for (const th of document.querySelectorAll("#board th")) {
+    if (th.dataset.key === state.key) th.setAttribute("aria-sort", state.dir > 0 ? "ascending" : "descending");
+    else th.removeAttribute("aria-sort");
+  }
+  document.getElementById("shown").textContent = rows.length + " of " + DATA.rows.length + " rows shown";
+}
+
+function drawChart() {
+  const box = document.getElementById("chart");
+  box.replaceChildren();
+  const legend = document.getElementById("legend");
+  legend.replaceChildren();
+  const curves = DATA.curves[state.task];
+  if (!curves) { box.textContent = "No finished run of this task has per-length results."; return; }
+  const metric = document.getElementById("chart-metric").value;
+  const W = 640, H = 340, L = 48, R = 12, T = 12, B = 40;
+  const methods = DATA.method_order.filter(m => curves.methods[m]);
+  const lengths = methods.flatMap(m => curves.methods[m].length);
+  const x0 = Math.min(...lengths), x1 = Math.max(...lengths);
+  const sx = x => L + (x1 === x0 ? 0.5 : (x - x0) / (x1 - x0)) * (W - L - R);
+  const sy = y => T + (1 - y) * (H - T - B);
+  const svg = svgEl("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img",
+                             "aria-label": `${metric} vs length for ${state.task}` });
+  for (const y of [0, 0.25, 0.5, 0.75, 1]) {
+    svg.append(svgEl("line", { x1: L, x2: W - R, y1: sy(y), y2: sy(y), stroke: "#e4e4e4" }));
+    const t = svgEl("text", { x: L - 6, y: sy(y) + 4, "text-anchor": "end" });
+    t.textContent = 100 * y + "%";
+    svg.append(t);
+  }
+  const step = Math.max(1, Math.ceil((x1 - x0) / 10));
+  for (let x = x0; x <= x1; x += step) {
+    const t = svgEl("text", { x: sx(x), y: H - B + 16, "text-anchor": "middle" });
+    t.textContent = x;
+    svg.append(t);
+  }
+  const label = svgEl("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle" });
+  label.textContent = "task length";
+  svg.append(label);
+  const train = curves.train_length;
+  svg.append(svgEl("line", { x1: sx(train), x2: sx(train), y1: T, y2: H - B, stroke: "#555",
+                             "stroke-dasharray": "4 3", class: "train-length" }));
+  for (const m of methods) {
+    const c = curves.methods[m], color = DATA.colors[m];
+    const lo = c[metric + "_min"], hi = c[metric + "_max"], mean = c[metric + "_mean"];
+    const band = c.length.map((x, i) => `${sx(x)},${sy(hi[i])}`)
+      .concat(c.length.map((x, i) => `${sx(x)},${sy(lo[i])}`).reverse()).join(" ");
+    svg.append(svgEl("polygon", { points: band, fill: color, "fill-opacity": 0.15, stroke: "none",
+                                  class: "seed-range", "data-method": m }));
+    const width = m === state.method ? 3 : 1.6;
+    svg.append(svgEl("polyline", { points: c.length.map((x, i) => `${sx(x)},${sy(mean[i])}`).join(" "),
+                                   fill: "none", stroke: color, "stroke-width": width, class: "mean-line",
+                                   "data-method": m }));
+    const item = el("div", { class: m === state.method ? "highlight" : "" });
+    item.append(el("span", { class: "swatch", style: "background:" + color }), m);
+    legend.append(item);
+  }
+  box.append(svg);
+}
+function openChart(task, method) {
+  state.task = task;
+  state.method = method;
+  document.getElementById("chart-title").textContent = task;
+  drawChart();
+  document.getElementById("chart-dialog").showModal();
+}
+document.getElementById("chart-metric").addEventListener("change", drawChart);
+document.getElementById("chart-close").addEventListener("click", () => document.getElementById("chart-dialog").close());
+buildFilters();
+buildHeader();
+render();
+</script>
+</body>
+</html>
+"""

@@ -1,0 +1,117 @@
+"""leaderboard.html in a real headless Chromium (Debian's, driven by Playwright):
+it loads from disk with no console error and no network request, sorting
+reorders rows, a filter hides rows, a task's chart renders. Screenshots are
+kept in ``test-artifacts/``."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from lengthbench.benchmark.records import load_records
+from lengthbench.leaderboard.build import build_leaderboard
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+BROWSER_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
+                 "--disable-background-networking", "--disable-component-update"]
+
+
+def chromium_path() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    pytest.fail("no Chromium here: install it (Debian: apt-get install chromium), as the README's test command does")
+
+
+@pytest.fixture(scope="module")
+def page_of_quick(tmp_path_factory):
+    """The quick reference leaderboard's page, open in headless Chromium; yields
+    (page, board, console errors, network requests)."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    out = tmp_path_factory.mktemp("html")
+    board, paths = build_leaderboard(load_records(ROOT / "leaderboard/reference/quick/records"), out)
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=BROWSER_FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        errors, requests = [], []
+        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+        page.on("pageerror", lambda err: errors.append(str(err)))
+        page.on("request", lambda req: requests.append(req.url) if not req.url.startswith("file:") else None)
+        page.goto(paths["html"].as_uri())
+        page.wait_for_selector("#board tbody tr")
+        yield page, board, errors, requests
+        browser.close()
+
+
+def rows(page) -> list[tuple[str, str]]:
+    return [(tr.get_attribute("data-task"), tr.get_attribute("data-method"))
+            for tr in page.query_selector_all("#board tbody tr")]
+
+
+def column(page, key: str) -> list[float | None]:
+    """The column's numbers in row order; None for an empty (n/a) cell."""
+    texts = [c.inner_text().split("±")[0].strip() for c in page.query_selector_all(f"#board tbody td[data-key='{key}']")]
+    return [float(t) if t else None for t in texts]
+
+
+def sorted_with_blanks_last(values, reverse=False) -> bool:
+    numbers = [v for v in values if v is not None]
+    return numbers == sorted(numbers, reverse=reverse) and values == numbers + [None] * (len(values) - len(numbers))
+
+
+def test_the_page_loads_every_row_with_no_error_and_no_network(page_of_quick):
+    page, board, errors, requests = page_of_quick
+    assert len(rows(page)) == len(board) == 20
+    assert page.inner_text("#shown") == "20 of 20 rows shown"
+    cell = page.query_selector("#board tbody tr[data-task='copy'][data-method='transformer/nope'] "
+                               "td[data-key='ood_exact_match_mean']").inner_text()
+    nope = board[(board.task == "copy") & (board.method == "transformer/nope")].iloc[0]
+    assert cell.startswith(f"{100 * nope.ood_exact_match_mean:.1f}")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "leaderboard.png"), full_page=True)
+    assert errors == [] and requests == []
+
+
+def test_sorting_by_a_column_reorders_the_rows(page_of_quick):
+    page, *_ = page_of_quick
+    before = rows(page)
+    page.click("#board th[data-key='ood_exact_match_mean']")
+    values = column(page, "ood_exact_match_mean")
+    assert sorted_with_blanks_last(values, reverse=True) and rows(page) != before
+    assert page.get_attribute("#board th[data-key='ood_exact_match_mean']", "aria-sort") == "descending"
+    page.click("#board th[data-key='ood_exact_match_mean']")
+    ascending = column(page, "ood_exact_match_mean")
+    assert sorted_with_blanks_last(ascending) and ascending != values
+    page.click("#board th[data-key='rank']")
+
+
+def test_a_filter_hides_rows(page_of_quick):
+    page, board, *_ = page_of_quick
+    page.uncheck("input[data-filter='level'][value='R']")
+    shown = rows(page)
+    assert len(shown) == (board.level != "R").sum() < len(board)
+    assert not any(task == "parity_check" for task, _ in shown)
+    page.uncheck("input[data-filter='family'][value='rotary']")
+    assert not any(method == "transformer/rope" for _, method in rows(page))
+    page.check("input[data-filter='level'][value='R']")
+    page.check("input[data-filter='family'][value='rotary']")
+    assert len(rows(page)) == len(board)
+
+
+def test_a_tasks_chart_opens_from_the_table(page_of_quick):
+    page, board, errors, _ = page_of_quick
+    page.click("#board tbody tr[data-task='reverse_string'] button.task")
+    assert page.is_visible("#chart-dialog")
+    assert page.inner_text("#chart-title") == "reverse_string"
+    lines = page.query_selector_all("#chart svg polyline.mean-line")
+    methods = board[(board.task == "reverse_string") & (board.status == "ok")].method
+    assert sorted(line.get_attribute("data-method") for line in lines) == sorted(methods)
+    assert all(len(line.get_attribute("points").split()) == 16 for line in lines)  # lengths 1..16
+    assert len(page.query_selector_all("#chart svg polygon.seed-range")) == len(lines)
+    assert page.query_selector("#chart svg line.train-length") is not None
+    page.screenshot(path=str(ARTIFACTS / "leaderboard-chart.png"))
+    page.select_option("#chart-metric", "token_accuracy")
+    assert len(page.query_selector_all("#chart svg polyline.mean-line")) == len(lines)
+    page.click("#chart-close")
+    assert not page.is_visible("#chart-dialog") and errors == []
