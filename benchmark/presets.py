@@ -5,8 +5,9 @@
 * ``quick``: the README's main job, about 10 minutes on 2 cores; sized so
   that two published effects show (randomized positions beat their base on
   ``reverse_string``/``copy``; coupling extends ``addition`` past L_train).
-* ``arithmetic``: addition only, 2000 steps of 128 instead of 1200 of 64
-  (~18 minutes on 2 cores).
+* ``arithmetic``: addition only, 2000 steps of 128 at lr 1e-3 instead of
+  1200 of 64 at 2e-3 (~18 minutes on 2 cores); there `coupled` keeps >= 90%
+  exact match at 2x the training length on each of seeds 0-4.
 * ``suite``: every task x the five core encodings and xpos, cope, abacus x
   3 seeds at half of quick's steps and eval samples, the whole benchmark in
   about two hours on 2 cores.
@@ -49,6 +50,11 @@ ADDITION_SETTINGS = dict(model=dict(d_model=256, n_layers=1, n_heads=4, d_ff=512
 # Abacus offsets span the test length (McLeish et al. draw k < 100 for tests to 100 digits): with
 # k < 100 at this budget each table row is trained too rarely (suite, first run: 4.0% OOD on
 # addition, 5% even in distribution); the table covers the largest training id plus offset.
+# The `arithmetic` preset's learning rate, from one calibration of `coupled` on seeds 0-2 (2000 steps
+# of 128; exact match at 16 digits, 2x the training length): lr 2e-3 gave 97 / 52 / 97%, 2e-3 with
+# weight decay 0.1 68 / 63 / 65%, 2e-3 with a 48-row table 85 / 77 / 50%, lr 1e-3 96 / 97 / 91%;
+# seeds 3 and 4, not used to choose it, then gave 99 / 99% (leaderboard/reference/arithmetic/).
+ARITHMETIC_LR = 1e-3
 QUICK_ENCODING_PARAMS = {"randomized-rope": {"max_len": 64}, "coupled": {"max_positions": 24},
                          "abacus": {"max_positions": 40, "max_offset": 16}}
 
@@ -99,7 +105,7 @@ PRESETS = {
             model=ModelSize(d_model=64, n_layers=2, n_heads=4, d_ff=256),
             settings=dict(train_length=8, test_length=16, eval_stride=1, eval_samples=256,
                           eval_seed=1234, warmup_steps=100, grad_clip=1.0),
-            task_settings={"addition": ADDITION_SETTINGS | dict(steps=2000, batch_size=128)},
+            task_settings={"addition": ADDITION_SETTINGS | dict(steps=2000, batch_size=128, lr=ARITHMETIC_LR)},
             encoding_params=QUICK_ENCODING_PARAMS,
         ),
     )
