@@ -1,6 +1,7 @@
 """The installed package: one ``lengthbench`` namespace, nothing under a generic
 top-level name, its reference records shipped (a real install outside the repository)."""
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -27,8 +28,10 @@ def test_a_fresh_install_is_one_namespace(tmp_path):
     source, site = tmp_path / "source", tmp_path / "site"
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
         ".git", ".venv", "results", "build", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis"))
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--no-index", "--target", str(site), str(source)], check=True, capture_output=True)
+    # build with this environment's setuptools when it has one (no download); else pip fetches it
+    offline = ["--no-build-isolation", "--no-index"] if importlib.util.find_spec("setuptools") else []
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", *offline,
+                    "--target", str(site), str(source)], check=True, capture_output=True)
     installed = {p.name for p in site.iterdir() if not p.name.endswith(".dist-info")}
     assert installed == {"lengthbench", "bin"}, installed
     env = {**os.environ, "PYTHONPATH": str(site)}
