@@ -25,23 +25,36 @@ def chromium_path() -> str:
 
 
 @pytest.fixture(scope="module")
-def page_of_quick(tmp_path_factory):
-    """The quick reference leaderboard's page, open in headless Chromium; yields
-    (page, board, console errors, network requests)."""
+def browser():
+    """Headless Chromium for the module's pages."""
     playwright = pytest.importorskip("playwright.sync_api")
-    out = tmp_path_factory.mktemp("html")
-    board, paths = build_leaderboard(load_records(ROOT / "leaderboard/reference/quick/records"), out)
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium_path(), args=BROWSER_FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        errors, requests = [], []
-        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-        page.on("pageerror", lambda err: errors.append(str(err)))
-        page.on("request", lambda req: requests.append(req.url) if not req.url.startswith("file:") else None)
-        page.goto(paths["html"].as_uri())
-        page.wait_for_selector("#board tbody tr")
-        yield page, board, errors, requests
+        yield browser
         browser.close()
+
+
+def open_page(browser, path: Path, viewport=(1400, 900)):
+    """``path`` in a new tab; returns (page, console errors, non-file requests)."""
+    page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+    errors, requests = [], []
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    page.on("request", lambda req: requests.append(req.url) if not req.url.startswith("file:") else None)
+    page.goto(path.as_uri())
+    page.wait_for_selector("#board tbody tr")
+    return page, errors, requests
+
+
+@pytest.fixture(scope="module")
+def page_of_quick(browser, tmp_path_factory):
+    """The quick reference leaderboard's page, open in headless Chromium; yields
+    (page, board, console errors, network requests)."""
+    out = tmp_path_factory.mktemp("html")
+    board, paths = build_leaderboard(load_records(ROOT / "leaderboard/reference/quick/records"), out)
+    page, errors, requests = open_page(browser, paths["html"])
+    yield page, board, errors, requests
+    page.close()
 
 
 def rows(page) -> list[tuple[str, str]]:
@@ -115,3 +128,15 @@ def test_a_tasks_chart_opens_from_the_table(page_of_quick):
     assert len(page.query_selector_all("#chart svg polyline.mean-line")) == len(lines)
     page.click("#chart-close")
     assert not page.is_visible("#chart-dialog") and errors == []
+
+
+def test_a_page_of_cells_that_never_finished_still_works(browser, tmp_path):
+    """Only n/a cells: the table shows them, the chart says there is nothing to draw, no error."""
+    records = [r for r in load_records(ROOT / "leaderboard/reference/quick/records") if r["status"] == "not_applicable"]
+    board, paths = build_leaderboard(records, tmp_path)
+    assert len(board) == 1 and "png" not in paths
+    page, errors, requests = open_page(browser, paths["html"])
+    assert rows(page) == [("parity_check", "transformer/coupled")]
+    page.click("#board tbody button.task")
+    assert "No finished run" in page.inner_text("#chart")
+    assert errors == [] and requests == []
