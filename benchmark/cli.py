@@ -11,9 +11,9 @@ import threading
 import time
 from pathlib import Path
 
+from lengthbench.api import check_plugin_files, compare, leaderboard, run, run_grid_to_leaderboard
 from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S
 from lengthbench.benchmark.presets import PRESETS, get_preset
-from lengthbench.api import check_plugin_files, compare, leaderboard, run, run_grid_to_leaderboard
 from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION
 from lengthbench.tasks.base import InputError
 
