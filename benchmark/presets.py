@@ -143,8 +143,8 @@ PRESETS["suite"] = Preset(
 
 
 
-# Deletang et al.'s recurrent baselines (the tape-RNN is not implemented yet).
-RECURRENT_FAMILIES = ("rnn", "lstm", "stack-rnn")
+# Deletang et al.'s recurrent baselines.
+RECURRENT_FAMILIES = ("rnn", "lstm", "stack-rnn", "tape-rnn")
 CHOMSKY_TASKS = tuple(name for name in task_names() if get_task(name).level in ("R", "DCF", "CS"))
 # Deletang et al.'s five encodings ("relative" there is Transformer-XL's; we have none of that
 # family, so learned absolute positions stand in, as in Ruoss et al.'s list) and Ruoss et al.'s
@@ -166,7 +166,7 @@ def _at_suite_scale(name: str, description: str, tasks, encodings) -> Preset:
 
 PRESETS["chomsky"] = replace(_at_suite_scale(
     "chomsky", "Deletang/Ruoss reproduction at the suite budget: 15 Chomsky tasks x (9 encodings + rnn, lstm, "
-    "stack-rnn) x 3 seeds", CHOMSKY_TASKS, CHOMSKY_ENCODINGS), families=("transformer", *RECURRENT_FAMILIES))
+    "stack-rnn, tape-rnn) x 3 seeds", CHOMSKY_TASKS, CHOMSKY_ENCODINGS), families=("transformer", *RECURRENT_FAMILIES))
 PRESETS["nope"] = _at_suite_scale(
     "nope", "Kazemnejad et al. reproduction at the suite budget: 4 tasks x their 5 encodings x 3 seeds",
     NOPE_TASKS, NOPE_PAPER_ENCODINGS)

@@ -33,6 +33,9 @@ RECURRENT_FINDINGS = {
     ("stack-rnn", "R"): "solved (every seed)",
     ("lstm", "bucket_sort"): "solved (almost perfectly)",
     ("stack-rnn", "solve_equation"): "not solved",
+    ("tape-rnn", "R"): "solved (every seed)",
+    ("tape-rnn", "binary_multiplication"): "not solved",
+    ("tape-rnn", "compute_sqrt"): "not solved",
 }
 
 RANDOMIZED_GAIN = 0.120  # Ruoss et al., abstract: mean test accuracy +12.0 points over tasks and encodings

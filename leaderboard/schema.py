@@ -62,7 +62,7 @@ COLUMNS: tuple[tuple, ...] = (
     ("task", "str", (), "task name"),
     ("level", "str", LEVEL_NAMES, "Chomsky level (R, DCF, CS) or family (arithmetic, sequence)"),
     ("method", "str", (), "the row's method: transformer/<encoding>, or a model family that takes no encoding (lstm)"),
-    ("model", "str", (), "model family (transformer, rnn, lstm, stack-rnn)"),
+    ("model", "str", (), "model family (transformer, rnn, lstm, stack-rnn, tape-rnn)"),
     ("encoding", "text", (), "the transformer's position encoding; empty for a family without encodings"),
     ("status", "str", STATUSES,
      "ok | not_applicable (encoding needs structure the task lacks) | failed (no seed finished)"),

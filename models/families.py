@@ -2,7 +2,7 @@
 
 A *method* is what a leaderboard row ranks: ``transformer/<encoding>`` for
 the transformer family (which takes a position encoding) and the family name
-alone for families that take none (``lstm``, ``rnn``, ``stack-rnn``).
+alone for families that take none (``lstm``, ``rnn``, ``stack-rnn``, ``tape-rnn``).
 
 A family registers one builder, ``build(vocab_size, size, runs) -> RunStack``:
 it makes the models of a group of runs that share vocabulary and size (one

@@ -1,7 +1,10 @@
 """The recurrent baselines of the Chomsky-hierarchy benchmark (Deletang et
-al. 2023): ``rnn`` (Elman), ``lstm`` and ``stack-rnn`` (Joulin & Mikolov
+al. 2023): ``rnn`` (Elman), ``lstm``, ``stack-rnn`` (Joulin & Mikolov
 2015, as in the reference code: a vanilla RNN that reads the top of a
-differentiable stack and writes it by a softmax over push / pop / no-op).
+differentiable stack and writes it by a softmax over push / pop / no-op) and
+``tape-rnn`` (the reference's tape RNN with input-length jumps: a vanilla RNN
+that reads the cell under its head, writes it, then moves the head by a
+softmax over stay / left / right / jump left / jump right by the input length).
 
 One ``StackedRecurrent`` holds the runs of a group with every weight on a
 leading run dimension (the ``RunStack`` interface), so the trainer and
@@ -15,7 +18,12 @@ output from "empty" steps); tokens enter through a learned embedding (not a
 one-hot vector); the hidden size is the preset's ``d_model`` (the paper:
 256) and there is one recurrent layer. The stack has 8-wide cells (as in
 the paper) and as many cells as the sequence has tokens, so it can never
-overflow (the paper: 128 cells in training); positions are not used.
+overflow (the paper: 128 cells in training); positions are not used. The
+tape is circular with 2T+2 cells of 8, so no move can wrap onto a written cell
+(the paper: 256 in training), and its value is written by a linear map (the
+reference: an MLP). Its jump length is the input length, known once SEP is
+read; before that, the input read so far (the reference knows it from the
+start, which a causal reader of ``BOS input SEP`` cannot).
 """
 
 from __future__ import annotations
@@ -26,10 +34,13 @@ from torch import nn
 
 from lengthbench.models.families import RunInit, register_family
 from lengthbench.models.transformer import ModelSize
+from lengthbench.tasks.base import SEP
 
-GATES = {"rnn": 1, "lstm": 4, "stack-rnn": 1}  # pre-activation blocks per hidden unit
+GATES = {"rnn": 1, "lstm": 4, "stack-rnn": 1, "tape-rnn": 1}  # pre-activation blocks per hidden unit
 STACK_CELL = 8
 STACK_ACTIONS = 3  # push, pop, no-op
+TAPE_CELL = 8
+TAPE_ACTIONS = 5  # write, then: stay, left, right, jump left, jump right (by the input length)
 LSTM_FORGET_BIAS = 1.0  # added to the forget gate's pre-activation, as Haiku's LSTM does
 
 
@@ -43,6 +54,9 @@ def _initial_weights(cell: str, vocab_size: int, hidden: int) -> dict[str, torch
     if cell == "stack-rnn":
         layers |= {"stack_read": nn.Linear(STACK_CELL, hidden, bias=False),
                    "push": nn.Linear(hidden, STACK_CELL), "action": nn.Linear(hidden, STACK_ACTIONS)}
+    if cell == "tape-rnn":
+        layers |= {"tape_read": nn.Linear(TAPE_CELL, hidden, bias=False),
+                   "write": nn.Linear(hidden, TAPE_CELL), "action": nn.Linear(hidden, TAPE_ACTIONS)}
     layers["head"] = nn.Linear(hidden, vocab_size)
     return {f"{name}:{kind}": p.detach() for name, layer in layers.items() for kind, p in layer.named_parameters()}
 
@@ -56,6 +70,30 @@ def update_stack(stack: torch.Tensor, actions: torch.Tensor, push: torch.Tensor)
     pushed = torch.cat([push.unsqueeze(-2), stack[..., :-1, :]], dim=-2)
     popped = torch.cat([stack[..., 1:, :], torch.zeros_like(stack[..., :1, :])], dim=-2)
     return a_push * pushed + a_pop * popped + a_noop * stack
+
+
+def update_tape(tape: torch.Tensor, actions: torch.Tensor, write: torch.Tensor, jump: torch.Tensor) -> torch.Tensor:
+    """The reference's tape step. ``tape (..., M, C)`` is circular with cell 0
+    under the head; ``write (..., C)`` replaces cell 0, then the head moves by
+    ``actions (..., 5)``, probabilities of stay / left / right / jump left /
+    jump right, ``jump (...)`` cells for a jump: moving left by s puts cell s
+    under the head (new cell m = old cell m + s), moving right by s cell -s."""
+    written = torch.cat([write.unsqueeze(-2), tape[..., 1:, :]], dim=-2)
+    cells = torch.arange(tape.shape[-2], device=tape.device)
+    shifts = torch.stack([torch.zeros_like(jump), torch.ones_like(jump), -torch.ones_like(jump), jump, -jump], dim=-1)
+    source = (cells + shifts[..., None]) % tape.shape[-2]  # (..., 5, M): old cell of each new cell
+    moved = torch.gather(written.unsqueeze(-3).expand(*source.shape, tape.shape[-1]), -2,
+                         source[..., None].expand(*source.shape, tape.shape[-1]))
+    return (actions[..., None, None] * moved).sum(dim=-3)
+
+
+def input_lengths(tokens: torch.Tensor) -> torch.Tensor:
+    """Per step, the input length as a causal reader knows it: the tokens
+    between BOS and SEP once SEP is read, else the input tokens read so far."""
+    steps = torch.arange(tokens.shape[-1], device=tokens.device)
+    is_sep = tokens == SEP
+    sep_at = torch.where(is_sep.any(-1), is_sep.to(torch.int64).argmax(-1), tokens.shape[-1])
+    return torch.minimum(steps, sep_at[..., None] - 1)
 
 
 class StackedRecurrent(nn.Module):
@@ -93,11 +131,15 @@ class StackedRecurrent(nn.Module):
         h = x.new_zeros(n_runs, b, self.hidden)
         c = torch.zeros_like(h)
         stack = x.new_zeros(n_runs, b, t + 1, STACK_CELL) if self.cell == "stack-rnn" else None
+        tape = x.new_zeros(n_runs, b, 2 * t + 2, TAPE_CELL) if self.cell == "tape-rnn" else None
+        jumps = input_lengths(tokens) if tape is not None else None
         states = []
         for step in range(t):
             pre = torch.baddbmm(inputs[:, :, step], h, w["recurrent:weight"].transpose(1, 2))
             if stack is not None:
                 pre = torch.baddbmm(pre, stack[:, :, 0], w["stack_read:weight"].transpose(1, 2))
+            if tape is not None:
+                pre = torch.baddbmm(pre, tape[:, :, 0], w["tape_read:weight"].transpose(1, 2))
             if self.cell == "lstm":
                 i, f, g, o = pre.chunk(4, dim=-1)
                 c = torch.sigmoid(f + LSTM_FORGET_BIAS) * c + torch.sigmoid(i) * torch.tanh(g)
@@ -108,6 +150,9 @@ class StackedRecurrent(nn.Module):
                 push = _project(h, w, "push")
                 actions = torch.softmax(_project(h, w, "action"), dim=-1)
                 stack = update_stack(stack, actions, push)
+            if tape is not None:
+                actions = torch.softmax(_project(h, w, "action"), dim=-1)
+                tape = update_tape(tape, actions, _project(h, w, "write"), jumps[:, :, step])
             states.append(h)
         return _project(torch.stack(states, dim=2), w, "head")
 
@@ -136,3 +181,5 @@ def _register(cell: str, description: str) -> None:
 _register("rnn", "Elman RNN (tanh), hidden size d_model (Deletang et al.'s RNN)")
 _register("lstm", "LSTM, hidden size d_model (Deletang et al.'s LSTM)")
 _register("stack-rnn", "RNN with a differentiable stack of 8-wide cells (Joulin & Mikolov; Deletang et al.)")
+_register("tape-rnn", "RNN with a differentiable circular tape of 8-wide cells and input-length jumps "
+                      "(Deletang et al.)")

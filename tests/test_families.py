@@ -13,12 +13,12 @@ from lengthbench.benchmark.records import read_record
 from lengthbench.benchmark.train import build_group, train_group
 from lengthbench.leaderboard.schema import read_leaderboard
 from lengthbench.models.families import RunInit, family_entry, family_names
-from lengthbench.models.recurrent import StackedRecurrent, update_stack
+from lengthbench.models.recurrent import StackedRecurrent, input_lengths, update_stack, update_tape
 from lengthbench.models.transformer import ModelSize
 from lengthbench.tasks import get_task
 
 CPU = torch.device("cpu")
-RECURRENT = ("rnn", "lstm", "stack-rnn")
+RECURRENT = ("rnn", "lstm", "stack-rnn", "tape-rnn")
 SIZE = ModelSize(d_model=16, n_layers=1, n_heads=2, d_ff=32)
 
 
@@ -37,6 +37,32 @@ def test_soft_stack_push_then_pop_restores_it():
     mixed = update_stack(stack, torch.tensor([[0.2, 0.3, 0.5]] * 2), value)
     expected = 0.2 * pushed + 0.3 * update_stack(stack, pop, value) + 0.5 * stack
     torch.testing.assert_close(mixed, expected)
+
+
+def test_soft_tape_writes_then_moves_as_the_reference_does():
+    """Cell 0 is under the head. Left by s puts old cell m + s at m, right by s
+    old cell m - s (circular); a jump moves by the row's own input length."""
+    tape = torch.arange(2 * 7 * 1, dtype=torch.float64).view(2, 7, 1) + 100
+    value, jump = torch.tensor([[-1.0], [-2.0]], dtype=torch.float64), torch.tensor([2, 3])
+    written = tape.clone()
+    written[:, 0] = value
+    for action, shift in enumerate([lambda r: 0, lambda r: 1, lambda r: -1, lambda r: int(jump[r]),
+                                    lambda r: -int(jump[r])]):
+        probs = torch.zeros(2, 5, dtype=torch.float64)
+        probs[:, action] = 1
+        moved = update_tape(tape, probs, value, jump)
+        for r in range(2):
+            expected = torch.stack([written[r, (m + shift(r)) % 7] for m in range(7)])
+            torch.testing.assert_close(moved[r], expected)
+    mix = torch.tensor([[0.1, 0.2, 0.3, 0.15, 0.25]] * 2, dtype=torch.float64)
+    parts = [update_tape(tape, torch.eye(5, dtype=torch.float64)[[a, a]], value, jump) for a in range(5)]
+    torch.testing.assert_close(update_tape(tape, mix, value, jump), sum(m * p for m, p in zip(mix[0], parts)))
+
+
+def test_the_tape_jump_is_the_input_length_a_causal_reader_knows():
+    # BOS a b c SEP x y EOS PAD: before SEP the input read so far, from SEP on its length, 3
+    tokens = torch.tensor([[1, 5, 6, 7, 2, 8, 9, 3, 0], [1, 5, 2, 8, 8, 8, 3, 0, 0]])
+    assert input_lengths(tokens).tolist() == [[0, 1, 2, 3, 3, 3, 3, 3, 3], [0, 1, 1, 1, 1, 1, 1, 1, 1]]
 
 
 @pytest.mark.parametrize("cell", RECURRENT)
