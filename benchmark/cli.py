@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from lengthbench.api import check_plugin_files, compare, leaderboard, run, run_grid_to_leaderboard
+from lengthbench.api import check_plugin_files, compare, leaderboard, narrowed_grid, run, run_grid_to_leaderboard
 from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S
 from lengthbench.benchmark.presets import PRESETS, get_preset
 from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION
@@ -110,12 +110,8 @@ def _grid_options(args) -> dict:
 
 def cmd_run(args) -> int:
     if args.plan:
-        from lengthbench.models.plugins import PluginFile, load_entry_points
-
-        load_entry_points()
-        plugins = [PluginFile(p) for p in args.plugin or ()]
-        check_plugin_files(plugins)
-        return _print_plan(args, get_preset(args.preset).with_grid(args.tasks, args.encodings, args.seeds, args.models))
+        grid, _ = narrowed_grid(args.preset, args.tasks, args.encodings, args.models, args.seeds, args.plugin or ())
+        return _print_plan(args, grid)
     board = run(args.preset, tasks=args.tasks, encodings=args.encodings, models=args.models, seeds=args.seeds,
                 plugins=args.plugin or (), **_grid_options(args))
     return _report_run(board)

@@ -38,14 +38,8 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
     ``command`` is what provenance.json records as the call (default: this
     call, written as Python)."""
     from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S
-    from lengthbench.benchmark.presets import get_preset
-    from lengthbench.models.plugins import PluginFile, load_entry_points
 
-    grid = get_preset(preset)
-    load_entry_points()
-    plugin_files = [PluginFile(str(p)) for p in plugins]
-    check_plugin_files(plugin_files)
-    grid = grid.with_grid(tasks, encodings, seeds, models)
+    grid, plugin_files = narrowed_grid(preset, tasks, encodings, models, seeds, plugins)
     if command is None:
         given = {k: v for k, v in dict(tasks=tasks, encodings=encodings, models=models, seeds=seeds,
                                        results=results, out=out).items() if v is not None}
@@ -54,6 +48,20 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
                                    group_size=group_size, executor=executor, address=address,
                                    checkpoint_every=checkpoint_every or CHECKPOINT_EVERY_S,
                                    progress=progress, command=command)
+
+
+def narrowed_grid(preset: str, tasks=None, encodings=None, models=None, seeds=None, plugins: Iterable[PathLike] = ()):
+    """``preset``'s grid narrowed to the given axes (``None`` keeps one), with the
+    installed and given encoding plugins loaded and contract-checked first;
+    returns (the grid, its ``PluginFile``s). Nothing is trained or written."""
+    from lengthbench.benchmark.presets import get_preset
+    from lengthbench.models.plugins import PluginFile, load_entry_points
+
+    grid = get_preset(preset)
+    load_entry_points()
+    plugin_files = [PluginFile(str(p)) for p in plugins]
+    check_plugin_files(plugin_files)
+    return grid.with_grid(tasks, encodings, seeds, models), plugin_files
 
 
 def check_plugin_files(plugin_files: list, show_reports: bool = False) -> list[str]:
@@ -119,7 +127,7 @@ def write_provenance(out_dir: Path, command: str, seconds: float, records: list[
     })
 
 
-def _records_of(results: PathLike, option: str = "results") -> list[dict]:
+def _records_of(results: PathLike) -> list[dict]:
     """Every validated record in the folder ``results``; refused with one line
     when it is not a folder of records."""
     from lengthbench.benchmark.records import load_records as read_all
@@ -128,10 +136,10 @@ def _records_of(results: PathLike, option: str = "results") -> list[dict]:
     folder = Path(results)
     if not folder.is_dir():
         what = "is a file, not a folder" if folder.exists() else "does not exist"
-        raise InputError(f"{option} {str(results)!r} {what}; give the folder that holds the run records (*.json)")
+        raise InputError(f"results {str(results)!r} {what}; give the folder that holds the run records (*.json)")
     records = read_all(folder)
     if not records:
-        raise InputError(f"{option} {str(results)!r} holds no run records "
+        raise InputError(f"results {str(results)!r} holds no run records "
                          "(<task>__<encoding>__seed<k>__<hash>.json); run `lengthbench run` first")
     return records
 
