@@ -13,47 +13,19 @@ For every task and length it prints, in one run on this machine:
 
 from __future__ import annotations
 
-import statistics
-import time
+from dataclasses import replace
 
 import numpy as np
-import torch
 
+from lengthbench.benchmark.perf import median_seconds, plain_loop_seconds
 from lengthbench.benchmark.presets import get_preset
-from lengthbench.benchmark.train import batch_tensors, build_model
-from lengthbench.tasks import IGNORE, get_task, make_batch, task_names
-
-
-def median_seconds(fn, repeats: int) -> float:
-    """Median wall time of ``repeats`` calls of ``fn``."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from lengthbench.tasks import get_task, make_batch, task_names
 
 
 def train_step_time(task_name: str, batch_size: int, repeats: int = 3) -> float:
-    """Seconds for one forward/backward/AdamW step of the quick model."""
+    """Seconds for one forward/backward/AdamW step of the quick model (``perf``'s plain loop)."""
     config = get_preset("quick").run_config(task_name, "rope", 0)
-    task = get_task(task_name)
-    model = build_model(config, task, torch.device("cpu"))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    rng = np.random.default_rng(0)
-    lengths = rng.integers(task.min_length, config.train_length + 1, size=batch_size)
-    t = batch_tensors(make_batch(task, rng, lengths), torch.device("cpu"))
-
-    def step():
-        logits = model(t["tokens"], t["position_ids"], t["seq_lens"])
-        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), t["targets"].flatten(),
-                                                 ignore_index=IGNORE)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-
-    step()
-    return median_seconds(step, repeats)
+    return plain_loop_seconds(replace(config, batch_size=batch_size), repeats)
 
 
 def bench(lengths=(40, 500), batch_size: int = 128, repeats: int = 5, tasks=None):
@@ -78,9 +50,10 @@ def bench(lengths=(40, 500), batch_size: int = 128, repeats: int = 5, tasks=None
                    "fraction_of_train_step": vectorized / step}
 
 
-def main(lengths, batch_size, tasks=None) -> None:
-    print(f"{'task':30s} {'length':>6s} {'vectorized ms':>14s} {'per-example ms':>15s} "
-          f"{'speedup':>8s} {'of step':>8s}")
+def table_lines(lengths, batch_size, tasks=None):
+    """The printed table, a line at a time as each (task, length) is measured."""
+    yield (f"{'task':30s} {'length':>6s} {'vectorized ms':>14s} {'per-example ms':>15s} "
+           f"{'speedup':>8s} {'of step':>8s}")
     for r in bench(lengths, batch_size, tasks=tasks):
-        print(f"{r['task']:30s} {r['length']:6d} {r['vectorized_ms']:14.2f} {r['per_example_ms']:15.2f} "
-              f"{r['speedup']:7.1f}x {r['fraction_of_train_step']:8.2f}", flush=True)
+        yield (f"{r['task']:30s} {r['length']:6d} {r['vectorized_ms']:14.2f} {r['per_example_ms']:15.2f} "
+               f"{r['speedup']:7.1f}x {r['fraction_of_train_step']:8.2f}")

@@ -12,12 +12,14 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
 
+from lengthbench.benchmark.seeding import init_seed
 from lengthbench.benchmark.versions import code_versions
-from lengthbench.models.encodings import encoding_entry, resolve_params
-from lengthbench.models.families import TRANSFORMER, family_entry, method_name
-from lengthbench.models.transformer import ModelSize
+from lengthbench.errors import InputError
+from lengthbench.models.encodings import PositionEncoding, build_encoding, encoding_entry, resolve_params
+from lengthbench.models.families import TRANSFORMER, ModelSize, RunInit, family_entry, method_name
 from lengthbench.tasks import get_task
-from lengthbench.tasks.base import InputError
+
+EVAL_SEED = 1234  # every preset's: evaluation data and eval-time positions, independent of the run seed
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,27 @@ class RunConfig:
     def run_id(self) -> str:
         return f"{self.task}__{self.label}__seed{self.seed}__{self.config_hash()}"
 
+    def split(self, length: int) -> str:
+        """``id`` for a task length the run trained on (<= ``train_length``),
+        else ``ood``: the one rule every summary, table and frame uses."""
+        return "id" if length <= self.train_length else "ood"
+
+    def make_encoding(self) -> PositionEncoding | None:
+        """The run's position encoding, freshly built (None for a family without one)."""
+        if not self.encoding:
+            return None
+        return build_encoding(self.encoding, self.model.d_model, self.model.n_heads, self.encoding_params)
+
+    def run_init(self) -> RunInit:
+        """What the run brings to its model: its init seed and encoding factory."""
+        return RunInit(init_seed(self.seed), self.make_encoding if self.encoding else None)
+
+    def not_applicable(self) -> str | None:
+        """Why this cell has no result to compute (its family's rule, e.g. an
+        encoding the task cannot feed), or None."""
+        reason = family_entry(self.family).not_applicable(get_task(self.task), self.make_encoding())
+        return None if reason is None else f"{self.label} {reason}"
+
     def eval_lengths(self) -> list[int]:
         """Evaluated task lengths: the stride grid from the task's minimum
         length, always including L_train, the first OOD length and L_test."""
@@ -124,7 +147,7 @@ class Preset:
         as "") for a family that takes none."""
         get_task(task)
         by_task, by_family = self.task_settings.get(task, {}), self.family_settings.get(family, {})
-        values = {**self.settings, **by_task, **by_family}
+        values = {"eval_seed": EVAL_SEED, **self.settings, **by_task, **by_family}
         values.pop("model", None)
         model = replace(self.model, **{**by_task.get("model", {}), **by_family.get("model", {})})
         unknown = set(values) - RUN_FIELDS

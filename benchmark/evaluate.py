@@ -14,8 +14,8 @@ import torch
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.seeding import eval_streams
 from lengthbench.benchmark.train import batch_tensors
-from lengthbench.models.stacked import RunStack
 from lengthbench.models.encodings import PositionsOutOfRange
+from lengthbench.models.families import RunStack
 from lengthbench.tasks import Task, make_batch
 
 ATTENTION_BUDGET_BYTES = 1 << 28  # per chunk, for the (B, H, T, T) score/bias tensors
@@ -95,20 +95,3 @@ def evaluate(model: RunStack, task: Task, config: RunConfig, device: torch.devic
         if progress is not None:
             progress.update(1)
     return per_run
-
-
-def summarize(per_length: list[dict], train_length: int) -> dict:
-    """In-distribution (length <= L_train) and out-of-distribution means.
-
-    A length the encoding cannot run at counts as 0 (it cannot solve it).
-    Every OOD length is included, the first one too.
-    """
-    out = {}
-    for split, keep in (("id", lambda n: n <= train_length), ("ood", lambda n: n > train_length)):
-        rows = [r for r in per_length if keep(r["length"])]
-        for metric in ("exact_match", "token_accuracy"):
-            out[f"{split}_{metric}"] = (
-                round(float(np.mean([r[metric] for r in rows])), 6) if rows else None
-            )
-        out[f"{split}_unsupported_lengths"] = sum(r["status"] == "unsupported" for r in rows)
-    return out

@@ -15,12 +15,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from lengthbench.tasks.base import InputError
-
-
-class OutputError(OSError):
-    """A derived file could not be written (full disk, file size limit, ...);
-    the previous version of the file is left untouched."""
+from lengthbench.errors import InputError, OutputError
 
 
 @contextmanager

@@ -1,49 +1,57 @@
 """The grid runner: expands a preset into runs, skips finished ones, forms
-stacked groups of the rest, runs them serially, in a process pool or on a
-Ray cluster (``ray_executor``), and writes each record as soon as its run
-ends (an interrupted grid keeps every finished run). A run is claimed before
-it trains (``claims``), so drivers sharing a results folder split the grid;
-runs another driver holds are collected at the end.
-
-Interrupts: Ctrl-C (SIGINT) stops the grid within a few seconds. Pool
-workers ignore SIGINT (the driver alone decides), the driver kills them,
-keeps every record finished before the interrupt and raises
-``GridInterrupted``. Workers also exit on their own when the driver dies
-(``kill -9``), so no orphan keeps training.
+stacked groups of the rest, hands them to an executor (``EXECUTORS``: this
+machine or a Ray cluster) and writes each record as soon as its run ends (an
+interrupted grid keeps every finished run). A run is claimed before it
+trains (``claims``), so drivers sharing a results folder split the grid;
+runs another driver holds are collected at the end. Ctrl-C (SIGINT) stops
+the grid within a few seconds and raises ``GridInterrupted``, after every
+record finished before it is on disk.
 """
 
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
-import signal
-import sys
-import threading
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S, remove_finished
+from lengthbench.benchmark.claims import held_elsewhere, release, release_abandoned
 from lengthbench.benchmark.config import Preset, RunConfig
 from lengthbench.benchmark.device import default_device
-from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S, remove_finished
-from lengthbench.benchmark.claims import Heartbeat, claim_path, held_elsewhere, release, release_abandoned, try_claim
-from lengthbench.benchmark.ray_executor import run_on_ray
-from lengthbench.benchmark.records import load_finished, record_path, stale_records, stored_record, write_record
-from lengthbench.benchmark.runner import error_record, execute_group
+from lengthbench.benchmark.executors import Executor, GroupJob, local_executor
+from lengthbench.benchmark.ray_executor import RayExecutor, require_ray
+from lengthbench.benchmark.records import RunRecord, load_finished, record_path, stale_records, stored_record, write_record
+from lengthbench.benchmark.runner import run_claimed
 from lengthbench.benchmark.train import group_key
-from lengthbench.tasks.base import InputError
+from lengthbench.errors import InputError
+from lengthbench.registry import Registry
 
 log = logging.getLogger(__name__)
 
-PARENT_POLL_S = 0.5  # how often a worker checks that the driver is alive
 CLAIM_POLL_S = 1.0  # how often a driver looks for records of runs another process claimed
 GROUP_SIZE_CUDA = 32
+
+
+@dataclass(frozen=True)
+class ExecutorEntry:
+    """``make(job, workers=, n_groups=, progress=, address=)`` builds the
+    executor; ``check()`` refuses (an ``InputError``) when it cannot run here."""
+
+    make: Callable[..., Executor]
+    description: str
+    check: Callable[[], object] = lambda: None
+
+
+EXECUTORS: Registry[ExecutorEntry] = Registry("executor", order=("local", "ray"))
+EXECUTORS.add("local", ExecutorEntry(local_executor, "this machine: in this process, or one process per worker"))
+EXECUTORS.add("ray", ExecutorEntry(RayExecutor, "a Ray cluster (--address; default: a local one)", require_ray))
 
 
 class GridInterrupted(Exception):
@@ -86,101 +94,6 @@ def grid_configs(preset: Preset) -> list[RunConfig]:
                              "a grid holds every (task, method, seed) once")
         seen.add(config.run_id)
     return configs
-
-
-def _bar_factory(position: int):
-    def make(total, desc):
-        return tqdm(total=total, desc=desc, leave=False, position=position, dynamic_ncols=True)
-    return make
-
-
-def _exit_with_parent(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(PARENT_POLL_S)
-    os._exit(1)
-
-
-def _worker_init(threads: int, plugins: tuple, parent: int) -> None:
-    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
-    torch.set_num_threads(threads)
-    from lengthbench.models.plugins import load_plugins  # re-register third-party encodings in the child
-    load_plugins(plugins)
-
-
-def claim_group(group: list[RunConfig], results_dir: Path, force: bool) -> tuple[list[RunConfig], list[str]]:
-    """(the runs of ``group`` this process claimed and must train, the run ids
-    another process holds or has just finished)."""
-    mine, elsewhere = [], []
-    for config in group:
-        if not try_claim(results_dir, config.run_id):
-            elsewhere.append(config.run_id)
-        elif not force and load_finished(results_dir, config.run_id, set_aside=False) is not None:
-            release(results_dir, config.run_id)  # finished by another driver since this one started
-            elsewhere.append(config.run_id)
-        else:
-            mine.append(config)
-    return mine, elsewhere
-
-
-def run_claimed(group: list[RunConfig], results_dir: Path, force: bool, progress_factory=None,
-                checkpoint_every: float = CHECKPOINT_EVERY_S) -> tuple[list[dict], list[str]]:
-    """Claim, train and evaluate a group: (records of the runs trained here,
-    ids of runs left to another process). Claims stay fresh while it works."""
-    mine, elsewhere = claim_group(group, results_dir, force)
-    if not mine:
-        return [], elsewhere
-    with Heartbeat([claim_path(results_dir, c.run_id) for c in mine]):
-        return execute_group(mine, default_device(), progress_factory, results_dir, checkpoint_every), elsewhere
-
-
-class _SigintIgnored:
-    """Ignore SIGINT while worker processes start: they inherit the ignored
-    disposition (Python keeps it, instead of raising KeyboardInterrupt), so
-    a terminal's Ctrl-C reaches the driver alone, even during their import."""
-
-    def __enter__(self):
-        self.active = threading.current_thread() is threading.main_thread()
-        if self.active:
-            self.previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    def __exit__(self, *exc):
-        if self.active:
-            signal.signal(signal.SIGINT, self.previous)
-
-
-# Worker processes start by importing the main script; one that starts a grid at its top level
-# (no ``if __name__ == "__main__":``) makes every worker die at start.
-UNGUARDED_SCRIPT_HINT = ("If the grid was started from a Python script, worker processes import that script: "
-                         "call lengthbench.run under `if __name__ == \"__main__\":`, or pass workers=1.")
-
-
-def _run_pool(todo: list[list[RunConfig]], workers: int, plugins: tuple, results_dir: Path, force: bool,
-              checkpoint_every: float, finish, leave) -> None:
-    threads = max(1, torch.get_num_threads() // workers)
-    ctx = multiprocessing.get_context("spawn")
-    before = set(multiprocessing.active_children())
-    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
-                               initargs=(threads, tuple(plugins), os.getpid()))
-    try:
-        with _SigintIgnored():
-            futures = {pool.submit(run_claimed, g, results_dir, force, None, checkpoint_every): g for g in todo}
-        for future in as_completed(futures):
-            try:
-                records, elsewhere = future.result()
-            except Exception as err:  # noqa: BLE001  (a worker died: record it, go on)
-                if isinstance(err, BrokenProcessPool) and getattr(sys.modules["__main__"], "__file__", None):
-                    err = BrokenProcessPool(f"{err} {UNGUARDED_SCRIPT_HINT}")
-                records, elsewhere = [error_record(c, default_device(), err) for c in futures[future]], []
-            for record in records:
-                finish(record)
-            leave(elsewhere)
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in set(multiprocessing.active_children()) - before:
-            process.kill()
-            process.join(PARENT_POLL_S * 4)
-        raise
-    pool.shutdown()
 
 
 def _collect_elsewhere(pending: list[RunConfig], results_dir: Path, force: bool, since: float,
@@ -252,28 +165,22 @@ def resolve_group_size(requested: int, todo: list[RunConfig], workers: int) -> i
     return requested or auto_group_size(todo, workers)
 
 
-EXECUTORS = ("local", "ray")
-
-
 def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers: int = 1,
              group_size: int = 0, plugins: tuple = (), progress: bool = True,
              checkpoint_every: float = CHECKPOINT_EVERY_S, executor: str = "local",
-             address: str | None = None) -> list[dict]:
+             address: str | None = None) -> list[RunRecord]:
     """Run (or load) every cell of ``preset``; returns the records in grid order.
 
-    Groups run in this process or a local pool (``executor="local"``), or as
-    tasks of a Ray cluster (``"ray"``, at ``address``; None starts a local one).
-    Runs are trained in stacked groups of at most ``group_size`` (0: auto),
+    Groups run on ``executor`` (an ``EXECUTORS`` name; ``address`` is a Ray
+    cluster's), in stacked groups of at most ``group_size`` runs (0: auto),
     checkpointed every ``checkpoint_every`` seconds (``checkpoints``).
-
-    ``plugins`` are ``models.plugins.PluginFile``s that pool workers load.
+    ``plugins`` are ``models.plugins.PluginFile``s that workers load.
     Raises ``GridInterrupted`` on Ctrl-C, after saving what finished."""
-    if executor not in EXECUTORS:
-        raise InputError(f"executor {executor!r} is not known; valid: {', '.join(EXECUTORS)}")
+    entry = EXECUTORS[executor]
     configs = grid_configs(preset)
     started = time.time()
     Path(results_dir).mkdir(parents=True, exist_ok=True)
-    records: dict[str, dict] = {}
+    records: dict[str, RunRecord] = {}
     todo = []
     for config in configs:
         stored = None if force else load_finished(results_dir, config.run_id)
@@ -293,31 +200,25 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
     elsewhere: list[str] = []
     trained = []
 
-    def finish(record, trained_here=True):
+    def finish(record: RunRecord, trained_here=True):
         if trained_here:
-            trained.append(record["run_id"])
+            trained.append(record.run_id)
             write_record(results_dir, record)
-            release(results_dir, record["run_id"])
-        records[record["run_id"]] = record
+            release(results_dir, record.run_id)
+        records[record.run_id] = record
         remove_finished(results_dir, set(records))
-        outer.set_postfix_str(f"{record['task']}/{record['method']}: {record['status']}")
+        outer.set_postfix_str(f"{record.task}/{record.method}: {record.status}")
         outer.update(1)
 
     groups = form_groups(todo, resolve_group_size(group_size, todo, workers))
+    job = GroupJob(Path(results_dir), force, checkpoint_every, tuple(plugins))
     try:
-        if executor == "ray":
-            run_on_ray(groups, results_dir, force, checkpoint_every, plugins, address, finish, elsewhere.extend,
-                       lambda config, err: error_record(config, default_device(), err))
-        elif workers <= 1 or len(groups) <= 1:
-            for group in groups:
-                done, left = run_claimed(group, results_dir, force, _bar_factory(1) if progress else None,
-                                         checkpoint_every)
+        with entry.make(job, workers=workers, n_groups=len(groups), progress=progress, address=address) as runner:
+            runner.submit(groups)
+            for done, left in runner.completed():
                 for record in done:
                     finish(record)
                 elsewhere.extend(left)
-        else:
-            _run_pool(groups, min(workers, len(groups)), plugins, results_dir, force, checkpoint_every, finish,
-                      elsewhere.extend)
         by_id = {c.run_id: c for c in configs}
         _collect_elsewhere([by_id[r] for r in elsewhere], results_dir, force, started, checkpoint_every, finish)
         log.info("%d runs trained here, %d by another process, %d reused", len(trained),

@@ -35,18 +35,30 @@ import torch
 import torch.nn.functional as F
 
 from lengthbench.benchmark.batching import group_buckets
-from lengthbench.benchmark.bench_generation import median_seconds
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.device import default_device, device_description
 from lengthbench.benchmark.files import write_json
 from lengthbench.benchmark.flops import training_flops
 from lengthbench.benchmark.presets import get_preset
-from lengthbench.benchmark.train import batch_tensors, build_group, build_model, train_group
-from lengthbench.models.transformer import ModelSize
+from lengthbench.benchmark.evaluate import evaluate_length
+from lengthbench.benchmark.grid import form_groups, grid_configs
+from lengthbench.benchmark.runner import execute_group
+from lengthbench.benchmark.train import batch_tensors, build_group, train_group
+from lengthbench.models.families import ModelSize
 from lengthbench.tasks import IGNORE, get_task, make_batch
 
 DEVICE = default_device()
 MATMUL_SHAPES = ((128 * 82, 64, 192), (128 * 82, 256, 64), (2048, 2048, 2048))
+
+
+def median_seconds(fn, repeats: int) -> float:
+    """Median wall time of ``repeats`` calls of ``fn``."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def perf_configs() -> dict[str, RunConfig]:
@@ -73,13 +85,14 @@ def _sample_lengths(config: RunConfig, task, rng) -> np.ndarray:
 def plain_loop_seconds(config: RunConfig, steps: int) -> float:
     """Seconds per step of the baseline loop on one fixed padded batch."""
     task = get_task(config.task)
-    model = build_model(config, task, DEVICE).train()
+    model = build_group([config], task, DEVICE).train()  # one run, trained by hand below
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr)
     t = batch_tensors(make_batch(task, np.random.default_rng(0), _sample_lengths(
         config, task, np.random.default_rng(0))), DEVICE)
 
     def step():
-        logits = model(t["tokens"], t["position_ids"], t["seq_lens"])
+        positions = model.positions(0, t["tokens"], t["position_ids"], t["seq_lens"], None)
+        logits = model(t["tokens"][None], [positions])[0]
         loss = F.cross_entropy(logits.flatten(0, 1), t["targets"].flatten(), ignore_index=IGNORE)
         optimizer.zero_grad()
         loss.backward()
@@ -121,15 +134,12 @@ def trainer_seconds(config: RunConfig, steps: int, runs: int = 1, bf16: bool = F
 def bf16_accuracy_check() -> dict:
     """The ``smoke`` grid trained and evaluated in fp32 and under bf16
     autocast: how far the bf16 OOD metrics land from the fp32 ones."""
-    from lengthbench.benchmark.grid import form_groups, grid_configs
-    from lengthbench.benchmark.runner import execute_group
-
     groups = form_groups(grid_configs(get_preset("smoke")), 32)
     summaries = {}
     for bf16 in (False, True):
         with precision(bf16):
-            records = [r for g in groups for r in execute_group(g, DEVICE) if r["status"] == "ok"]
-        summaries[bf16] = {r["run_id"]: r["summary"] for r in records}
+            records = [r for g in groups for r in execute_group(g, DEVICE) if r.status == "ok"]
+        summaries[bf16] = {r.run_id: r.summary for r in records}
     common = sorted(set(summaries[False]) & set(summaries[True]))
     report = {"cells": len(common), "failed_in_bf16": len(summaries[False]) - len(common)}
     for metric in ("ood_exact_match", "ood_token_accuracy"):
@@ -166,8 +176,6 @@ def batch_shape(config: RunConfig, groups: tuple[int, ...], samples: int = 20) -
 
 
 def _eval_in_child(config: RunConfig, length: int, queue) -> None:
-    from lengthbench.benchmark.evaluate import evaluate_length
-
     task = get_task(config.task)
     model = build_group([config], task, DEVICE)
     start = time.perf_counter()
@@ -264,12 +272,3 @@ def format_report(report: dict) -> str:
                      f"accuracy by {100 * check['ood_token_accuracy_mean_abs_diff']:.2f} "
                      f"(max {100 * check['ood_token_accuracy_max_abs_diff']:.2f})")
     return "\n".join(lines)
-
-
-def main(configs, steps: int, eval_lengths, out, groups=(1, 4, 16), bf16: bool = False) -> dict:
-    report = measure(configs, steps, tuple(eval_lengths), tuple(groups), bf16)
-    print(format_report(report))
-    if out:
-        print(f"wrote {write_json(out, report)}")
-    return report
-

@@ -31,7 +31,6 @@ from lengthbench.benchmark.flops import forward_flops, training_flops
 from lengthbench.benchmark.grid import form_groups, grid_configs, resolve_group_size
 from lengthbench.benchmark.records import load_finished
 from lengthbench.benchmark.train import build_group, train_group
-from lengthbench.models.encodings import build_encoding
 from lengthbench.tasks import get_task, make_batch
 
 CALIBRATION_STEPS = 5  # timed one at a time; the median counts
@@ -57,13 +56,11 @@ def _kind(config: RunConfig) -> str | None:
     """The calibrated kind of model: "bias" or "plain" for a transformer
     (attention with a logit bias is slower), the family's name for another
     family, or None for an n/a cell, which is recorded without training."""
+    if config.not_applicable() is not None:
+        return None
     if not config.encoding:
         return config.family
-    encoding = build_encoding(config.encoding, config.model.d_model, config.model.n_heads,
-                              config.encoding_params)
-    if encoding.not_applicable(get_task(config.task)) is not None:
-        return None
-    return "bias" if "bias" in encoding.hooks_used() else "plain"
+    return "bias" if "bias" in config.make_encoding().hooks_used() else "plain"
 
 
 def _token_lengths(config: RunConfig, lengths: np.ndarray, seed: int = 0) -> np.ndarray:

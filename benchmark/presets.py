@@ -32,10 +32,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from lengthbench.benchmark.config import Preset
-from lengthbench.models.encodings import encoding_names
-from lengthbench.models.transformer import ModelSize
-from lengthbench.tasks import get_task
-from lengthbench.tasks.base import UnknownNameError, task_names
+from lengthbench.models.encodings import ENCODINGS
+from lengthbench.models.families import ModelSize
+from lengthbench.registry import Registry
+from lengthbench.tasks import get_task, task_names
 
 CORE_TASKS = ("copy", "reverse_string", "parity_check", "addition")
 CORE_ENCODINGS = ("nope", "rope", "alibi", "randomized-rope", "coupled")
@@ -65,69 +65,63 @@ def randomized_range(max_len: int) -> dict:
     least its longest sequence. A far wider range spreads neighbours so far apart that distance
     biases saturate (``python -m lengthbench.benchmark.saturation`` measures it); the same range serves
     every base."""
-    return {name: {"max_len": max_len} for name in encoding_names() if name.startswith("randomized-")}
+    return {name: {"max_len": max_len} for name, entry in ENCODINGS.items() if entry.base is not None}
 
 
-PRESETS = {
-    p.name: p
-    for p in (
-        Preset(
-            name="smoke",
-            description="CI-sized check of the whole pipeline (numbers are meaningless)",
-            tasks=CORE_TASKS,
-            encodings=CORE_ENCODINGS,
-            seeds=(0,),
-            model=ModelSize(d_model=32, n_layers=1, n_heads=2, d_ff=64),
-            settings=dict(train_length=5, test_length=10, eval_stride=1, eval_samples=32,
-                          eval_seed=1234, steps=30, batch_size=32, lr=1e-3, weight_decay=0.01,
-                          warmup_steps=5, grad_clip=1.0),
-            encoding_params=randomized_range(64) | {"coupled": {"max_positions": 32}},
-        ),
-        Preset(
-            name="quick",
-            description="the README main job: 4 tasks x 5 encodings, ~10 min on 2 CPU cores",
-            tasks=CORE_TASKS,
-            encodings=CORE_ENCODINGS,
-            seeds=(0,),
-            model=ModelSize(d_model=64, n_layers=2, n_heads=4, d_ff=256),
-            settings=dict(train_length=8, test_length=16, eval_stride=1, eval_samples=256,
-                          eval_seed=1234, steps=2000, batch_size=64, lr=1e-3, weight_decay=0.01,
-                          warmup_steps=100, grad_clip=1.0),
-            task_settings={"addition": ADDITION_SETTINGS | dict(steps=1200, batch_size=64)},
-            encoding_params=QUICK_ENCODING_PARAMS,
-        ),
-        Preset(
-            name="arithmetic",
-            description="addition x 5 encodings at a larger budget than quick (~18 min on 2 cores)",
-            tasks=("addition",),
-            encodings=CORE_ENCODINGS,
-            seeds=(0,),
-            model=ModelSize(d_model=64, n_layers=2, n_heads=4, d_ff=256),
-            settings=dict(train_length=8, test_length=16, eval_stride=1, eval_samples=256,
-                          eval_seed=1234, warmup_steps=100, grad_clip=1.0),
-            task_settings={"addition": ADDITION_SETTINGS | dict(steps=2000, batch_size=128, lr=ARITHMETIC_LR)},
-            encoding_params=QUICK_ENCODING_PARAMS,
-        ),
-    )
-}
+PRESETS: Registry[Preset] = Registry("preset")
 
 
-PRESETS["standard"] = Preset(
+def register_preset(preset: Preset) -> Preset:
+    """Add a preset (``lengthbench run --preset NAME`` then runs it)."""
+    return PRESETS.add(preset.name, preset)
+
+
+register_preset(Preset(
+    name="smoke",
+    description="CI-sized check of the whole pipeline (numbers are meaningless)",
+    tasks=CORE_TASKS,
+    encodings=CORE_ENCODINGS,
+    seeds=(0,),
+    model=ModelSize(d_model=32, n_layers=1, n_heads=2, d_ff=64),
+    settings=dict(train_length=5, test_length=10, eval_stride=1, eval_samples=32, steps=30, batch_size=32, lr=1e-3,
+                  weight_decay=0.01, warmup_steps=5, grad_clip=1.0),
+    encoding_params=randomized_range(64) | {"coupled": {"max_positions": 32}},
+))
+register_preset(Preset(
+    name="quick",
+    description="the README main job: 4 tasks x 5 encodings, ~10 min on 2 CPU cores",
+    tasks=CORE_TASKS,
+    encodings=CORE_ENCODINGS,
+    seeds=(0,),
+    model=ModelSize(d_model=64, n_layers=2, n_heads=4, d_ff=256),
+    settings=dict(train_length=8, test_length=16, eval_stride=1, eval_samples=256, steps=2000, batch_size=64,
+                  lr=1e-3, weight_decay=0.01, warmup_steps=100, grad_clip=1.0),
+    task_settings={"addition": ADDITION_SETTINGS | dict(steps=1200, batch_size=64)},
+    encoding_params=QUICK_ENCODING_PARAMS,
+))
+register_preset(Preset(
+    name="arithmetic",
+    description="addition x 5 encodings at a larger budget than quick (~18 min on 2 cores)",
+    tasks=("addition",),
+    encodings=CORE_ENCODINGS,
+    seeds=(0,),
+    model=ModelSize(d_model=64, n_layers=2, n_heads=4, d_ff=256),
+    settings=dict(train_length=8, test_length=16, eval_stride=1, eval_samples=256, warmup_steps=100, grad_clip=1.0),
+    task_settings={"addition": ADDITION_SETTINGS | dict(steps=2000, batch_size=128, lr=ARITHMETIC_LR)},
+    encoding_params=QUICK_ENCODING_PARAMS,
+))
+register_preset(Preset(
     name="standard",
     description="every task x every built-in encoding x 3 seeds (GPU-sized: hours on one GPU)",
     tasks=tuple(task_names()),
-    encodings=tuple(encoding_names()),
+    encodings=tuple(ENCODINGS.names()),
     seeds=(0, 1, 2),
     model=ModelSize(d_model=128, n_layers=4, n_heads=8, d_ff=512),
-    settings=dict(train_length=20, test_length=60, eval_stride=1, eval_samples=512, eval_seed=1234,
-                  steps=10000, batch_size=128, lr=5e-4, weight_decay=0.01, warmup_steps=500,
-                  grad_clip=1.0),
-    encoding_params=randomized_range(256)
-    | {"coupled": {"max_positions": 192}},
-)
-
-
-PRESETS["suite"] = Preset(
+    settings=dict(train_length=20, test_length=60, eval_stride=1, eval_samples=512, steps=10000, batch_size=128,
+                  lr=5e-4, weight_decay=0.01, warmup_steps=500, grad_clip=1.0),
+    encoding_params=randomized_range(256) | {"coupled": {"max_positions": 192}},
+))
+register_preset(Preset(
     name="suite",
     description="every task x 8 encodings (the 5 core ones, xpos, cope, abacus) x 3 seeds at a laptop budget "
                 "(~2 h on 2 CPU cores)",
@@ -135,12 +129,11 @@ PRESETS["suite"] = Preset(
     encodings=(*CORE_ENCODINGS, "xpos", "cope", "abacus"),
     seeds=(0, 1, 2),
     model=ModelSize(d_model=64, n_layers=2, n_heads=4, d_ff=256),
-    settings=dict(train_length=8, test_length=16, eval_stride=1, eval_samples=128, eval_seed=1234,
-                  steps=1000, batch_size=64, lr=1e-3, weight_decay=0.01, warmup_steps=100, grad_clip=1.0),
+    settings=dict(train_length=8, test_length=16, eval_stride=1, eval_samples=128, steps=1000, batch_size=64,
+                  lr=1e-3, weight_decay=0.01, warmup_steps=100, grad_clip=1.0),
     task_settings={"addition": ADDITION_SETTINGS | dict(steps=1000, batch_size=64)},
     encoding_params=QUICK_ENCODING_PARAMS,
-)
-
+))
 
 
 # Deletang et al.'s recurrent baselines.
@@ -164,12 +157,12 @@ def _at_suite_scale(name: str, description: str, tasks, encodings) -> Preset:
                    encoding_params=randomized_range(SUITE_RANDOMIZED_MAX_LEN) | QUICK_ENCODING_PARAMS)
 
 
-PRESETS["chomsky"] = replace(_at_suite_scale(
+register_preset(replace(_at_suite_scale(
     "chomsky", "Deletang/Ruoss reproduction at the suite budget: 15 Chomsky tasks x (9 encodings + rnn, lstm, "
-    "stack-rnn, tape-rnn) x 3 seeds", CHOMSKY_TASKS, CHOMSKY_ENCODINGS), families=("transformer", *RECURRENT_FAMILIES))
-PRESETS["nope"] = _at_suite_scale(
+    "stack-rnn, tape-rnn) x 3 seeds", CHOMSKY_TASKS, CHOMSKY_ENCODINGS), families=("transformer", *RECURRENT_FAMILIES)))
+register_preset(_at_suite_scale(
     "nope", "Kazemnejad et al. reproduction at the suite budget: 4 tasks x their 5 encodings x 3 seeds",
-    NOPE_TASKS, NOPE_PAPER_ENCODINGS)
+    NOPE_TASKS, NOPE_PAPER_ENCODINGS))
 
 
 # The published protocols (GPU-sized; `run --plan` gives the cost). Differences we keep: our
@@ -177,46 +170,44 @@ PRESETS["nope"] = _at_suite_scale(
 # extra input slots), the learning rate decays on a cosine (theirs is constant), no dropout (so
 # runs can be trained as stacked groups), one learning rate (Deletang et al. take the max over
 # three), and data is drawn fresh each step (Cho et al. use a fixed set of 1M examples).
-PRESETS["chomsky-paper"] = Preset(
+register_preset(Preset(
     name="chomsky-paper",
     description="Deletang et al. 2023 / Ruoss et al. 2023 protocol: train 1..40, test to 500, 10 seeds (GPU)",
     tasks=CHOMSKY_TASKS,
     encodings=CHOMSKY_ENCODINGS,
     seeds=tuple(range(10)),
     model=ModelSize(d_model=64, n_layers=5, n_heads=8, d_ff=256),
-    settings=dict(train_length=40, test_length=500, eval_stride=1, eval_samples=512, eval_seed=1234,
+    settings=dict(train_length=40, test_length=500, eval_stride=1, eval_samples=512,
                   steps=1_000_000, batch_size=128, lr=3e-4, weight_decay=0.0, warmup_steps=0, grad_clip=1.0),
     encoding_params=randomized_range(2048),
     families=("transformer", *RECURRENT_FAMILIES),
     family_settings={f: {"model": {"d_model": 256}} for f in RECURRENT_FAMILIES},  # their hidden size
-)
-PRESETS["nope-paper"] = Preset(
+))
+register_preset(Preset(
     name="nope-paper",
     description="Kazemnejad et al. 2023 protocol: ~110M decoder, 40k steps of 64, lengths L -> 2L, 3 seeds (GPU)",
     tasks=NOPE_TASKS,
     encodings=NOPE_PAPER_ENCODINGS,
     seeds=(0, 1, 2),
     model=ModelSize(d_model=768, n_layers=12, n_heads=12, d_ff=3072),
-    settings=dict(train_length=20, test_length=40, eval_stride=1, eval_samples=512, eval_seed=1234,
+    settings=dict(train_length=20, test_length=40, eval_stride=1, eval_samples=512,
                   steps=40_000, batch_size=64, lr=3e-5, weight_decay=0.0, warmup_steps=500, grad_clip=1.0),
     task_settings={"addition": dict(train_length=8, test_length=16)},
-)
-PRESETS["coupling-paper"] = Preset(
+))
+register_preset(Preset(
     name="coupling-paper",
     description="Cho et al. 2024 protocol: 1-layer d512 decoder, addition 1..30 -> 200 digits, Nx2 1..40, 8 seeds (GPU)",
     tasks=("addition", "multiplication"),
     encodings=("coupled", "nope", "rope"),
     seeds=tuple(range(8)),
     model=ModelSize(d_model=512, n_layers=1, n_heads=4, d_ff=2048),
-    settings=dict(train_length=30, test_length=200, eval_stride=10, eval_samples=512, eval_seed=1234,
+    settings=dict(train_length=30, test_length=200, eval_stride=10, eval_samples=512,
                   steps=50_000, batch_size=1000, lr=1e-4, weight_decay=0.0, warmup_steps=500, grad_clip=1.0),
     task_settings={"multiplication": dict(train_length=40)},
     encoding_params={"coupled": {"max_positions": 203}},
-)
+))
 PAPER_PRESETS = ("chomsky-paper", "nope-paper", "coupling-paper")
 
 
 def get_preset(name: str) -> Preset:
-    if name not in PRESETS:
-        raise UnknownNameError("preset", name, PRESETS)
     return PRESETS[name]

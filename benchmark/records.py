@@ -1,34 +1,50 @@
 """Run records: one JSON file per run, written atomically, validated on read.
 
-File name: ``<task>__<encoding>__seed<k>__<config hash>.json``. Statuses:
-``ok``, ``diverged`` (non-finite training loss), ``error`` (the run raised;
-the message is kept), ``not_applicable`` (the encoding needs structure the
-task does not have, e.g. ``coupled`` on ``parity_check``).
+``RunRecord`` is the one type of a record: ``RunRecord.start`` makes it
+(identity, code and machine), the runner fills in its outcome, ``to_json``
+writes it and ``read_record`` reads and validates it. File name:
+``<task>__<encoding>__seed<k>__<config hash>.json``. Statuses: ``ok``,
+``diverged`` (non-finite training loss), ``error`` (the run raised; the
+message is kept), ``not_applicable`` (the method cannot run on the task,
+e.g. ``coupled`` on ``parity_check``).
 
-A stored record is reused or aggregated only after ``validate_record`` has
-checked it against its file name, its config hash and every field the
-leaderboard reads: a record copied over another cell's file, edited by hand,
-or written by another schema version is never silently used.
+A stored record is reused or aggregated only after validation against its
+file name, its config hash and every field the leaderboard reads: a record
+copied over another cell's file, edited by hand, or written by another
+schema version is never silently used.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import platform
+import socket
+import traceback
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+import torch
+
 from lengthbench.benchmark.config import RunConfig
+from lengthbench.benchmark.device import device_description
 from lengthbench.benchmark.files import write_json
-from lengthbench.models.families import TRANSFORMER, method_name
-from lengthbench.tasks.base import InputError
+from lengthbench.benchmark.version import code_version
+from lengthbench.errors import InputError
 
 RECORD_SCHEMA_VERSION = 1
 STATUSES = ("ok", "diverged", "error", "not_applicable")
 FINISHED = ("ok", "diverged", "not_applicable")  # a rerun skips these; errors are retried
-SUMMARY_FIELDS = tuple(f"{split}_{metric}" for split in ("id", "ood")
-                       for metric in ("exact_match", "token_accuracy"))
+METRICS = ("exact_match", "token_accuracy")
+SPLITS = ("id", "ood")
+SUMMARY_FIELDS = tuple(f"{split}_{metric}" for split in SPLITS for metric in METRICS)
 LENGTH_STATUSES = ("ok", "unsupported")
 QUARANTINE_SUFFIX = ".invalid"
+IDENTITY = ("run_id", "task", "encoding", "method", "seed", "config_hash")  # derived from the config
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +53,107 @@ class RecordError(InputError):
     """A record file that is not a valid run record for its file name."""
 
 
+@dataclass
+class RunRecord:
+    """One run: its configuration (which fixes its identity), where and by
+    what code it ran, and its outcome. ``per_length`` rows hold ``length``,
+    ``status`` (ok / unsupported), ``exact_match``, ``token_accuracy`` and
+    ``n_samples``; ``summary`` the in- and out-of-distribution means."""
+
+    config: RunConfig
+    code_version: str
+    torch_version: str
+    device: str
+    host: dict
+    started_at: str
+    status: str = "error"
+    wall_time_s: float | None = None
+    n_parameters: int | None = None
+    group_size: int | None = None
+    training: dict | None = None  # steps_done, final_loss, loss_curve
+    per_length: list[dict] | None = None
+    summary: dict | None = None
+    error: str | None = None
+    traceback: str | None = None
+    reason: str | None = None  # why a cell is not applicable
+    schema_version: int = RECORD_SCHEMA_VERSION
+
+    @classmethod
+    def start(cls, config: RunConfig, device: torch.device) -> "RunRecord":
+        """The record of a run about to start here (the one constructor)."""
+        return cls(config=config, code_version=code_version(), torch_version=torch.__version__,
+                   device=device_description(device),
+                   host={"python": platform.python_version(), "machine": platform.machine(),
+                         "name": socket.gethostname(), "pid": os.getpid()},
+                   started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    def failed(self, err: BaseException) -> "RunRecord":
+        """This record, as the run's error."""
+        self.status, self.error = "error", f"{type(err).__name__}: {err}"
+        self.traceback = "".join(traceback.format_exception(err, limit=8))
+        return self
+
+    @property
+    def run_id(self) -> str:
+        return self.config.run_id
+
+    @property
+    def task(self) -> str:
+        return self.config.task
+
+    @property
+    def encoding(self) -> str:
+        return self.config.encoding
+
+    @property
+    def method(self) -> str:
+        return self.config.method
+
+    @property
+    def seed(self) -> int:
+        return self.config.seed
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+    def to_json(self) -> dict:
+        """What the record file holds: every field that is set, the identity spelled out."""
+        data = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        data["config"] = self.config.to_dict()
+        data.update(run_id=self.run_id, task=self.task, encoding=self.encoding, method=self.method, seed=self.seed,
+                    config_hash=self.config.config_hash())
+        return data
+
+    def length_rows(self) -> list[dict]:
+        """One row per evaluated length, with its ``split`` (``id``/``ood``,
+        ``RunConfig.split``); empty for a run without metrics."""
+        return [{**row, "split": self.config.split(row["length"])} for row in self.per_length or []]
+
+
+def summarize(per_length: list[dict], config: RunConfig) -> dict:
+    """In-distribution and out-of-distribution means of each metric
+    (``RunConfig.split`` decides which is which). A length the encoding cannot
+    run at counts as 0 (it cannot solve it); every OOD length is included,
+    the first one too."""
+    out = {}
+    for split in SPLITS:
+        rows = [r for r in per_length if config.split(r["length"]) == split]
+        for metric in METRICS:
+            out[f"{split}_{metric}"] = round(float(np.mean([r[metric] for r in rows])), 6) if rows else None
+        out[f"{split}_unsupported_lengths"] = sum(r["status"] == "unsupported" for r in rows)
+    return out
+
+
 def record_path(results_dir: Path, run_id: str) -> Path:
     return Path(results_dir) / f"{run_id}.json"
 
 
-def write_record(results_dir: Path, record: dict) -> Path:
+def write_record(results_dir: Path, record: RunRecord) -> Path:
     """Temp file + rename: a reader never sees a half-written record."""
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
-    return write_json(record_path(results_dir, record["run_id"]), record)
+    return write_json(record_path(results_dir, record.run_id), record.to_json())
 
 
 def _fraction(value) -> bool:
@@ -56,48 +164,47 @@ def _count(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _problem(record, path: Path) -> str | None:
-    """What makes ``record`` invalid at ``path``, or None."""
-    if not isinstance(record, dict):
-        return f"a JSON {type(record).__name__}, not a run record object"
-    version = record.get("schema_version")
+def _problem(data, path: Path) -> str | None:
+    """What makes the JSON ``data`` invalid as the record at ``path``, or None."""
+    if not isinstance(data, dict):
+        return f"a JSON {type(data).__name__}, not a run record object"
+    version = data.get("schema_version")
     if version != RECORD_SCHEMA_VERSION or isinstance(version, bool):
-        return (f"schema_version {version!r}; this lengthbench reads version {RECORD_SCHEMA_VERSION}")
-    missing = [k for k in ("run_id", "task", "encoding", "seed", "config_hash", "config", "status")
-               if k not in record]
+        return f"schema_version {version!r}; this lengthbench reads version {RECORD_SCHEMA_VERSION}"
+    missing = [k for k in ("run_id", "task", "encoding", "seed", "config_hash", "config", "status") if k not in data]
     if missing:
         return f"lacks {', '.join(missing)}"
-    if record["status"] not in STATUSES:
-        return f"status {record['status']!r}; valid: {', '.join(STATUSES)}"
+    if data["status"] not in STATUSES:
+        return f"status {data['status']!r}; valid: {', '.join(STATUSES)}"
     try:
-        config = RunConfig.from_dict(record["config"])
+        config = RunConfig.from_dict(data["config"])
         config_hash = config.config_hash()
     except (TypeError, ValueError, AttributeError) as err:
         return f"its config is not a run configuration ({err})"
-    if record["config_hash"] != config_hash:
-        return f"config_hash {record['config_hash']!r} does not match its config (hash {config_hash})"
-    stated = (record["task"], record["encoding"], record["seed"])
-    if stated != (config.task, config.encoding, config.seed) or record["run_id"] != config.run_id:
+    if data["config_hash"] != config_hash:
+        return f"config_hash {data['config_hash']!r} does not match its config (hash {config_hash})"
+    stated = (data["task"], data["encoding"], data["seed"])
+    if stated != (config.task, config.encoding, config.seed) or data["run_id"] != config.run_id:
         return f"task/encoding/seed/run_id disagree with its config (run {config.run_id})"
-    if record.setdefault("method", config.method) != config.method:  # see record_method
-        return f"method {record['method']!r} disagrees with its config ({config.method})"
+    if data.get("method", config.method) != config.method:  # records made before families have none
+        return f"method {data['method']!r} disagrees with its config ({config.method})"
     if path.stem != config.run_id:
         return f"holds the record of run {config.run_id}, not of the run its file name names"
-    if record["status"] == "ok":
-        return _metrics_problem(record)
-    if record["status"] == "error" and not isinstance(record.get("error"), str):
+    if data["status"] == "ok":
+        return _metrics_problem(data)
+    if data["status"] == "error" and not isinstance(data.get("error"), str):
         return "an error record without its error message"
     return None
 
 
-def _metrics_problem(record: dict) -> str | None:
-    summary = record.get("summary")
+def _metrics_problem(data: dict) -> str | None:
+    summary = data.get("summary")
     if not isinstance(summary, dict):
         return "status ok but no summary"
     for name in SUMMARY_FIELDS:
         if name not in summary or not (summary[name] is None or _fraction(summary[name])):
             return f"summary field {name} is {summary.get(name)!r}, not a fraction in [0, 1]"
-    per_length = record.get("per_length")
+    per_length = data.get("per_length")
     if not isinstance(per_length, list) or not per_length:
         return "status ok but no per_length metrics"
     for row in per_length:
@@ -105,32 +212,29 @@ def _metrics_problem(record: dict) -> str | None:
             return f"per_length entry {row!r} lacks an integer length or n_samples"
         if row.get("status") not in LENGTH_STATUSES:
             return f"per_length status {row.get('status')!r} at length {row['length']}; valid: ok, unsupported"
-        for metric in ("exact_match", "token_accuracy"):
+        for metric in METRICS:
             if not _fraction(row.get(metric)):
                 return f"{metric} {row.get(metric)!r} at length {row['length']} is not a fraction in [0, 1]"
     return None
 
 
-def record_method(record: dict) -> str:
-    """A record's method (records written before model families existed
-    have no ``method`` field: they are transformers)."""
-    return record.get("method") or method_name(record["config"].get("family", TRANSFORMER), record["encoding"])
+_STORED = tuple(f.name for f in fields(RunRecord) if f.name != "config")
 
 
-def read_record(path: Path) -> dict:
-    """Load and validate one record file; ``RecordError`` names the file."""
+def read_record(path: Path) -> RunRecord:
+    """Load and validate one record file (the one reader); ``RecordError`` names the file."""
     path = Path(path)
     try:
-        record = json.loads(path.read_bytes().decode("utf-8"))
+        data = json.loads(path.read_bytes().decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise RecordError(f"{path}: not a readable run record ({err})") from None
-    problem = _problem(record, path)
+    problem = _problem(data, path)
     if problem:
         raise RecordError(f"{path}: {problem}")
-    return record
+    return RunRecord(config=RunConfig.from_dict(data["config"]), **{k: data.get(k) for k in _STORED})
 
 
-def load_finished(results_dir: Path, run_id: str, set_aside: bool = True) -> dict | None:
+def load_finished(results_dir: Path, run_id: str, set_aside: bool = True) -> RunRecord | None:
     """The stored record of a finished run, or None if it must (re)run.
 
     An invalid record is reported and, with ``set_aside``, moved aside to
@@ -149,10 +253,10 @@ def load_finished(results_dir: Path, run_id: str, set_aside: bool = True) -> dic
         path.replace(aside)
         log.warning("invalid record %s; moved to %s and rerunning its cell", err, aside.name)
         return None
-    return record if record["status"] in FINISHED else None
+    return record if record.finished else None
 
 
-def stored_record(results_dir: Path, run_id: str) -> dict | None:
+def stored_record(results_dir: Path, run_id: str) -> RunRecord | None:
     """The valid record of a run in any status, or None (absent or invalid)."""
     path = record_path(results_dir, run_id)
     try:
@@ -180,7 +284,7 @@ def stale_records(results_dir: Path, config: RunConfig) -> list[Path]:
     return stale
 
 
-def load_records(results_dir: Path) -> list[dict]:
+def load_records(results_dir: Path) -> list[RunRecord]:
     """Every record in a folder, each validated: one invalid file stops the
     load with a one-line error that names it and says how to fix it."""
     records = []
@@ -191,3 +295,23 @@ def load_records(results_dir: Path) -> list[dict]:
             raise RecordError(f"{err}; move the file out of the folder (or rerun its cell with "
                               "`lengthbench run`, which sets invalid records aside)") from None
     return records
+
+
+def distinct_runs(records: list[RunRecord]) -> list[RunRecord]:
+    """Each run once: a record listed twice must not count as two seeds."""
+    first: dict[str, RunRecord] = {}
+    for r in records:
+        first.setdefault(r.run_id, r)
+    return list(first.values())
+
+
+LENGTH_COLUMNS = ["task", "method", "seed", "train_length", "length", "split", "status", "token_accuracy",
+                  "exact_match", "n_samples"]
+
+
+def length_frame(records: list[RunRecord]) -> pd.DataFrame:
+    """Long table of every evaluated length of every finished (``ok``) run,
+    each with its ``split``."""
+    rows = [{"task": r.task, "method": r.method, "seed": r.seed, "train_length": r.config.train_length, **row}
+            for r in distinct_runs(records) if r.status == "ok" for row in r.length_rows()]
+    return pd.DataFrame(rows, columns=LENGTH_COLUMNS + (["reason"] if any("reason" in x for x in rows) else []))

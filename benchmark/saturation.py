@@ -26,7 +26,7 @@ import pandas as pd
 
 from lengthbench.benchmark.grid import resolve_workers, run_grid
 from lengthbench.benchmark.presets import get_preset
-from lengthbench.leaderboard.aggregate import per_length_frame
+from lengthbench.benchmark.records import length_frame
 
 TASKS = ("parity_check", "even_pairs", "reverse_string", "copy", "stack_manipulation", "bucket_sort")
 BASES = ("t5", "kerple-log", "kerple-power")
@@ -44,8 +44,7 @@ def measure(results: Path, workers: int = 0, budget: str = "suite", tasks=TASKS)
         preset = replace(get_preset(budget), name=f"saturation-{max_len}", tasks=tuple(tasks), encodings=encodings,
                          seeds=(0,), encoding_params={f"randomized-{b}": {"max_len": max_len} for b in BASES})
         records = run_grid(preset, results / f"max_len_{max_len}", workers=resolve_workers(workers), progress=False)
-        frame = per_length_frame(records)
-        frames.append(frame.assign(max_len=max_len))
+        frames.append(length_frame(records).assign(max_len=max_len))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -60,7 +59,7 @@ def report(frame: pd.DataFrame) -> str:
             same = [t for t in tasks if curves.get((f"transformer/{a}", t)) == curves.get((f"transformer/{b}", t))]
             lines.append(f"  {a} == {b} (identical per-length token accuracy) on {len(same)} of {len(tasks)} tasks"
                          + (f": {', '.join(same)}" if same else ""))
-        ood = sub[sub.length > sub.train_length].groupby(["method", "task"]).token_accuracy.mean().unstack()
+        ood = sub[sub.split == "ood"].groupby(["method", "task"]).token_accuracy.mean().unstack()
         lines.append((100 * ood).round(1).to_string())
         lines.append("")
     return "\n".join(lines)

@@ -11,6 +11,7 @@ update never depend on the other runs."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 from dataclasses import dataclass, replace
 
@@ -21,13 +22,13 @@ import torch.nn.functional as F
 from lengthbench.benchmark.batching import group_buckets
 from lengthbench.benchmark.checkpoints import Checkpoint
 from lengthbench.benchmark.config import RunConfig
-from lengthbench.benchmark.seeding import data_rng, init_seed, position_generator
-from lengthbench.models import Transformer, build_encoding, family_entry
-from lengthbench.models.families import RunInit
-from lengthbench.models.stacked import RunStack, seeded_transformer
+from lengthbench.benchmark.seeding import data_rng, position_generator
+from lengthbench.models.families import FAMILIES, RunStack
 from lengthbench.tasks import IGNORE, PAD, Batch, Task, make_batch
 
 LOSS_CURVE_POINTS = 20
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -37,19 +38,6 @@ class TrainResult:
     loss_curve: list[float]  # mean loss over LOSS_CURVE_POINTS equal windows
     final_loss: float
     step_losses: list[float]  # every step's loss (not stored in records)
-
-
-def run_init(config: RunConfig) -> RunInit:
-    """The run's initial-weight seed and, when it has one, its encoding factory."""
-    if not config.encoding:
-        return RunInit(init_seed(config.seed))
-    return RunInit(init_seed(config.seed), lambda: build_encoding(
-        config.encoding, config.model.d_model, config.model.n_heads, config.encoding_params))
-
-
-def build_model(config: RunConfig, task: Task, device: torch.device) -> Transformer:
-    """A transformer run as a plain (unstacked) model (``perf``'s baseline)."""
-    return seeded_transformer(task.vocab_size, config.model, run_init(config)).to(device)
 
 
 def batch_tensors(batch: Batch, device: torch.device) -> dict[str, torch.Tensor]:
@@ -96,8 +84,8 @@ def build_group(configs: list[RunConfig], task: Task, device: torch.device) -> R
     """Each run's model, initialised exactly as a solo run's, stacked by its family."""
     if len({group_key(c) for c in configs}) != 1:
         raise ValueError("runs of one group must differ only in seed and encoding")
-    family = family_entry(configs[0].family)
-    return family.build(task.vocab_size, configs[0].model, [run_init(c) for c in configs]).to(device)
+    family = FAMILIES[configs[0].family]
+    return family.build(task.vocab_size, configs[0].model, [c.run_init() for c in configs]).to(device)
 
 
 def train_group(model: RunStack, task: Task, configs: list[RunConfig], device: torch.device,
@@ -117,6 +105,10 @@ def train_group(model: RunStack, task: Task, configs: list[RunConfig], device: t
     active = list(range(len(configs)))
     start = 0
     saved = checkpoint.load() if checkpoint is not None else None
+    if saved is not None and not _same_shapes(model, saved["model"]):
+        log.warning("checkpoint %s holds a model of another layout (saved by other code); training from step 0",
+                    checkpoint.path)
+        saved = None
     if saved is not None:
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
@@ -127,6 +119,8 @@ def train_group(model: RunStack, task: Task, configs: list[RunConfig], device: t
         losses, start = saved["losses"], saved["step"]
         diverged_at = {int(r): at for r, at in saved["diverged_at"].items()}
         active = [r for r in active if r not in diverged_at]
+        log.info("%s: resumed %d run(s) from their checkpoint at step %d of %d", schedule.task, len(configs),
+                 start, schedule.steps)
         if progress is not None:
             progress.update(start)
     for step in range(start, schedule.steps):
@@ -179,6 +173,11 @@ def train_group(model: RunStack, task: Task, configs: list[RunConfig], device: t
             tail = losses[r][-max(1, len(losses[r]) // LOSS_CURVE_POINTS):]
             results.append(TrainResult(schedule.steps, False, _curve(losses[r]), float(np.mean(tail)), losses[r]))
     return results
+
+
+def _same_shapes(model: RunStack, state: dict) -> bool:
+    own = model.state_dict()
+    return set(own) == set(state) and all(own[k].shape == state[k].shape for k in own)
 
 
 def clip_per_run(model: RunStack, max_norm: float) -> None:

@@ -22,26 +22,30 @@ import json
 import sys
 from pathlib import Path
 
+from lengthbench.models.encodings import ENCODINGS
+from lengthbench.models.families import FAMILIES
+from lengthbench.tasks import TASKS
+
 TRAINER_VERSION = 1
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = Path(__file__).with_name("code_digests.json")
-TRAINER_SOURCES = ("benchmark/train.py", "benchmark/batching.py", "benchmark/evaluate.py",
-                   "benchmark/seeding.py", "models/transformer.py", "models/stacked.py", "tasks/base.py")
+TRAINER_SOURCES = ("benchmark/train.py", "benchmark/batching.py", "benchmark/evaluate.py", "benchmark/records.py",
+                   "benchmark/seeding.py", "models/transformer.py", "tasks/base.py")
 
 
 def code_versions(task: str, encoding: str | None, family: str = "transformer") -> dict[str, int]:
     """The versions a run of ``task`` x ``encoding`` (``None`` for a family
     without encodings) x ``family`` is made by, those other than 1 only (so
     that configs of unbumped code keep their hashes)."""
-    from lengthbench.models.encodings import encoding_entry
-    from lengthbench.models.families import family_entry
-    from lengthbench.tasks.base import get_task
-
-    versions = {"task": type(get_task(task)).version,
-                "encoding": encoding_entry(encoding).version if encoding else 1,
-                "family": family_entry(family).version, "trainer": TRAINER_VERSION}
+    versions = {"task": TASKS[task].version, "encoding": ENCODINGS[encoding].version if encoding else 1,
+                "family": FAMILIES[family].version, "trainer": TRAINER_VERSION}
     return {k: v for k, v in versions.items() if v != 1}
+
+
+def _source(obj) -> Path:
+    """The repository file that defines ``obj`` (through the package's links)."""
+    return Path(inspect.getfile(obj)).resolve()
 
 
 def _digest(files: list[Path]) -> str:
@@ -55,25 +59,19 @@ def components() -> dict[str, dict]:
     """Every built-in task and encoding and the trainer: version and digest
     of the source files that decide its results (a task's or encoding's
     module, with the base encoding's for a randomized one)."""
-    from lengthbench.models.encodings import encoding_entry, encoding_names
-    from lengthbench.models.families import family_entry, family_names
-    from lengthbench.tasks.base import _TASKS
-
     table = {"trainer": {"version": TRAINER_VERSION, "digest": _digest([ROOT / f for f in TRAINER_SOURCES])}}
-    for name, cls in sorted(_TASKS.items()):
-        table[f"task:{name}"] = {"version": cls.version, "digest": _digest([Path(inspect.getfile(cls))])}
-    for name in sorted(encoding_names()):
-        entry = encoding_entry(name)
+    for name, cls in sorted(TASKS.items()):
+        table[f"task:{name}"] = {"version": cls.version, "digest": _digest([_source(cls)])}
+    for name, entry in sorted(ENCODINGS.items()):
         if entry.source != "built-in":
             continue  # a plugin's file hash is already in its configs (encoding_source)
-        files = [Path(inspect.getfile(entry.factory)), ROOT / "models/encodings/base.py"]
-        if name.startswith("randomized-"):
-            files.append(Path(inspect.getfile(encoding_entry(name.removeprefix("randomized-")).factory)))
+        files = [_source(entry.factory), ROOT / "models/encodings/base.py"]
+        if entry.base is not None:
+            files.append(_source(ENCODINGS[entry.base].factory))
         table[f"encoding:{name}"] = {"version": entry.version, "digest": _digest(files)}
-    for name in family_names():
-        entry = family_entry(name)
-        files = [Path(inspect.getfile(entry.build)), ROOT / "models/families.py"]
-        table[f"family:{name}"] = {"version": entry.version, "digest": _digest(files)}
+    for name, entry in FAMILIES.items():
+        table[f"family:{name}"] = {"version": entry.version,
+                                   "digest": _digest([_source(entry.build), ROOT / "models/families.py"])}
     return table
 
 

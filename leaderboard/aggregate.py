@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pandas as pd
 
-from lengthbench.benchmark.records import SUMMARY_FIELDS, record_method
+from lengthbench.benchmark.records import SUMMARY_FIELDS, RunRecord, distinct_runs, length_frame
 from lengthbench.leaderboard.schema import COLUMN_NAMES, METRICS, SCHEMA_VERSION
 from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD, bootstrap_ci, generalization_length
-from lengthbench.models.encodings import encoding_names
-from lengthbench.models.families import TRANSFORMER, family_entry, family_names, method_name
-from lengthbench.tasks import get_task, task_names
+from lengthbench.models.encodings import ENCODINGS
+from lengthbench.models.families import FAMILIES, TRANSFORMER, method_name
+from lengthbench.tasks import TASKS, task_names
 from lengthbench.tasks.base import LEVELS
 
 
@@ -22,47 +22,25 @@ class MixedConfigError(ValueError):
 
 
 def _level(task: str) -> str:
-    try:
-        return get_task(task).level
-    except ValueError:
-        return "unknown"
+    entry = TASKS.get(task)
+    return entry.level if entry is not None else "unknown"
 
 
-def distinct_runs(records: list[dict]) -> list[dict]:
-    """Each run once: a record listed twice must not count as two seeds."""
-    first: dict[str, dict] = {}
-    for r in records:
-        first.setdefault(r["run_id"], r)
-    return list(first.values())
-
-
-def runs_frame(records: list[dict]) -> pd.DataFrame:
+def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
     """One row per distinct run with its status and summary metrics (the
     metric columns exist, empty, even when no run finished)."""
     rows = []
     for r in distinct_runs(records):
-        cfg = r["config"]
-        signature = {k: v for k, v in cfg.items() if k != "seed"}
+        config = r.config.to_dict()
+        signature = {k: v for k, v in config.items() if k != "seed"}
         rows.append({
-            "task": r["task"], "method": record_method(r), "model": cfg.get("family", TRANSFORMER),
-            "encoding": r["encoding"], "seed": r["seed"], "status": r["status"],
-            "train_length": cfg["train_length"], "test_length": cfg["test_length"],
+            "task": r.task, "method": r.method, "model": r.config.family,
+            "encoding": r.encoding, "seed": r.seed, "status": r.status,
+            "train_length": r.config.train_length, "test_length": r.config.test_length,
             "signature": json.dumps(signature, sort_keys=True),
-            "run_id": r["run_id"], **{k: (r.get("summary") or {}).get(k) for k in SUMMARY_FIELDS},
+            "run_id": r.run_id, **{k: (r.summary or {}).get(k) for k in SUMMARY_FIELDS},
         })
     return pd.DataFrame(rows)
-
-
-def per_length_frame(records: list[dict]) -> pd.DataFrame:
-    """Long table of every evaluated length of every finished run."""
-    rows = [
-        {"task": r["task"], "method": record_method(r), "seed": r["seed"],
-         "train_length": r["config"]["train_length"], **m}
-        for r in distinct_runs(records) if r["status"] == "ok" for m in r["per_length"]
-    ]
-    columns = ["task", "method", "seed", "train_length", "length", "status",
-               "token_accuracy", "exact_match", "n_samples"]
-    return pd.DataFrame(rows, columns=columns + (["reason"] if any("reason" in x for x in rows) else []))
 
 
 def _check_single_config(runs: pd.DataFrame) -> None:
@@ -108,7 +86,7 @@ def leaderboard_frame(records: list[dict]) -> pd.DataFrame:
     if runs.empty:
         return pd.DataFrame(columns=list(COLUMN_NAMES))
     _check_single_config(runs)
-    per_length = per_length_frame(records)
+    per_length = length_frame(records)
     rows = []
     for (task, method), cell in runs.groupby(["task", "method"], sort=False):
         ok = cell[cell.status == "ok"]
@@ -136,8 +114,8 @@ def leaderboard_frame(records: list[dict]) -> pd.DataFrame:
 def method_order(names) -> list[str]:
     """Transformer methods in encoding registry order (built-ins first, then
     plugins), then the other families in registry order, unknown names last."""
-    known = [method_name(TRANSFORMER, e) for e in encoding_names()]
-    known += [f for f in family_names() if not family_entry(f).takes_encoding]
+    known = [method_name(TRANSFORMER, e) for e in ENCODINGS]
+    known += [name for name, entry in FAMILIES.items() if not entry.takes_encoding]
     names = set(names)
     return [m for m in known if m in names] + sorted(names - set(known))
 

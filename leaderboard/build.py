@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lengthbench.leaderboard.aggregate import leaderboard_frame, per_length_frame
+from lengthbench.benchmark.records import length_frame
+from lengthbench.leaderboard.aggregate import leaderboard_frame
 from lengthbench.leaderboard.html import write_html
 from lengthbench.leaderboard.plots import plot_accuracy_vs_length, plot_heatmap
 from lengthbench.leaderboard.tables import write_tables
@@ -18,7 +19,7 @@ def build_leaderboard(records: list[dict], out_dir: Path):
     paths = write_tables(board, out_dir)
     if not board.empty:
         paths["heatmap"] = plot_heatmap(board, Path(out_dir) / "leaderboard_heatmap.png")
-    per_length = per_length_frame(records)
+    per_length = length_frame(records)
     curves = Path(out_dir) / "accuracy_vs_length.png"
     if not per_length.empty:
         paths["png"] = plot_accuracy_vs_length(per_length, curves)

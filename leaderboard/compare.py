@@ -17,12 +17,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from matplotlib.figure import Figure
+
 from lengthbench.benchmark.files import save_figure, write_csv, write_text
+from lengthbench.errors import InputError
+from lengthbench.leaderboard.aggregate import method_order
+from lengthbench.leaderboard.plots import SAVE_DPI, method_colors
 from lengthbench.leaderboard.schema import KEY
 from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION, adjust_p_values, welch
-from lengthbench.leaderboard.aggregate import method_order
-from lengthbench.leaderboard.tables import _markdown_table
-from lengthbench.tasks.base import InputError
+from lengthbench.leaderboard.tables import markdown_table
 
 ALPHA = 0.05
 METRICS = ("exact_match", "token_accuracy")
@@ -83,18 +86,17 @@ def to_markdown(diff: pd.DataFrame, name_a: str, name_b: str) -> str:
                      "" if pd.isna(r.mean_b) else f"{100 * r.mean_b:.1f}", pp(r.delta), ci,
                      "" if pd.isna(r.p_value) else f"{r.p_value:.3g}",
                      "" if pd.isna(r.p_adjusted) else f"{r.p_adjusted:.3g}", r.verdict])
-    lines += _markdown_table(["task", "method", "A %", "B %", "delta", "95% CI", "p", "p corrected", "verdict"], rows)
+    lines += markdown_table(["task", "method", "A %", "B %", "delta", "95% CI", "p", "p corrected", "verdict"], rows)
     return "\n".join(lines) + "\n"
 
 
 def plot_compare(diff: pd.DataFrame, path: Path) -> Path:
-    from lengthbench.leaderboard.plots import SAVE_DPI, method_colors, plt
-
     both = diff[diff.delta.notna()].copy()
     both["order"] = both.method.map({m: i for i, m in enumerate(method_order(both.method.unique()))})
     both = both.sort_values(["task", "order"])
     colors = method_colors(both.method.unique())
-    fig, ax = plt.subplots(figsize=(7, 1 + 0.28 * max(1, len(both))))
+    fig = Figure(figsize=(7, 1 + 0.28 * max(1, len(both))))
+    ax = fig.subplots()
     y = np.arange(len(both))[::-1]
     for yi, (_, r) in zip(y, both.iterrows()):
         ax.plot([100 * r.delta], [yi], "o", color=colors[r.method])
@@ -108,10 +110,7 @@ def plot_compare(diff: pd.DataFrame, path: Path) -> Path:
                   f"(percentage points; bars: 95% CI; *: corrected p < {ALPHA})")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    try:
-        return save_figure(fig, path, dpi=SAVE_DPI)
-    finally:
-        plt.close(fig)
+    return save_figure(fig, path, dpi=SAVE_DPI)
 
 
 def write_compare(diff: pd.DataFrame, out_dir: Path, name_a: str, name_b: str) -> dict[str, Path]:

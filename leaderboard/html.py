@@ -15,9 +15,11 @@ import math
 from pathlib import Path
 
 import pandas as pd
+from matplotlib.colors import to_hex
 
 from lengthbench.benchmark.files import write_text
 from lengthbench.leaderboard.aggregate import method_order
+from lengthbench.leaderboard.plots import method_colors
 from lengthbench.models.encodings import encoding_kind
 
 # (column, header, kind): "pct" cells show mean ± std from <column> and its _std twin.
@@ -45,10 +47,6 @@ def _clean(value):
 
 
 def page_data(board: pd.DataFrame, per_length: pd.DataFrame, title: str) -> dict:
-    from matplotlib.colors import to_hex
-
-    from lengthbench.leaderboard.plots import method_colors
-
     methods = method_order(board["method"].unique())
     colors = {m: to_hex(c) for m, c in method_colors(methods).items()}
     rows = []

@@ -1,38 +1,47 @@
-"""Figures. Every figure colours a method the same way."""
+"""Figures. Every figure colours a method the same way.
+
+Figures are drawn on ``matplotlib.figure.Figure`` objects and saved as files,
+never through ``pyplot``, so importing lengthbench leaves a notebook's
+backend and open figures alone.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from lengthbench.benchmark.files import save_figure  # noqa: E402
-from lengthbench.leaderboard.aggregate import method_order  # noqa: E402
-from lengthbench.models.encodings import encoding_names  # noqa: E402
-from lengthbench.models.families import family_names  # noqa: E402
+from lengthbench.benchmark.files import save_figure
+from lengthbench.leaderboard.aggregate import method_order
+from lengthbench.models.encodings import ENCODINGS
+from lengthbench.models.families import FAMILIES
+from lengthbench.tasks import task_names
+from lengthbench.tasks.base import LEVELS
 
 SAVE_DPI = 110
-from lengthbench.tasks import task_names  # noqa: E402
 
 
 def encoding_colors(names) -> dict[str, tuple]:
     """A fixed colour per encoding in every figure: each built-in family gets
     a hue of ``tab20`` (registry order), its ``randomized-`` variant the light
     shade of the same hue; other encodings get ``Dark2`` colours by name."""
-    palette = plt.get_cmap("tab20").colors
-    families = [n for n in encoding_names() if not n.startswith("randomized-")]
-    extra = plt.get_cmap("Dark2").colors
-    others = sorted(n for n in names if n.removeprefix("randomized-") not in families[:10])
+    palette = matplotlib.colormaps["tab20"].colors
+    hues = [n for n, entry in ENCODINGS.items() if entry.base is None][:10]
+    extra = matplotlib.colormaps["Dark2"].colors
+
+    def base(name):
+        entry = ENCODINGS.get(name)
+        return entry.base if entry is not None and entry.base is not None else name
+
+    others = sorted(n for n in names if base(n) not in hues)
     colors = {}
     for name in names:
-        base = name.removeprefix("randomized-")
-        if base in families[:10]:
-            colors[name] = palette[2 * families.index(base) + (name != base)]
+        if base(name) in hues:
+            colors[name] = palette[2 * hues.index(base(name)) + (name != base(name))]
         else:
             colors[name] = extra[others.index(name) % len(extra)]
     return colors
@@ -48,7 +57,7 @@ def method_colors(names) -> dict[str, tuple]:
     names = list(names)
     prefix = "transformer/"
     by_encoding = encoding_colors([n.removeprefix(prefix) for n in names if n.startswith(prefix)])
-    families = family_names()
+    families = FAMILIES.names()
     colors = {}
     for name in names:
         if name.startswith(prefix):
@@ -78,7 +87,8 @@ def accuracy_vs_length_figure(per_length: pd.DataFrame, metric: str = "exact_mat
     legend_columns = max(1, min(len(methods), int(width // LEGEND_COLUMN_INCHES)))
     legend_height = LEGEND_ROW_INCHES * -(-len(methods) // legend_columns) + 0.2
     height = 3.2 * rows + 0.6 + legend_height
-    fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False, sharey=True)
+    fig = Figure(figsize=(width, height))
+    axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
     colors = method_colors(methods)
     for ax, task in zip(axes.flat, tasks):
         sub = per_length[per_length.task == task]
@@ -110,18 +120,12 @@ def accuracy_vs_length_figure(per_length: pd.DataFrame, metric: str = "exact_mat
 
 
 def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = "exact_match") -> Path:
-    fig = accuracy_vs_length_figure(per_length, metric)
-    try:
-        return save_figure(fig, path, dpi=SAVE_DPI)
-    finally:
-        plt.close(fig)
+    return save_figure(accuracy_vs_length_figure(per_length, metric), path, dpi=SAVE_DPI)
 
 
 def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match_mean") -> Path:
     """Tasks (columns, grouped by Chomsky level / family) x methods (rows);
     n/a cells hatched grey, failed cells marked with an x."""
-    from lengthbench.tasks.base import LEVELS
-
     tasks = sorted(dict.fromkeys(board["task"]),
                    key=lambda t: LEVELS.index(board[board.task == t]["level"].iloc[0])
                    if board[board.task == t]["level"].iloc[0] in LEVELS else len(LEVELS))
@@ -132,11 +136,12 @@ def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match
         i, j = methods.index(row.method), tasks.index(row.task)
         grid[i, j] = row[metric]
         status[i, j] = row.status
-    fig, ax = plt.subplots(figsize=(max(6.0, 2.5 + 0.8 * len(tasks)), 1.8 + 0.42 * len(methods)))
+    fig = Figure(figsize=(max(6.0, 2.5 + 0.8 * len(tasks)), 1.8 + 0.42 * len(methods)))
+    ax = fig.subplots()
     image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
     for (i, j), st in status.items():
         if st == "not_applicable":
-            ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.85", hatch="//", edgecolor="0.6"))
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.85", hatch="//", edgecolor="0.6"))
             ax.text(j, i, "n/a", ha="center", va="center", fontsize=7, color="0.3")
         elif st != "ok":
             ax.text(j, i, "x", ha="center", va="center", fontsize=9, color="red")
@@ -156,7 +161,4 @@ def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match
     fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label=metric.replace("_", " "))
     ax.set_title(f"{metric.replace('_', ' ')} (%), tasks grouped by level", pad=16, fontsize=9)
     fig.tight_layout()
-    try:
-        return save_figure(fig, path, dpi=SAVE_DPI)
-    finally:
-        plt.close(fig)
+    return save_figure(fig, path, dpi=SAVE_DPI)

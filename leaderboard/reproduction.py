@@ -21,10 +21,12 @@ import numpy as np
 import pandas as pd
 
 from lengthbench.leaderboard import published
-from lengthbench.leaderboard.aggregate import leaderboard_frame, method_order, per_length_frame
-from lengthbench.leaderboard.tables import _markdown_table
+from lengthbench.benchmark.records import RunRecord, length_frame
+from lengthbench.leaderboard.aggregate import leaderboard_frame, method_order
+from lengthbench.leaderboard.tables import markdown_table
+from lengthbench.errors import InputError
+from lengthbench.models.encodings import ENCODINGS
 from lengthbench.tasks import get_task
-from lengthbench.tasks.base import InputError
 
 PAPERS = ("chomsky", "nope", "coupling")
 # the preset whose records each report reads
@@ -47,12 +49,12 @@ def _describe(config: dict) -> str:
             f"{model['n_layers']} layer(s), {model['n_heads']} heads")
 
 
-def _setup(records: list[dict]) -> str:
+def _setup(records: list[RunRecord]) -> str:
     """The setting of most runs, the tasks that differ, and the seeds."""
-    described = pd.Series([_describe(r["config"]) for r in records])
+    described = pd.Series([_describe(r.config.to_dict()) for r in records])
     common = described.mode()[0]
-    other = sorted({(r["task"], d) for r, d in zip(records, described) if d != common})
-    seeds = sorted({r["seed"] for r in records})
+    other = sorted({(r.task, d) for r, d in zip(records, described) if d != common})
+    seeds = sorted({r.seed for r in records})
     text = f"Setting: {common}"
     if other:
         text += "; " + "; ".join(f"{task}: {d}" for task, d in other)
@@ -79,7 +81,7 @@ def _recurrent_verdict(theirs: str, best: float, seeds_ok: int, n_seeds: int) ->
     return "holds" if ok else "does not hold"
 
 
-def chomsky_report(records: list[dict]) -> str:
+def chomsky_report(records: list[RunRecord]) -> str:
     board = leaderboard_frame(records)
     board = board[board.status == "ok"]
     transformer = board[board.model == "transformer"]
@@ -104,7 +106,7 @@ def chomsky_report(records: list[dict]) -> str:
         rows.append([task, get_task(task).level, theirs, f"`{best.encoding}`", _pct(best.ood_token_accuracy_max),
                      _mean_std(best), holds[-1]])
     lines += ["## Transformer: best encoding per task", "",
-              *_markdown_table(["task", "level", "published (best encoding, max over seeds)", "our best encoding",
+              *markdown_table(["task", "level", "published (best encoding, max over seeds)", "our best encoding",
                                 "ours: max", "ours: mean ± std", "finding"], rows), "",
               f"The published verdict holds on {holds.count('holds')} of {len(holds)} tasks at this scale. "
               f"A maintainer of the reference code gives the even_pairs mean over seeds as "
@@ -136,7 +138,7 @@ def chomsky_report(records: list[dict]) -> str:
                   "Mean ± std over seeds (max; seeds whose score is ≥ 90%); where the paper states a finding "
                   "for the cell it is given with whether it holds here (for 'solved (every seed)': every one "
                   "of our seeds ≥ 90%). Other cells: the paper's per-task table could not be sourced.", "",
-                  *_markdown_table(["task", "level", "transformer (best mean)", *recurrent], rows), ""]
+                  *markdown_table(["task", "level", "transformer (best mean)", *recurrent], rows), ""]
         regular = [t for t in tasks if get_task(t).level == "R"]
         if regular:
             means = board[board.task.isin(regular)].groupby("method").ood_token_accuracy_mean.mean()
@@ -156,9 +158,9 @@ def chomsky_report(records: list[dict]) -> str:
 
 def _randomized_section(transformer: pd.DataFrame) -> list[str]:
     rows, gains_mean, gains_max = [], [], []
-    for base in dict.fromkeys(transformer.encoding):
-        variant = f"randomized-{base}"
-        if variant not in set(transformer.encoding):
+    present = set(transformer.encoding)
+    for variant, base in ((e, ENCODINGS[e].base) for e in dict.fromkeys(transformer.encoding) if e in ENCODINGS):
+        if base is None or base not in present:
             continue
         pair = transformer[transformer.encoding.isin([base, variant])].pivot(
             index="task", columns="encoding", values=["ood_token_accuracy_mean", "ood_token_accuracy_max"])
@@ -175,14 +177,14 @@ def _randomized_section(transformer: pd.DataFrame) -> list[str]:
     return ["## Randomized positions (Ruoss et al.)", "",
             "Gain of `randomized-<base>` over `<base>` in test per-token accuracy (points), averaged over the "
             f"tasks; published: {100 * published.RANDOMIZED_GAIN:+.1f} on average over their tasks and encodings.",
-            "", *_markdown_table(["base", "tasks", "gain (mean over seeds)", "gain (max over seeds)",
+            "", *markdown_table(["base", "tasks", "gain (mean over seeds)", "gain (max over seeds)",
                                   "tasks where randomized is better"], rows), ""]
 
 
-def _exact_match_all_lengths(records: list[dict]) -> pd.DataFrame:
+def _exact_match_all_lengths(records: list[RunRecord]) -> pd.DataFrame:
     """Per (task, encoding): exact match averaged over every evaluated length
     (seen and unseen), then over seeds (Kazemnejad et al.'s score)."""
-    per_length = per_length_frame(records)
+    per_length = length_frame(records)
     per_run = per_length.groupby(["task", "method", "seed"])["exact_match"].mean().reset_index()
     return per_run.groupby(["task", "method"])["exact_match"].agg(["mean", "std", "count"]).reset_index()
 
@@ -194,7 +196,7 @@ def reciprocal_ranks(scores: pd.DataFrame) -> pd.Series:
     return (1 / ranks).groupby(scores["method"]).mean()
 
 
-def nope_report(records: list[dict]) -> str:
+def nope_report(records: list[RunRecord]) -> str:
     scores = _exact_match_all_lengths(records)
     mrr = reciprocal_ranks(scores)
     lines = ["# NoPE and the decoder-only encodings (Kazemnejad et al. 2023)", "", _setup(records), "",
@@ -205,7 +207,7 @@ def nope_report(records: list[dict]) -> str:
     ours_order = sorted(order, key=lambda e: -mrr.get(f"transformer/{e}", 0))
     rows = [[f"`{e}`", f"{published.NOPE_MRR[e]:.2f}",
              f"{mrr[f'transformer/{e}']:.2f}" if f"transformer/{e}" in mrr else "not run"] for e in order]
-    lines += ["## Mean reciprocal rank", "", *_markdown_table(["encoding", "published MRR", "our MRR"], rows), "",
+    lines += ["## Mean reciprocal rank", "", *markdown_table(["encoding", "published MRR", "our MRR"], rows), "",
               f"Published order: {' > '.join(order)}. Ours: {' > '.join(ours_order)}"
               + (" (the same)." if ours_order == order else "."), ""]
     rows = []
@@ -218,13 +220,13 @@ def nope_report(records: list[dict]) -> str:
             theirs = published.NOPE_EXACT_MATCH.get(task, {}).get(e)
             rows.append([task, f"`{e}`", "not sourced" if theirs is None else _pct(theirs),
                          _pct(c["mean"]) + ("" if pd.isna(c["std"]) else f" ± {_pct(c['std'])}")])
-    lines += ["## Per task", "", *_markdown_table(["task", "encoding", "published (3-seed mean)",
+    lines += ["## Per task", "", *markdown_table(["task", "encoding", "published (3-seed mean)",
                                                    "ours (mean ± std)"], rows), ""]
     return "\n".join(lines) + "\n"
 
 
-def coupling_report(records: list[dict]) -> str:
-    per_length = per_length_frame(records)
+def coupling_report(records: list[RunRecord]) -> str:
+    per_length = length_frame(records)
     lines = ["# Position coupling (Cho et al. 2024)", "", _setup(records), "",
              f"Exact match per length, every seed. Published: addition {published.COUPLING_ADDITION}; "
              f"N x 2 multiplication {published.COUPLING_MULTIPLICATION}. Source: {published.CHO}.", ""]
@@ -244,7 +246,7 @@ def coupling_report(records: list[dict]) -> str:
                 row.append(" / ".join(_pct(x) for x in at.exact_match))
             rows.append(row)
         lines += [f"## {task} (trained on 1..{train} digits)", "",
-                  *_markdown_table(["method"] + [f"length {n}" + (" (2×)" if n == 2 * train else "")
+                  *markdown_table(["method"] + [f"length {n}" + (" (2×)" if n == 2 * train else "")
                                                  for n in lengths], rows),
                   "", "Cells list each seed's exact match (%), seeds in order.", ""]
     return "\n".join(lines) + "\n"

@@ -22,7 +22,8 @@ import pandas as pd
 
 from lengthbench.benchmark.files import check_input_file
 from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD
-from lengthbench.tasks.base import LEVELS, InputError
+from lengthbench.errors import InputError
+from lengthbench.tasks.base import LEVELS
 
 SCHEMA_VERSION = 3
 METRICS = ("exact_match", "token_accuracy")

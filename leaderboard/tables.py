@@ -30,7 +30,7 @@ def pivot_table(board: pd.DataFrame) -> pd.DataFrame:
     return table.reindex(index=method_order(table.index), columns=tasks).fillna("")
 
 
-def _markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return lines + ["| " + " | ".join(r) + " |" for r in rows]
 
@@ -46,7 +46,7 @@ def to_markdown(board: pd.DataFrame) -> str:
         "OOD exact match (%), mean over seeds (± sample std when more than one seed), averaged "
         "over every tested length > L_train; column headers give L_train→L_test.",
         "",
-        *_markdown_table(header, rows),
+        *markdown_table(header, rows),
     ]
     levels = level_summary(board)
     if not levels.empty:
@@ -55,7 +55,7 @@ def to_markdown(board: pd.DataFrame) -> str:
                 for _, r in levels.iterrows()]
         parts += ["", "Mean OOD exact match (%) per level / family and overall, over the tasks each "
                   "method ran; mean rank within tasks (1 = best).", "",
-                  *_markdown_table(["method"] + cols + ["mean rank", "tasks"], rows)]
+                  *markdown_table(["method"] + cols + ["mean rank", "tasks"], rows)]
     return "\n".join(parts) + "\n"
 
 

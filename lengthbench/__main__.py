@@ -2,6 +2,6 @@
 
 import sys
 
-from lengthbench.benchmark.cli import main
+from lengthbench.cli import main
 
 sys.exit(main())

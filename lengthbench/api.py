@@ -1,22 +1,69 @@
-"""The Python API: what the ``lengthbench`` command line calls, for notebooks.
+"""The Python API: everything the ``lengthbench`` command line does, for
+notebooks and scripts (the command line calls these functions and nothing else).
 
 Each function validates its input the way the command line does (an
-``InputError`` naming the bad value and the valid choices) and returns a
-pandas DataFrame; the files a call wrote are listed in the frame's
-``attrs["written"]`` ({kind: path}).
+``InputError`` naming the bad value and the valid choices). The main four
+return pandas DataFrames; the files a call wrote are listed in the frame's
+``attrs["written"]`` ({kind: path}):
+
+* ``run(preset, tasks=, encodings=, models=, seeds=, results=)``: train and
+  evaluate a grid, returns its leaderboard;
+* ``load_records(results)``: every run x length as a long DataFrame;
+* ``load_leaderboard(results)``: one row per task x method;
+* ``compare(a, b)``: per-cell differences of two leaderboards.
+
+The others (``plan``, ``submit``, ``check``, ``reproduce``, ``perf``,
+``bench_generation`` and the listings) return what the command prints.
 """
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import pandas as pd
+import pandas as pd
+
+from lengthbench.benchmark import bench_generation as generation_bench
+from lengthbench.benchmark import perf as perf_bench
+from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S
+from lengthbench.benchmark.config import Preset
+from lengthbench.benchmark.device import hardware_description
+from lengthbench.benchmark.files import ensure_output_dir, write_json, write_text
+from lengthbench.benchmark.grid import EXECUTORS, GridInterrupted, grid_configs, resolve_workers, run_grid
+from lengthbench.benchmark.plan import estimate, format_plan
+from lengthbench.benchmark.presets import PRESETS
+from lengthbench.benchmark.records import RunRecord
+from lengthbench.benchmark.records import load_records as read_records
+from lengthbench.benchmark.version import __version__, code_version
+from lengthbench.errors import InputError, UnknownNameError
+from lengthbench.leaderboard.aggregate import leaderboard_frame
+from lengthbench.leaderboard.build import build_leaderboard
+from lengthbench.leaderboard.compare import METRICS, compare_frames, summary_counts, write_compare
+from lengthbench.leaderboard.compare import to_markdown as compare_markdown
+from lengthbench.leaderboard.reproduction import REPORTS, SOURCE_PRESET
+from lengthbench.leaderboard.schema import read_leaderboard
+from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION
+from lengthbench.leaderboard.submission import ranking_text, write_submission
+from lengthbench.leaderboard.tables import to_markdown as leaderboard_markdown
+from lengthbench.models.contract import ContractReport
+from lengthbench.models.encodings import ENCODINGS
+from lengthbench.models.families import FAMILIES
+from lengthbench.models.plugins import PluginFile, check_plugins, contract_failure, load_entry_points
+from lengthbench.tasks import TASKS
+from lengthbench.tasks.listing import tasks_table
 
 PathLike = str | Path
+
+__all__ = [
+    "CHECKPOINT_EVERY_S", "CORRECTIONS", "DEFAULT_CORRECTION", "EXECUTORS", "METRICS", "PRESETS", "REPORTS",
+    "GridInterrupted", "InputError", "bench_generation", "check", "compare", "compare_text", "encodings_text",
+    "leaderboard_text", "load_leaderboard", "load_records", "models_text", "perf", "perf_configs", "plan",
+    "presets_text", "reproduce", "run", "submit", "tasks_table", "__version__",
+]
 
 
 def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings: Sequence[str] | None = None,
@@ -24,7 +71,7 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
         results: PathLike | None = None, out: PathLike | None = None, force: bool = False,
         workers: int = 0, group_size: int = 0, executor: str = "local", address: str | None = None,
         plugins: Iterable[PathLike] = (), checkpoint_every: float | None = None, progress: bool = True,
-        command: str | None = None) -> "pd.DataFrame":
+        command: str | None = None) -> pd.DataFrame:
     """Train and evaluate ``preset``'s grid (optionally narrowed to ``tasks``,
     ``encodings``, model families ``models`` and ``seeds``), then build its
     leaderboard; returns the leaderboard (one row per task x method).
@@ -37,61 +84,98 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
     ``attrs["runs"]`` counts the grid's runs), not raised. ``workers``/``group_size`` 0 choose automatically.
     ``command`` is what provenance.json records as the call (default: this
     call, written as Python)."""
-    from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S
-
-    grid, plugin_files = narrowed_grid(preset, tasks, encodings, models, seeds, plugins)
+    grid, plugin_files = _narrowed_grid(preset, tasks, encodings, models, seeds, plugins)
     if command is None:
         given = {k: v for k, v in dict(tasks=tasks, encodings=encodings, models=models, seeds=seeds,
                                        results=results, out=out).items() if v is not None}
         command = f"lengthbench.run({preset!r}" + "".join(f", {k}={v!r}" for k, v in given.items()) + ")"
-    return run_grid_to_leaderboard(grid, plugin_files, results=results, out=out, force=force, workers=workers,
-                                   group_size=group_size, executor=executor, address=address,
-                                   checkpoint_every=checkpoint_every or CHECKPOINT_EVERY_S,
-                                   progress=progress, command=command)
+    return _run_grid_to_leaderboard(grid, plugin_files, results=results, out=out, force=force, workers=workers,
+                                    group_size=group_size, executor=executor, address=address,
+                                    checkpoint_every=checkpoint_every or CHECKPOINT_EVERY_S,
+                                    progress=progress, command=command)
 
 
-def narrowed_grid(preset: str, tasks=None, encodings=None, models=None, seeds=None, plugins: Iterable[PathLike] = ()):
+def plan(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings: Sequence[str] | None = None,
+         models: Sequence[str] | None = None, seeds: Sequence[int] | None = None, results: PathLike | None = None,
+         workers: int = 0, group_size: int = 0, plugins: Iterable[PathLike] = ()) -> str:
+    """What ``run`` with the same arguments would cost here (runs stored and
+    to run, groups, useful FLOPs, calibrated wall time), as text; trains and
+    writes nothing."""
+    grid, _ = _narrowed_grid(preset, tasks, encodings, models, seeds, plugins)
+    folder = Path(results or f"results/{grid.name}")
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"--results {str(folder)!r} is a file, not a folder; give a folder path")
+    workers = resolve_workers(workers)
+    start = time.perf_counter()
+    estimates, total, stored, groups = estimate(grid, folder, workers, group_size)
+    return format_plan(grid, estimates, total, stored, workers, time.perf_counter() - start, groups)
+
+
+def submit(path: PathLike, preset: str = "quick", *, name: str | None = None, results: PathLike | None = None,
+           out: PathLike | None = None, workers: int = 0, group_size: int = 0, executor: str = "local",
+           address: str | None = None, checkpoint_every: float = CHECKPOINT_EVERY_S, progress: bool = True,
+           command: str | None = None) -> pd.DataFrame:
+    """Check the encoding file ``path``, run its cells through ``preset`` (the
+    built-in cells come from the stored records) and rank it; returns the
+    leaderboard with ``attrs["ranking"]`` (the text) and the submission CSVs in
+    ``attrs["written"]``. ``name`` renames the file's single encoding."""
+    grid = PRESETS[preset]
+    load_entry_points()
+    plugins = [PluginFile(str(path), name)]
+    names, reports = _checked(plugins)
+    grid = grid.with_grid(encodings=[e for e in grid.encodings if e not in names] + names)
+    board = _run_grid_to_leaderboard(grid, plugins, results=results, out=out, force=False, workers=workers,
+                                     group_size=group_size, executor=executor, address=address,
+                                     checkpoint_every=checkpoint_every, progress=progress,
+                                     command=command or f"lengthbench.submit({str(path)!r}, {preset!r})")
+    board.attrs["reports"] = reports
+    board.attrs["ranking"] = ranking_text(board, names)
+    folder = board.attrs["written"]["csv"].parent
+    for encoding in names:
+        board.attrs["written"][f"submission {encoding}"] = write_submission(board, encoding, folder)
+    return board
+
+
+def check(path: PathLike) -> list[ContractReport]:
+    """Run every encoding the file ``path`` registers through the encoding
+    contract; one report per encoding (``report.passed``, ``report.format()``)."""
+    load_entry_points()
+    return check_plugins([PluginFile(str(path))], longest_test_length())[1]
+
+
+def longest_test_length() -> int:
+    """The longest evaluated task length of any preset (the contract runs
+    encodings up to 4x this)."""
+    return max(p.run_config(t, "nope", 0).test_length for p in PRESETS.values() for t in p.tasks)
+
+
+def _checked(plugin_files: list[PluginFile]) -> tuple[list[str], list[ContractReport]]:
+    """Load and contract-check encoding files the same way for every caller;
+    raises a ``PluginError`` (naming each failed check) if any encoding fails."""
+    names, reports = check_plugins(plugin_files, longest_test_length())
+    if not all(r.passed for r in reports):
+        raise contract_failure(plugin_files, reports)
+    return names, reports
+
+
+def _narrowed_grid(preset: str, tasks=None, encodings=None, models=None, seeds=None,
+                   plugins: Iterable[PathLike] = ()) -> tuple[Preset, list[PluginFile]]:
     """``preset``'s grid narrowed to the given axes (``None`` keeps one), with the
-    installed and given encoding plugins loaded and contract-checked first;
-    returns (the grid, its ``PluginFile``s). Nothing is trained or written."""
-    from lengthbench.benchmark.presets import get_preset
-    from lengthbench.models.plugins import PluginFile, load_entry_points
-
-    grid = get_preset(preset)
+    installed and given encoding plugins loaded and contract-checked first."""
+    grid = PRESETS[preset]
     load_entry_points()
     plugin_files = [PluginFile(str(p)) for p in plugins]
-    check_plugin_files(plugin_files)
+    _checked(plugin_files)
     return grid.with_grid(tasks, encodings, seeds, models), plugin_files
 
 
-def check_plugin_files(plugin_files: list, show_reports: bool = False) -> list[str]:
-    """Load and contract-check encoding files the same way for every caller;
-    raises a ``PluginError`` (naming each failed check) if any encoding fails.
-    Returns the encodings they registered."""
-    from lengthbench.models.plugins import check_plugins, contract_failure
-
-    names, reports = check_plugins(plugin_files)
-    for report in reports:
-        if show_reports or not report.passed:
-            print(report.format())
-    if not all(r.passed for r in reports):
-        raise contract_failure(plugin_files, reports)
-    return names
-
-
-def run_grid_to_leaderboard(grid, plugin_files: list, *, results: PathLike | None, out: PathLike | None,
-                            force: bool, workers: int, group_size: int, executor: str, address: str | None,
-                            checkpoint_every: float, progress: bool, command: str) -> "pd.DataFrame":
-    """Run a validated grid (a ``Preset``), then write its leaderboard files and
-    provenance; ``run`` and ``lengthbench submit`` both end here."""
-    from lengthbench.benchmark.files import ensure_output_dir
-    from lengthbench.benchmark.grid import grid_configs, resolve_workers, run_grid
-    from lengthbench.benchmark.ray_executor import require_ray
-    from lengthbench.leaderboard.build import build_leaderboard
-
+def _run_grid_to_leaderboard(grid: Preset, plugin_files: list, *, results: PathLike | None, out: PathLike | None,
+                             force: bool, workers: int, group_size: int, executor: str, address: str | None,
+                             checkpoint_every: float, progress: bool, command: str) -> pd.DataFrame:
+    """Run a validated grid, then write its leaderboard files and provenance;
+    ``run`` and ``submit`` both end here."""
     grid_configs(grid)  # every name and setting resolves before any folder is touched
-    if executor == "ray":
-        require_ray()
+    EXECUTORS[executor].check()
     results = ensure_output_dir(results or f"results/{grid.name}", "--results")
     out = ensure_output_dir(out, "--out") if out else results
     start = time.perf_counter()
@@ -99,22 +183,16 @@ def run_grid_to_leaderboard(grid, plugin_files: list, *, results: PathLike | Non
                        plugins=tuple(plugin_files), checkpoint_every=checkpoint_every, executor=executor,
                        address=address, progress=progress)
     board, paths = build_leaderboard(records, out)
-    paths["provenance"] = write_provenance(out, command, time.perf_counter() - start, records)
+    paths["provenance"] = _write_provenance(out, command, time.perf_counter() - start, records)
     board.attrs["written"] = paths
     board.attrs["runs"] = len(records)
-    board.attrs["failed"] = [{k: r.get(k) for k in ("task", "method", "seed", "error")}
-                             for r in records if r["status"] == "error"]
+    board.attrs["failed"] = [{"task": r.task, "method": r.method, "seed": r.seed, "error": r.error}
+                             for r in records if r.status == "error"]
     return board
 
 
-def write_provenance(out_dir: Path, command: str, seconds: float, records: list[dict]) -> Path:
+def _write_provenance(out_dir: Path, command: str, seconds: float, records: list[RunRecord]) -> Path:
     """Beside a leaderboard: the exact command, code version, hardware, time."""
-    from datetime import datetime, timezone
-
-    from lengthbench.benchmark.device import hardware_description
-    from lengthbench.benchmark.files import write_json
-    from lengthbench.benchmark.version import code_version
-
     return write_json(Path(out_dir) / "provenance.json", {
         "command": command,
         "code_version": code_version(),
@@ -122,22 +200,19 @@ def write_provenance(out_dir: Path, command: str, seconds: float, records: list[
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "wall_time_s_this_invocation": round(seconds, 1),
         "runs": len(records),
-        "run_wall_time_s_total": round(sum(r.get("wall_time_s", 0) for r in records), 1),
-        "run_code_versions": sorted({r.get("code_version", "?") for r in records}),
+        "run_wall_time_s_total": round(sum(r.wall_time_s or 0 for r in records), 1),
+        "run_code_versions": sorted({r.code_version for r in records}),
     })
 
 
-def _records_of(results: PathLike) -> list[dict]:
+def _records_of(results: PathLike) -> list[RunRecord]:
     """Every validated record in the folder ``results``; refused with one line
     when it is not a folder of records."""
-    from lengthbench.benchmark.records import load_records as read_all
-    from lengthbench.tasks.base import InputError
-
     folder = Path(results)
     if not folder.is_dir():
         what = "is a file, not a folder" if folder.exists() else "does not exist"
         raise InputError(f"results {str(results)!r} {what}; give the folder that holds the run records (*.json)")
-    records = read_all(folder)
+    records = read_records(folder)
     if not records:
         raise InputError(f"results {str(results)!r} holds no run records "
                          "(<task>__<encoding>__seed<k>__<hash>.json); run `lengthbench run` first")
@@ -155,7 +230,7 @@ def _flat(prefix: str, values: dict) -> dict:
     return out
 
 
-def load_records(results: PathLike) -> "pd.DataFrame":
+def load_records(results: PathLike) -> pd.DataFrame:
     """Every run in the records folder ``results`` in long format: one row per
     run x evaluated length, with the run's identity (``run_id``, ``task``,
     ``method``, ``family``, ``encoding``, ``seed``, ``status``), every config
@@ -165,26 +240,19 @@ def load_records(results: PathLike) -> "pd.DataFrame":
     and ``length_status``, and the run's ``wall_time_s``, ``n_parameters``,
     ``final_loss`` and ``error``. A run without lengths (error, n/a) is one
     row with ``length`` NaN, so no run is silently missing."""
-    import pandas as pd
-
-    from lengthbench.benchmark.records import record_method
-
     rows = []
     for record in _records_of(results):
-        config = record["config"]
-        base = {"run_id": record["run_id"], "task": record["task"], "method": record_method(record),
-                "family": config.get("family", "transformer"), "encoding": record.get("encoding", ""),
-                "seed": record["seed"], "status": record["status"],
+        config = record.config.to_dict()
+        base = {"run_id": record.run_id, "task": record.task, "method": record.method,
+                "family": record.config.family, "encoding": record.encoding, "seed": record.seed,
+                "status": record.status,
                 **_flat("", {k: v for k, v in config.items() if k not in ("task", "seed", "encoding", "family")}),
-                "wall_time_s": record.get("wall_time_s"), "n_parameters": record.get("n_parameters"),
-                "final_loss": (record.get("training") or {}).get("final_loss"), "error": record.get("error")}
-        lengths = record.get("per_length") or [{}]
-        for entry in lengths:
-            length = entry.get("length")
-            split = None if length is None else "id" if length <= config["train_length"] else "ood"
-            rows.append({**base, "length": length, "split": split, "length_status": entry.get("status"),
-                         "exact_match": entry.get("exact_match"), "token_accuracy": entry.get("token_accuracy"),
-                         "n_samples": entry.get("n_samples")})
+                "wall_time_s": record.wall_time_s, "n_parameters": record.n_parameters,
+                "final_loss": (record.training or {}).get("final_loss"), "error": record.error}
+        for entry in record.length_rows() or [{}]:
+            rows.append({**base, "length": entry.get("length"), "split": entry.get("split"),
+                         "length_status": entry.get("status"), "exact_match": entry.get("exact_match"),
+                         "token_accuracy": entry.get("token_accuracy"), "n_samples": entry.get("n_samples")})
     frame = pd.DataFrame(rows)
     identity = ["run_id", "task", "method", "family", "encoding", "seed", "status"]
     per_length = ["length", "split", "length_status", "exact_match", "token_accuracy", "n_samples"]
@@ -194,44 +262,118 @@ def load_records(results: PathLike) -> "pd.DataFrame":
     return frame.astype({"length": "Int64", "n_samples": "Int64"})
 
 
-def leaderboard(results: PathLike, out: PathLike | None = None) -> "pd.DataFrame":
+def load_leaderboard(results: PathLike, out: PathLike | None = None) -> pd.DataFrame:
     """The leaderboard of the records in ``results``: one row per task x
     method, the columns of ``leaderboard.csv`` (mean, std and bootstrap CI
     over seeds, per-length curves summarized, rank). With ``out`` the
     leaderboard files (csv, md, levels, plots, html) are written there."""
-    from lengthbench.leaderboard.aggregate import leaderboard_frame
-    from lengthbench.leaderboard.build import build_leaderboard
-
     records = _records_of(results)
     if out is None:
         return leaderboard_frame(records)
-    from lengthbench.benchmark.files import ensure_output_dir
-
     board, paths = build_leaderboard(records, ensure_output_dir(out, "--out"))
     board.attrs["written"] = paths
     return board
 
 
-def compare(a: "PathLike | pd.DataFrame", b: "PathLike | pd.DataFrame", *, metric: str = "exact_match",
-            correction: str | None = None, out: PathLike | None = None) -> "pd.DataFrame":
+def leaderboard_text(board: pd.DataFrame) -> str:
+    """A leaderboard as the markdown tables ``leaderboard.md`` holds."""
+    return leaderboard_markdown(board)
+
+
+def compare(a: PathLike | pd.DataFrame, b: PathLike | pd.DataFrame, *, metric: str = "exact_match",
+            correction: str | None = None, out: PathLike | None = None) -> pd.DataFrame:
     """Per-cell differences B - A of two leaderboards (``leaderboard.csv``
-    paths, validated on read, or frames from ``leaderboard``): Welch's t-test
-    per (task, method) on the OOD ``metric`` (``exact_match`` or
+    paths, validated on read, or frames from ``load_leaderboard``): Welch's
+    t-test per (task, method) on the OOD ``metric`` (``exact_match`` or
     ``token_accuracy``), p-values corrected over all tested cells
     (``correction``: ``bh`` Benjamini-Hochberg, the default, ``holm``, ``none``), a verdict
     per cell. With ``out`` compare.csv/.md/.png are written there."""
-    from lengthbench.leaderboard.compare import METRICS, compare_frames, write_compare
-    from lengthbench.leaderboard.schema import read_leaderboard
-    from lengthbench.leaderboard.statistics import DEFAULT_CORRECTION
-    from lengthbench.tasks.base import UnknownNameError
-
     if metric not in METRICS:
         raise UnknownNameError("metric", metric, METRICS)
     frames = [read_leaderboard(Path(x)) if isinstance(x, (str, Path)) else x for x in (a, b)]
     diff = compare_frames(*frames, metric, correction=correction or DEFAULT_CORRECTION)
+    diff.attrs["names"] = [str(x) if isinstance(x, (str, Path)) else name for x, name in zip((a, b), ("A", "B"))]
     if out is not None:
-        from lengthbench.benchmark.files import ensure_output_dir
-
-        names = [str(x) if isinstance(x, (str, Path)) else name for x, name in zip((a, b), ("A", "B"))]
-        diff.attrs["written"] = write_compare(diff, ensure_output_dir(out, "--out"), *names)
+        diff.attrs["written"] = write_compare(diff, ensure_output_dir(out, "--out"), *diff.attrs["names"])
     return diff
+
+
+def compare_text(diff: pd.DataFrame) -> str:
+    """A comparison as ``compare.md`` holds it, then its one-line summary."""
+    return (compare_markdown(diff, *diff.attrs.get("names", ("A", "B"))) + "summary: "
+            + ", ".join(f"{k} {v}" for k, v in summary_counts(diff).items())
+            + f" (multiple-comparison correction: {diff.correction.iloc[0] if len(diff) else DEFAULT_CORRECTION})")
+
+
+def reproduce(paper: str, results: PathLike, out: PathLike | None = None) -> str:
+    """The published-vs-ours report of a founding paper (``REPORTS``) from the
+    records in ``results``; written to ``out`` (default: ``results``) as
+    ``reproduction.md``, whose path is the text's last line."""
+    if paper not in REPORTS:
+        raise UnknownNameError("paper", paper, REPORTS)
+    folder = Path(results)
+    source = f"`lengthbench run --preset {SOURCE_PRESET[paper]}`"
+    if not folder.is_dir():
+        raise InputError(f"--results {str(results)!r} is not a folder of run records; give the records of "
+                         f"{source} (or leaderboard/reference/{paper}/records)")
+    records = read_records(folder)
+    if not records:
+        raise InputError(f"--results {str(results)!r} holds no run records; run {source} first")
+    target = ensure_output_dir(out, "--out") if out else ensure_output_dir(folder, "--results")
+    text = REPORTS[paper](records)
+    return text + f"wrote reproduction: {write_text(target / 'reproduction.md', text)}"
+
+
+def perf_configs() -> list[str]:
+    """The model configurations ``perf`` can time."""
+    return list(perf_bench.perf_configs())
+
+
+def perf(configs: Sequence[str] = ("reference", "quick"), *, steps: int = 10,
+         eval_lengths: Sequence[int] = (100, 500), groups: Sequence[int] = (1, 4, 16), bf16: bool = False,
+         out: PathLike | None = "results/perf.json") -> str:
+    """Training and evaluation speed on this machine (``benchmark/perf.py``),
+    as the printed table; the full report goes to ``out`` as JSON."""
+    if not configs:
+        raise InputError(f"--configs: the list is empty; give some of {', '.join(perf_configs())}")
+    for name in configs:
+        if name not in perf_configs():
+            raise UnknownNameError("perf configuration", name, perf_configs())
+    if out:
+        ensure_output_dir(Path(out).parent, "--out (its folder)")
+    report = perf_bench.measure(list(configs), steps, tuple(eval_lengths), tuple(groups), bf16)
+    text = perf_bench.format_report(report)
+    return text + (f"\nwrote {write_json(out, report)}" if out else "")
+
+
+def bench_generation(lengths: Sequence[int] = (40, 500), batch: int = 128,
+                     tasks: Sequence[str] | None = None) -> Iterator[str]:
+    """The batch-generation benchmark's table, a line at a time as measured."""
+    if tasks is not None:
+        if not tasks:
+            raise InputError("--tasks: the list is empty; give task names, or leave it out for all")
+        for name in tasks:
+            TASKS[name]
+    return generation_bench.table_lines(lengths, batch, tasks)
+
+
+def presets_text() -> str:
+    """Every preset as JSON (``lengthbench list presets``)."""
+    return "\n".join(json.dumps(asdict(p), indent=1, default=str) for p in PRESETS.values())
+
+
+def encodings_text() -> str:
+    """Every registered encoding (plugins installed as entry points included)."""
+    load_entry_points()
+    lines = []
+    for name, entry in ENCODINGS.items():
+        source = "" if entry.source == "built-in" else f"  [{entry.source}]"
+        lines.append(f"{name:24s} {entry.description}  defaults={json.dumps(entry.defaults)}{source}")
+    return "\n".join(lines)
+
+
+def models_text() -> str:
+    """Every model family."""
+    return "\n".join(f"{name:12s} {entry.description}  ["
+                     + ("takes an encoding (method transformer/<encoding>)" if entry.takes_encoding else "no encoding")
+                     + "]" for name, entry in FAMILIES.items())

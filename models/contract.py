@@ -20,7 +20,8 @@ from lengthbench.models.encodings.base import (
     build_encoding,
     encoding_entry,
 )
-from lengthbench.models.transformer import ModelSize, Transformer
+from lengthbench.models.families import ModelSize, RunInit
+from lengthbench.models.transformer import Transformer
 
 CHECK_SIZE = ModelSize(d_model=32, n_layers=2, n_heads=4, d_ff=64)
 VOCAB = 16
@@ -55,29 +56,21 @@ class ContractReport:
         return "\n".join(lines)
 
 
-def largest_test_length() -> int:
-    """The longest evaluated task length of any preset."""
-    from lengthbench.benchmark.presets import PRESETS
-
-    lengths = [p.run_config(t, "nope", 0).test_length for p in PRESETS.values() for t in p.tasks]
-    return max(lengths)
-
-
 def _error(err: BaseException) -> str:
     frame = traceback.extract_tb(err.__traceback__)[-1]
     return f"raised {type(err).__name__}: {err} (at {frame.filename.split('/')[-1]}:{frame.lineno})"
 
 
 def _model(name: str, seed: int = 0) -> Transformer:
-    torch.manual_seed(seed)
-    encoding = build_encoding(name, CHECK_SIZE.d_model, CHECK_SIZE.n_heads)
-    return Transformer(VOCAB, CHECK_SIZE, encoding)
+    return Transformer(VOCAB, CHECK_SIZE, [RunInit(seed, lambda: build_encoding(name, CHECK_SIZE.d_model,
+                                                                                 CHECK_SIZE.n_heads))])
 
 
-def _forward(model, tokens, seed=0):
+def _forward(model: Transformer, tokens, seed=0):
+    """The logits of a one-run model for ``(B, T)`` tokens."""
     position_ids = torch.arange(tokens.shape[1]).expand_as(tokens)
     seq_lens = torch.full((tokens.shape[0],), tokens.shape[1])
-    return model(tokens, position_ids, seq_lens, torch.Generator().manual_seed(seed))
+    return model.run_logits(tokens, position_ids, seq_lens, torch.Generator().manual_seed(seed))
 
 
 def check_hook_shapes(encoding: PositionEncoding, t: int = 9) -> str:
@@ -193,7 +186,9 @@ def check_shift_invariance(encoding: PositionEncoding, t: int = 12, shift: int =
     return f"logits and embeddings unchanged under a shift of {shift}"
 
 
-def check_encoding(name: str) -> ContractReport:
+def check_encoding(name: str, longest_test_length: int) -> ContractReport:
+    """Every check on one registered encoding; forward/backward runs up to 4x
+    ``longest_test_length`` (the longest length any preset evaluates)."""
     entry = encoding_entry(name)
     report = ContractReport(name, entry.source)
     try:
@@ -208,7 +203,7 @@ def check_encoding(name: str) -> ContractReport:
     report.n_parameters = sum(p.numel() for p in encoding.parameters())
     report.hooks = encoding.hooks_used()
     report.results.append(CheckResult("builds", True, f"{type(encoding).__name__} with {encoding.params}"))
-    top = 4 * largest_test_length()
+    top = 4 * longest_test_length
     checks = [
         ("hook shapes", lambda: check_hook_shapes(encoding)),
         ("forward/backward", lambda: check_forward_backward(name, sorted({1, 7, top // 4, top}))),

@@ -7,20 +7,37 @@ alone for families that take none (``lstm``, ``rnn``, ``stack-rnn``, ``tape-rnn`
 A family registers one builder, ``build(vocab_size, size, runs) -> RunStack``:
 it makes the models of a group of runs that share vocabulary and size (one
 per ``RunInit``, each initialised from its own seed) behind the ``RunStack``
-interface the trainer and evaluation use. A new family is one module that
-defines its builder with ``@register_family`` plus its import in
-``models/__init__.py``; nothing in the grid, records or leaderboard changes.
+interface the trainer and evaluation use, with two facts the harness reads
+from the registry: its useful FLOPs per sequence (``run --plan``, ``perf``)
+and the rule that makes a cell not applicable. A new family is one module
+that registers its builder with ``@register_family`` plus its import in
+``models/__init__.py`` and its name in ``FAMILY_ORDER``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
+
+import numpy as np
+import torch
+from torch import nn
 
 from lengthbench.models.encodings.base import PositionEncoding, check_encoding_name
-from lengthbench.tasks.base import UnknownNameError
+from lengthbench.registry import Registry
 
 TRANSFORMER = "transformer"
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    """The shape of a model; a recurrent family reads ``d_model`` as its hidden size."""
+
+    d_model: int = 64
+    n_layers: int = 2
+    n_heads: int = 4
+    d_ff: int = 256
+    dropout: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -28,45 +45,74 @@ class RunInit:
     """What one run of a group brings to its model: the seed its weights are
     initialised from and, for a family that takes one, a factory for its
     position encoding (called right after seeding, so the encoding's own
-    parameters come from the same stream as a solo run's)."""
+    parameters come from the run's stream, before the family's weights)."""
 
     init_seed: int
     make_encoding: Callable[[], PositionEncoding] | None = None
 
 
+class RunStack(Protocol):
+    """What the trainer and evaluation need from a model family: the models of
+    R runs of one shape behind one module (an ``nn.Module``: ``parameters``,
+    ``state_dict``, ``train``/``eval``, ``to``). ``n_parameters(r)`` counts
+    run r's parameters, ``run_gradients(r)`` lists all of run r's gradients,
+    ``positions`` gives run r's positions for a batch (a family may ignore
+    them), and calling it maps ``(R', B, T)`` tokens of the chosen ``runs``
+    (default: all, in order) to ``(R', B, T, V)`` logits."""
+
+    n_runs: int
+
+    def n_parameters(self, run: int) -> int: ...
+
+    def run_gradients(self, run: int) -> list[torch.Tensor]: ...
+
+    def positions(self, run: int, tokens, position_ids, seq_lens, generator) -> torch.Tensor: ...
+
+    def __call__(self, tokens: torch.Tensor, positions: list[torch.Tensor],
+                 runs: list[int] | None = None) -> torch.Tensor: ...
+
+
+def no_cell_is_not_applicable(task, encoding: PositionEncoding | None) -> str | None:
+    """The not-applicable rule of a family that runs on every task."""
+    return None
+
+
 @dataclass(frozen=True)
 class FamilyEntry:
     name: str
-    build: Callable  # (vocab_size, ModelSize, list[RunInit]) -> RunStack
+    build: Callable[[int, ModelSize, list[RunInit]], nn.Module]  # -> a RunStack
     description: str
+    #: forward FLOPs of sequences of the given token lengths: (lengths, size, vocab) -> FLOPs
+    flops: Callable[[np.ndarray, ModelSize, int], float]
+    #: why a run of this family cannot run on a task (its cell is recorded "n/a"), or None
+    not_applicable: Callable[[object, PositionEncoding | None], str | None]
     takes_encoding: bool
     version: int  # bumped when a change alters results (enters the run config)
 
 
-_FAMILIES: dict[str, FamilyEntry] = {}
+# Leaderboard row order of the built-in families; third-party families follow as they register.
+FAMILY_ORDER = (TRANSFORMER, "rnn", "lstm", "stack-rnn", "tape-rnn")
+FAMILIES: Registry[FamilyEntry] = Registry("model family", order=FAMILY_ORDER)
 
 
-def register_family(name: str, *, description: str, takes_encoding: bool = False, version: int = 1):
+def register_family(name: str, *, description: str, flops, takes_encoding: bool = False,
+                    not_applicable=no_cell_is_not_applicable, version: int = 1):
     """Decorator for a family's builder ``build(vocab_size, size, runs)``."""
     check_encoding_name(name)  # the same rules: it becomes a row key and part of record file names
 
     def deco(build):
-        if name in _FAMILIES:
-            raise ValueError(f"model family {name!r} is already registered")
-        _FAMILIES[name] = FamilyEntry(name, build, description, takes_encoding, version)
+        FAMILIES.add(name, FamilyEntry(name, build, description, flops, not_applicable, takes_encoding, version))
         return build
 
     return deco
 
 
 def family_entry(name: str) -> FamilyEntry:
-    if name not in _FAMILIES:
-        raise UnknownNameError("model family", name, _FAMILIES)
-    return _FAMILIES[name]
+    return FAMILIES[name]
 
 
 def family_names() -> list[str]:
-    return list(_FAMILIES)
+    return FAMILIES.names()
 
 
 def method_name(family: str, encoding: str) -> str:

@@ -18,15 +18,16 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from lengthbench.errors import InputError
+from lengthbench.models.contract import check_encoding
 from lengthbench.models.encodings.base import (
+    ENCODINGS,
     check_encoding_name,
     encoding_entry,
     encoding_names,
     register_encoding,
     set_source,
-    unregister_encoding,
 )
-from lengthbench.tasks.base import InputError
 
 ENTRY_POINT_GROUP = "lengthbench.encodings"
 # Top-level names of lengthbench before its modules moved under ``lengthbench.``.
@@ -93,7 +94,7 @@ def _import_file(path: Path, key: str) -> list[str]:
     except BaseException as err:  # noqa: BLE001  (SystemExit included: reported, never obeyed)
         del sys.modules[key]
         for name in set(encoding_names()) - before:
-            unregister_encoding(name)
+            ENCODINGS.remove(name)
         raise _import_failure(path, err) from None
     module.__lengthbench_registered__ = [n for n in encoding_names() if n not in before]
     return module.__lengthbench_registered__
@@ -132,13 +133,11 @@ def load_plugin(plugin: PluginFile) -> list[str]:
     return [plugin.rename]
 
 
-def check_plugins(plugins) -> tuple[list[str], list]:
-    """Load every plugin and run each of its encodings through the contract;
-    returns (names, reports)."""
-    from lengthbench.models.contract import check_encoding
-
+def check_plugins(plugins, longest_test_length: int) -> tuple[list[str], list]:
+    """Load every plugin and run each of its encodings through the contract
+    (up to 4x ``longest_test_length``); returns (names, reports)."""
     names = [name for plugin in plugins for name in load_plugin(plugin)]
-    return names, [check_encoding(name) for name in names]
+    return names, [check_encoding(name, longest_test_length) for name in names]
 
 
 def contract_failure(plugins, reports) -> PluginError:

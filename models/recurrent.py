@@ -28,12 +28,12 @@ start, which a causal reader of ``BOS input SEP`` cannot).
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lengthbench.models.families import RunInit, register_family
-from lengthbench.models.transformer import ModelSize
+from lengthbench.models.families import ModelSize, RunInit, register_family
 from lengthbench.tasks.base import SEP
 
 GATES = {"rnn": 1, "lstm": 4, "stack-rnn": 1, "tape-rnn": 1}  # pre-activation blocks per hidden unit
@@ -112,8 +112,8 @@ class StackedRecurrent(nn.Module):
         self.weights = nn.ParameterDict([(name, nn.Parameter(torch.stack([w[name] for w in per_run])))
                                          for name in per_run[0]])
 
-    def run_parameters(self, run: int) -> list[torch.Tensor]:
-        return []  # every weight is stacked
+    def n_parameters(self, run: int) -> int:
+        return sum(p.numel() for p in self.weights.values()) // self.n_runs  # every weight is stacked
 
     def run_gradients(self, run: int) -> list[torch.Tensor]:
         return [p.grad[run] for p in self.weights.values() if p.grad is not None]
@@ -171,11 +171,30 @@ def _project(x: torch.Tensor, w: dict, name: str) -> torch.Tensor:
     return y.view(*x.shape[:-1], -1)
 
 
+def recurrent_flops(cell: str, token_lengths, size: ModelSize, vocab: int) -> float:
+    """Forward FLOPs of sequences of the given token lengths: per token the
+    input and recurrent projections and the stack's or tape's read, write and
+    action projections (a multiply-add is 2), and its update, where every
+    value of every cell mixes the k = 3 (stack) or 5 (tape) moves: k
+    multiplies and k - 1 adds; then the head."""
+    n = np.asarray(token_lengths, dtype=float)
+    d = size.d_model
+    per_token = 2 * 2 * d * GATES[cell] * d
+    if cell == "stack-rnn":  # n + 1 cells
+        per_token += 2 * (2 * STACK_CELL * d + STACK_ACTIONS * d) + (2 * STACK_ACTIONS - 1) * STACK_CELL * (n + 1)
+    if cell == "tape-rnn":  # 2n + 2 cells
+        per_token += 2 * (2 * TAPE_CELL * d + TAPE_ACTIONS * d) + (2 * TAPE_ACTIONS - 1) * TAPE_CELL * (2 * n + 2)
+    return float((n * per_token + 2 * n * d * vocab).sum())
+
+
 def _register(cell: str, description: str) -> None:
     def build(vocab_size: int, size: ModelSize, runs: list[RunInit]) -> StackedRecurrent:
         return StackedRecurrent(cell, vocab_size, size, runs)
 
-    register_family(cell, description=description)(build)
+    def flops(token_lengths, size: ModelSize, vocab: int) -> float:
+        return recurrent_flops(cell, token_lengths, size, vocab)
+
+    register_family(cell, description=description, flops=flops)(build)
 
 
 _register("rnn", "Elman RNN (tanh), hidden size d_model (Deletang et al.'s RNN)")

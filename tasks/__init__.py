@@ -7,11 +7,10 @@ from lengthbench.tasks.base import (
     IGNORE,
     PAD,
     SEP,
+    TASKS,
     Batch,
-    InputError,
     Sample,
     Task,
-    UnknownNameError,
     get_task,
     make_batch,
     register_task,
@@ -19,6 +18,6 @@ from lengthbench.tasks.base import (
 )
 
 __all__ = [
-    "BOS", "EOS", "IGNORE", "PAD", "SEP", "Batch", "InputError", "Sample", "Task", "UnknownNameError",
+    "BOS", "EOS", "IGNORE", "PAD", "SEP", "TASKS", "Batch", "Sample", "Task",
     "get_task", "make_batch", "register_task", "task_names",
 ]

@@ -13,28 +13,15 @@ from typing import ClassVar
 
 import numpy as np
 
+from lengthbench.errors import InputError
+from lengthbench.registry import Registry
+
 PAD, BOS, SEP, EOS = 0, 1, 2, 3
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<sep>", "<eos>")
 N_SPECIAL = len(SPECIAL_TOKENS)
 IGNORE = -1  # target value for positions that carry no loss
 
 LEVELS = ("R", "DCF", "CS", "arithmetic", "sequence")
-
-
-class InputError(ValueError):
-    """Bad input from the user (a name, a value, a file). The command line
-    prints its message as one line and exits 2; every message names the bad
-    value and says what is valid."""
-
-
-class UnknownNameError(InputError):
-    """A name (task, encoding, preset, ...) that is not registered."""
-
-    def __init__(self, kind: str, name: str, choices):
-        choices = sorted(choices)
-        super().__init__(f"unknown {kind} {name!r}; valid choices: {', '.join(choices)}")
-        self.name = name
-        self.choices = choices
 
 
 @dataclass(frozen=True)
@@ -111,27 +98,32 @@ class Task:
         return " ".join(self.symbols[s] for s in symbols)
 
 
-_TASKS: dict[str, type[Task]] = {}
+# Every built-in task in leaderboard order: by level (R, DCF, CS, arithmetic, sequence), then as
+# its module defines them. Registering a new task means adding its name here.
+TASK_ORDER = (
+    "even_pairs", "parity_check", "cycle_navigation", "modular_arithmetic",
+    "stack_manipulation", "reverse_string", "modular_arithmetic_brackets", "solve_equation",
+    "duplicate_string", "missing_duplicate_string", "odds_first", "binary_addition", "binary_multiplication",
+    "compute_sqrt", "bucket_sort",
+    "addition", "addition-index-hints", "multiplication",
+    "copy",
+)
+TASKS: Registry[type[Task]] = Registry("task", order=TASK_ORDER)
 
 
 def register_task(cls: type[Task]) -> type[Task]:
     if cls.level not in LEVELS:
         raise ValueError(f"task {cls.name!r} has level {cls.level!r}; valid: {', '.join(LEVELS)}")
-    if cls.name in _TASKS:
-        raise ValueError(f"task {cls.name!r} is already registered")
-    _TASKS[cls.name] = cls
-    return cls
+    return TASKS.add(cls.name, cls)
 
 
 def get_task(name: str) -> Task:
-    if name not in _TASKS:
-        raise UnknownNameError("task", name, _TASKS)
-    return _TASKS[name]()
+    return TASKS[name]()
 
 
 def task_names() -> list[str]:
-    """Registered task names grouped by level (R, DCF, CS, arithmetic, sequence)."""
-    return sorted(_TASKS, key=lambda n: LEVELS.index(_TASKS[n].level))
+    """Registered task names in leaderboard order (``TASK_ORDER``)."""
+    return TASKS.names()
 
 
 def _assemble(sample: Sample) -> tuple[np.ndarray, ...]:

@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from lengthbench.benchmark.presets import get_preset
+from lengthbench.benchmark.presets import PRESETS, get_preset, register_preset
 
 torch.set_num_threads(1)
 
@@ -21,7 +21,10 @@ def make_tiny_preset():
 
 @pytest.fixture
 def tiny_preset():
-    return make_tiny_preset()
+    """The tiny preset, registered as "tiny" (so the command line runs it) while the test runs."""
+    preset = register_preset(make_tiny_preset())
+    yield preset
+    PRESETS.remove("tiny")
 
 
 def set_csv_cell(text: str, row: int, column: str, value: str) -> str:

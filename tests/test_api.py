@@ -9,20 +9,20 @@ import pytest
 
 import lengthbench
 from conftest import make_tiny_preset
-from lengthbench.benchmark.presets import PRESETS
+from lengthbench.benchmark.presets import PRESETS, register_preset
 from lengthbench.leaderboard.schema import read_leaderboard
-from lengthbench.tasks.base import InputError, UnknownNameError
+from lengthbench.errors import InputError, UnknownNameError
 
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     """One real run of the tiny grid through the API: (board, results folder)."""
     results = tmp_path_factory.mktemp("api") / "records"
-    PRESETS["tiny"] = make_tiny_preset()
+    register_preset(make_tiny_preset())
     try:
         board = lengthbench.run("tiny", seeds=[0, 1], results=results, progress=False)
     finally:
-        del PRESETS["tiny"]
+        PRESETS.remove("tiny")
     return board, results
 
 
@@ -76,18 +76,18 @@ def test_load_records_refuses_a_missing_folder(tmp_path):
 
 def test_leaderboard_matches_the_written_csv_and_writes_only_when_asked(tiny_run, tmp_path):
     _, results = tiny_run
-    board = lengthbench.leaderboard(results)
+    board = lengthbench.load_leaderboard(results)
     assert "written" not in board.attrs
     stored = read_leaderboard(results / "leaderboard.csv")
     pd.testing.assert_frame_equal(board.reset_index(drop=True), stored.reset_index(drop=True), check_dtype=False)
-    written = lengthbench.leaderboard(results, out=tmp_path / "board").attrs["written"]
+    written = lengthbench.load_leaderboard(results, out=tmp_path / "board").attrs["written"]
     assert written["csv"].read_bytes() == (results / "leaderboard.csv").read_bytes()
 
 
 def test_compare_takes_paths_or_frames(tiny_run, tmp_path):
     _, results = tiny_run
     csv = results / "leaderboard.csv"
-    board = lengthbench.leaderboard(results)
+    board = lengthbench.load_leaderboard(results)
     moved = board.copy()
     moved["ood_exact_match_mean"] = np.minimum(1.0, moved.ood_exact_match_mean + 0.5)
     diff = lengthbench.compare(csv, moved, correction="none", out=tmp_path / "cmp")

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-import lengthbench.benchmark.cli as cli
+import lengthbench.cli as cli
 import lengthbench.benchmark.grid as grid_module
-from lengthbench.benchmark.cli import main
+from lengthbench.cli import main
 from lengthbench.benchmark.grid import run_grid
 from conftest import make_tiny_preset, set_csv_cell
 
@@ -40,7 +40,6 @@ def ctx(tmp_path, valid_results, monkeypatch, tiny_preset):
     results = tmp_path / "results"
     shutil.copytree(valid_results, results)
     (tmp_path / "a_file.txt").write_text("not a folder\n")
-    monkeypatch.setitem(cli.PRESETS, "tiny", tiny_preset)
 
     def no_training(*args, **kwargs):
         raise AssertionError("a run was trained although the input was bad")

@@ -85,10 +85,11 @@ def test_a_run_whose_claimant_stops_without_a_record_is_trained(tmp_path, tiny_p
 SCRIPT = """
 import sys
 from dataclasses import replace
-import lengthbench.benchmark.cli as cli
-base = cli.PRESETS["smoke"]
-cli.PRESETS["pair"] = replace(base, name="pair", tasks=("copy",), encodings=("nope", "rope"), seeds=(0, 1, 2, 3),
-                              settings={**base.settings, "steps": 150})
+import lengthbench.cli as cli
+from lengthbench.benchmark.presets import PRESETS, register_preset
+base = PRESETS["smoke"]
+register_preset(replace(base, name="pair", tasks=("copy",), encodings=("nope", "rope"), seeds=(0, 1, 2, 3),
+                        settings={**base.settings, "steps": 150}))
 if __name__ == "__main__":
     sys.exit(cli.main(sys.argv[1:]))
 """

@@ -3,15 +3,15 @@
 import pandas as pd
 import pytest
 
-from lengthbench.benchmark.cli import main
+from lengthbench.cli import main
 from lengthbench.leaderboard.schema import COLUMN_NAMES
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["run", "--tasks", "copyy"], "unknown task 'copyy'; valid choices: addition, addition-index-hints, binary_addition"),
-    (["run", "--encodings", "rop"], "unknown encoding 'rop'; valid choices:"),
+    (["run", "--tasks", "copyy"], "unknown task 'copyy' (did you mean 'copy'?); valid choices: addition, addition-index-hints, binary_addition"),
+    (["run", "--encodings", "rop"], "unknown encoding 'rop' (did you mean 'rope'?); valid choices:"),
     (["run", "--preset", "huge"], "unknown preset 'huge'; valid choices: arithmetic, chomsky, chomsky-paper,"),
-    (["run", "--models", "lstn"], "unknown model family 'lstn'; valid choices: lstm, rnn, stack-rnn, tape-rnn, transformer"),
+    (["run", "--models", "lstn"], "unknown model family 'lstn' (did you mean 'lstm'?); valid choices: lstm, rnn, stack-rnn, tape-rnn, transformer"),
 ])
 def test_unknown_names_one_line_error(capsys, tmp_path, argv, needle):
     assert main(argv + ["--results", str(tmp_path)]) == 2
@@ -28,9 +28,7 @@ def test_list_commands(capsys):
 
 
 def test_run_then_leaderboard(capsys, tmp_path, tiny_preset, monkeypatch):
-    import lengthbench.benchmark.cli as cli
-
-    monkeypatch.setitem(cli.PRESETS, "tiny", tiny_preset)
+    import lengthbench.cli as cli
     results = tmp_path / "res"
     assert main(["run", "--preset", "tiny", "--results", str(results), "--no-progress"]) == 0
     for name in ("leaderboard.csv", "leaderboard.md", "accuracy_vs_length.png"):

@@ -4,7 +4,7 @@ ALiBi slopes, RoPE relativity, out-of-range tables."""
 import pytest
 import torch
 
-from lengthbench.models import ModelSize, Transformer, build_encoding, encoding_names
+from lengthbench.models import ModelSize, RunInit, Transformer, build_encoding, encoding_names
 from lengthbench.models.encodings import PositionsOutOfRange, encoding_entry
 from lengthbench.models.encodings.alibi import alibi_slopes
 from lengthbench.models.encodings.randomized import random_sorted_positions
@@ -13,8 +13,9 @@ SIZE = ModelSize(d_model=16, n_layers=2, n_heads=2, d_ff=32)
 
 
 def make_model(name, **params):
-    torch.manual_seed(0)
-    return Transformer(12, SIZE, build_encoding(name, SIZE.d_model, SIZE.n_heads, params)).eval()
+    """A one-run model whose ``run_logits(tokens, ...)`` is a plain model's forward."""
+    model = Transformer(12, SIZE, [RunInit(0, lambda: build_encoding(name, SIZE.d_model, SIZE.n_heads, params))])
+    return model.eval()
 
 
 @pytest.mark.parametrize("name", encoding_names())
@@ -28,8 +29,8 @@ def test_causality(name, t):
     changed = tokens.clone()
     changed[:, t + 1:] = (changed[:, t + 1:] + 5) % 12
     seq_lens = torch.full((3,), 10)
-    a = model(tokens, pos, seq_lens, torch.Generator().manual_seed(3))
-    b = model(changed, pos, seq_lens, torch.Generator().manual_seed(3))
+    a = model.run_logits(tokens, pos, seq_lens, torch.Generator().manual_seed(3))
+    b = model.run_logits(changed, pos, seq_lens, torch.Generator().manual_seed(3))
     torch.testing.assert_close(a[:, : t + 1], b[:, : t + 1])
 
 
@@ -59,9 +60,9 @@ def test_randomized_positions_cover_range():
 def test_randomized_used_in_eval_and_reproducible():
     model = make_model("randomized-rope", max_len=64)
     tokens = torch.randint(0, 12, (2, 8))
-    a = model(tokens, None, None, torch.Generator().manual_seed(5))
-    b = model(tokens, None, None, torch.Generator().manual_seed(5))
-    c = model(tokens, None, None, torch.Generator().manual_seed(6))
+    a = model.run_logits(tokens, None, None, torch.Generator().manual_seed(5))
+    b = model.run_logits(tokens, None, None, torch.Generator().manual_seed(5))
+    c = model.run_logits(tokens, None, None, torch.Generator().manual_seed(6))
     torch.testing.assert_close(a, b)
     assert not torch.allclose(a, c)
 
@@ -89,7 +90,7 @@ def test_rope_dot_product_depends_only_on_distance():
 def test_learned_table_too_short_is_reported():
     model = make_model("learned", max_positions=6)
     with pytest.raises(PositionsOutOfRange, match="6 positions"):
-        model(torch.zeros(1, 8, dtype=torch.long))
+        model.run_logits(torch.zeros(1, 8, dtype=torch.long))
 
 
 def test_coupled_offsets_only_in_training():
@@ -106,7 +107,7 @@ def test_coupled_offsets_only_in_training():
 
 
 def test_unknown_encoding_lists_choices():
-    with pytest.raises(ValueError, match=r"unknown encoding 'ropee'; valid choices: .*rope"):
+    with pytest.raises(ValueError, match=r"unknown encoding 'ropee' \(did you mean 'rope'\?\); valid choices: .*rope"):
         build_encoding("ropee", 16, 2)
 
 
@@ -153,7 +154,7 @@ def test_t5_buckets():
 @pytest.mark.parametrize("name", ["kerple-power", "kerple-log", "fire", "t5"])
 def test_gradients_finite(name):
     model = make_model(name).train()
-    out = model(torch.randint(0, 12, (2, 12)))
+    out = model.run_logits(torch.randint(0, 12, (2, 12)))
     out.sum().backward()
     for p in model.parameters():
         assert p.grad is None or torch.isfinite(p.grad).all()
@@ -242,7 +243,7 @@ def test_every_built_in_encoding_passes_the_contract(name):
     grid records it (``coupled``, ``abacus``), not as a failure."""
     from lengthbench.models.contract import check_encoding
 
-    report = check_encoding(name)
+    report = check_encoding(name, 16)
     assert report.passed, report.format()
 
 

@@ -14,15 +14,13 @@ from lengthbench.benchmark.grid import form_groups, grid_configs, resolve_group_
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.runner import execute_group
 from lengthbench.benchmark.train import build_group, group_key, train_group
-from lengthbench.models import Transformer, build_encoding
-from lengthbench.models.encodings.base import PositionEncoding, register_encoding, unregister_encoding
-from lengthbench.models.stacked import StackedTransformer
-from lengthbench.models.transformer import ModelSize
 from lengthbench.benchmark.presets import CORE_ENCODINGS
+from lengthbench.models import ModelSize, RunInit, Transformer, build_encoding
+from lengthbench.models.encodings.base import ENCODINGS, PositionEncoding, register_encoding
 from lengthbench.tasks import get_task
 
 CPU = torch.device("cpu")
-ENCODINGS = ("nope", "rope", "alibi", "randomized-rope", "learned", "t5", "kerple-log", "fire", "coupled", "xpos",
+MIXED = ("nope", "rope", "alibi", "randomized-rope", "learned", "t5", "kerple-log", "fire", "coupled", "xpos",
              "cope", "abacus")
 
 
@@ -33,23 +31,36 @@ def float64():
     torch.set_default_dtype(torch.float32)
 
 
-def test_a_stack_computes_what_each_model_computes(float64):
+def _run(seed, name):
+    return RunInit(seed, lambda: build_encoding(name, 32, 4))
+
+
+def test_a_stack_computes_what_each_run_alone_computes(float64):
     size = ModelSize(d_model=32, n_layers=2, n_heads=4, d_ff=64)
-    models = []
-    for seed, name in enumerate(ENCODINGS):
-        torch.manual_seed(seed)
-        models.append(Transformer(11, size, build_encoding(name, 32, 4)).eval())
-    stack = StackedTransformer(models).eval()
-    tokens = torch.randint(0, 11, (len(models), 5, 9))
+    runs = [_run(seed, name) for seed, name in enumerate(MIXED)]
+    stack = Transformer(11, size, runs).eval()
+    tokens = torch.randint(0, 11, (len(runs), 5, 9))
     ids, lens = torch.arange(9).expand(5, 9), torch.full((5,), 9)
     positions = [stack.positions(r, tokens[r], ids, lens, torch.Generator().manual_seed(3))
-                 for r in range(len(models))]
+                 for r in range(len(runs))]
     out = stack(tokens, positions)
-    for r, model in enumerate(models):
-        alone = model(tokens[r], ids, lens, torch.Generator().manual_seed(3))
+    for r, run in enumerate(runs):
+        alone = Transformer(11, size, [run]).eval().run_logits(tokens[r], ids, lens, torch.Generator().manual_seed(3))
         torch.testing.assert_close(out[r], alone, rtol=1e-12, atol=1e-12)
     subset = stack(tokens[[1, 4]], [positions[1], positions[4]], runs=[1, 4])
     torch.testing.assert_close(subset, out[[1, 4]], rtol=0, atol=0)
+
+
+def test_a_run_clips_its_gradients_in_its_own_order_in_any_group():
+    """The norm a run clips by sums its gradients in its solo order (embedding,
+    its encoding's parameters, blocks, head), whichever run leads the group."""
+    size = ModelSize(d_model=32, n_layers=1, n_heads=4, d_ff=64)
+    group = Transformer(11, size, [_run(0, "nope"), _run(1, "t5"), _run(2, "cope")])
+    alone = Transformer(11, size, [_run(1, "t5")])
+    for model in (group, alone):
+        model(torch.randint(0, 11, (model.n_runs, 2, 5)), [torch.arange(5)[None]] * model.n_runs).sum().backward()
+    assert [g.shape for g in group.run_gradients(1)] == [g.shape for g in alone.run_gradients(0)]
+    assert group.run_gradients(1)[1].shape == alone.encodings[0].table.weight.shape
 
 
 def _configs(encodings_and_seeds, steps=30, task="copy"):
@@ -77,14 +88,14 @@ def test_smoke_records_of_a_group_equal_solo_records(tmp_path):
     preset = get_preset("smoke").with_grid(tasks=["copy", "addition"], seeds=[0, 1])
     solo = run_grid(preset, tmp_path / "solo", group_size=1, progress=False)
     grouped = run_grid(preset, tmp_path / "grouped", group_size=10, progress=False)
-    assert {r["group_size"] for r in solo if r["status"] == "ok"} == {1}
-    assert {r["group_size"] for r in grouped if r["status"] == "ok"} == {10}
+    assert {r.group_size for r in solo if r.status == "ok"} == {1}
+    assert {r.group_size for r in grouped if r.status == "ok"} == {10}
     for a, b in zip(solo, grouped):
-        assert a["run_id"] == b["run_id"] and a["status"] == b["status"]
+        assert a.run_id == b.run_id and a.status == b.status
         for key in ("per_length", "summary", "n_parameters"):
-            assert a.get(key) == b.get(key), (a["run_id"], key)
-        if a["status"] == "ok":
-            assert b["training"]["loss_curve"] == pytest.approx(a["training"]["loss_curve"], rel=1e-4)
+            assert getattr(a, key) == getattr(b, key), (a.run_id, key)
+        if a.status == "ok":
+            assert b.training["loss_curve"] == pytest.approx(a.training["loss_curve"], rel=1e-4)
 
 
 @pytest.fixture
@@ -103,7 +114,7 @@ def exploding_encoding():
             return h * (float("inf") if self.training and type(self).steps > 3 else 1.0)
 
     yield "test-explodes"
-    unregister_encoding("test-explodes")
+    ENCODINGS.remove("test-explodes")
 
 
 def test_a_diverging_run_stops_alone(exploding_encoding):
@@ -124,15 +135,15 @@ def crashing_encoding():
             raise RuntimeError("boom in rotate")
 
     yield "test-crashes"
-    unregister_encoding("test-crashes")
+    ENCODINGS.remove("test-crashes")
 
 
 def test_a_crash_in_a_group_lands_on_its_own_cell(crashing_encoding):
     configs = _configs([("nope", 0), (crashing_encoding, 0), ("rope", 0)], steps=3)
     records = execute_group(configs, CPU)
-    assert [r["status"] for r in records] == ["ok", "error", "ok"]
-    assert "boom in rotate" in records[1]["error"]
-    assert [r["group_size"] for r in records if r["status"] == "ok"] == [1, 1]  # retried alone
+    assert [r.status for r in records] == ["ok", "error", "ok"]
+    assert "boom in rotate" in records[1].error
+    assert [r.group_size for r in records if r.status == "ok"] == [1, 1]  # retried alone
 
 
 def test_groups_hold_only_runs_that_can_share_a_model():
@@ -163,19 +174,21 @@ def test_auto_group_size_stacks_on_cuda_only(monkeypatch):
 
 
 def test_a_run_alone_trains_exactly_as_a_plain_model():
-    """float32, bit for bit: a group of one is the plain ``Transformer`` with
-    ``clip_grad_norm_`` and AdamW, the loop every earlier record came from."""
+    """float32, bit for bit: the trainer on a group of one (length buckets,
+    per-run clipping, warmup/cosine) is the plain loop a user writes around the
+    same model with ``clip_grad_norm_`` and AdamW, the loop every earlier
+    record came from."""
     import numpy as np
     import torch.nn.functional as F
 
     from lengthbench.benchmark.seeding import data_rng, position_generator
-    from lengthbench.benchmark.train import batch_tensors, build_model, lr_at
+    from lengthbench.benchmark.train import batch_tensors, lr_at
     from lengthbench.tasks import IGNORE, make_batch
 
     task = get_task("copy")
     for encoding in ("alibi", "randomized-rope", "coupled"):
         [config] = _configs([(encoding, 0)], steps=12)
-        model, rng, gen = build_model(config, task, CPU).train(), data_rng(0), position_generator(0, CPU)
+        model, rng, gen = build_group([config], task, CPU).train(), data_rng(0), position_generator(0, CPU)
         optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         plain = []
         for step in range(config.steps):
@@ -184,7 +197,7 @@ def test_a_run_alone_trains_exactly_as_a_plain_model():
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(step, config)
             optimizer.zero_grad()
-            logits = model(t["tokens"], t["position_ids"], t["seq_lens"], gen)
+            logits = model.run_logits(t["tokens"], t["position_ids"], t["seq_lens"], gen)
             loss = F.cross_entropy(logits.flatten(0, 1), t["targets"].flatten(), ignore_index=IGNORE,
                                    reduction="sum") / int((batch.targets != IGNORE).sum())
             loss.backward()

@@ -23,11 +23,12 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ne
 SCRIPT = textwrap.dedent("""
     import sys
     from dataclasses import replace
-    import lengthbench.benchmark.cli as cli
-    base = cli.PRESETS["smoke"]
-    cli.PRESETS["slow"] = replace(base, name="slow", tasks=("copy", "parity_check"),
-                                  encodings=("nope", "rope", "alibi"),
-                                  settings={**base.settings, "steps": 300})
+    import lengthbench.cli as cli
+    from lengthbench.benchmark.presets import PRESETS, register_preset
+    base = PRESETS["smoke"]
+    register_preset(replace(base, name="slow", tasks=("copy", "parity_check"),
+                            encodings=("nope", "rope", "alibi"),
+                            settings={**base.settings, "steps": 300}))
     if __name__ == "__main__":
         sys.exit(cli.main(sys.argv[1:]))
 """)

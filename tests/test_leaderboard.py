@@ -1,13 +1,16 @@
 """Leaderboard statistics, the validated CSV reader, compare and plots."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from lengthbench.benchmark.cli import main
+from lengthbench.cli import main
 from lengthbench.benchmark.grid import run_grid
+from lengthbench.benchmark.presets import get_preset
+from lengthbench.benchmark.records import RunRecord
 from conftest import set_csv_cell
 from lengthbench.leaderboard.aggregate import leaderboard_frame, level_summary
 from lengthbench.leaderboard.compare import compare_frames, summary_counts
@@ -28,10 +31,10 @@ def fake_record(task, encoding, seed, curve, train_length=3, status="ok"):
     idd = [r for r in per_length if r["length"] <= train_length]
     summary = {f"{s}_{m}": float(np.mean([r[m] for r in rows]))
                for s, rows in (("ood", ood), ("id", idd)) for m in ("exact_match", "token_accuracy")}
-    return {"run_id": f"{task}-{encoding}-{seed}", "task": task, "encoding": encoding, "seed": seed,
-            "status": status, "config": {"seed": seed, "train_length": train_length,
-                                         "test_length": len(curve)},
-            "per_length": per_length, "summary": summary, "schema_version": 1}
+    config = replace(get_preset("smoke").run_config(task, encoding, seed), train_length=train_length,
+                     test_length=len(curve))
+    return RunRecord(config, code_version="test", torch_version="", device="", host={}, started_at="",
+                     status=status, per_length=per_length, summary=summary)
 
 
 def test_statistics_columns_and_values():
@@ -124,7 +127,7 @@ def two_boards(tmp_path, tiny_preset):
         records = run_grid(preset, tmp_path / name, progress=False)
         assert main(["leaderboard", "--results", str(tmp_path / name)]) == 0
         paths.append(tmp_path / name / "leaderboard.csv")
-        assert all(r["status"] in ("ok", "not_applicable") for r in records)
+        assert all(r.status in ("ok", "not_applicable") for r in records)
     return paths
 
 
@@ -222,7 +225,9 @@ def test_the_accuracy_vs_length_legend_lies_inside_the_saved_image(n_tasks, tmp_
     (the saved image) without covering any panel, however many panel rows."""
     from PIL import Image
 
-    from lengthbench.leaderboard.plots import SAVE_DPI, accuracy_vs_length_figure, plt, save_figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from lengthbench.leaderboard.plots import SAVE_DPI, accuracy_vs_length_figure, save_figure
     from lengthbench.models.encodings import encoding_names
     from lengthbench.tasks import task_names
 
@@ -232,18 +237,16 @@ def test_the_accuracy_vs_length_legend_lies_inside_the_saved_image(n_tasks, tmp_
          "exact_match": (seed + n) % 3 / 2}
         for task in task_names()[:n_tasks] for method in methods for seed in (0, 1) for n in range(1, 7)])
     fig = accuracy_vs_length_figure(per_length)
-    try:
-        fig.set_dpi(SAVE_DPI)
-        renderer = fig.canvas.get_renderer()
-        legend = fig.legends[0]
-        assert [t.get_text() for t in legend.get_texts()] == methods
-        box, image = legend.get_window_extent(renderer), fig.bbox
-        assert image.x0 <= box.x0 and box.x1 <= image.x1 and image.y0 <= box.y0 and box.y1 <= image.y1
-        for ax in fig.axes:
-            if ax.axison:
-                assert not box.overlaps(ax.get_tightbbox(renderer)), ax.get_title()
-        path = save_figure(fig, tmp_path / "curves.png", dpi=SAVE_DPI)
-        saved = Image.open(path).size  # the image is the figure: the legend's box is inside it
-        assert abs(saved[0] - image.width) <= 1 and abs(saved[1] - image.height) <= 1
-    finally:
-        plt.close(fig)
+    FigureCanvasAgg(fig)
+    fig.set_dpi(SAVE_DPI)
+    renderer = fig.canvas.get_renderer()
+    legend = fig.legends[0]
+    assert [t.get_text() for t in legend.get_texts()] == methods
+    box, image = legend.get_window_extent(renderer), fig.bbox
+    assert image.x0 <= box.x0 and box.x1 <= image.x1 and image.y0 <= box.y0 and box.y1 <= image.y1
+    for ax in fig.axes:
+        if ax.axison:
+            assert not box.overlaps(ax.get_tightbbox(renderer)), ax.get_title()
+    path = save_figure(fig, tmp_path / "curves.png", dpi=SAVE_DPI)
+    saved = Image.open(path).size  # the image is the figure: the legend's box is inside it
+    assert abs(saved[0] - image.width) <= 1 and abs(saved[1] - image.height) <= 1

@@ -19,7 +19,7 @@ site = Path(sys.argv[1]).resolve()
 assert Path(lengthbench.__file__).resolve().is_relative_to(site), lengthbench.__file__
 records = site / "lengthbench" / "leaderboard" / "reference" / "quick" / "records"
 runs = lengthbench.load_records(records)
-board = lengthbench.leaderboard(records)
+board = lengthbench.load_leaderboard(records)
 print(len(runs), len(board), *(name for name in %r if importlib.util.find_spec(name) is not None))
 """ % (GENERIC,)
 

@@ -3,7 +3,7 @@ asserted, only that each is measured and consistent)."""
 
 import json
 
-from lengthbench.benchmark.cli import main
+from lengthbench.cli import main
 from lengthbench.benchmark.presets import get_preset
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import lengthbench.benchmark.grid as grid_module
-from lengthbench.benchmark.cli import main
+from lengthbench.cli import main
 from lengthbench.models import plugins
 from lengthbench.models.encodings import encoding_entry, encoding_names
 
@@ -56,9 +56,7 @@ def test_plugin_source_hash_in_config():
 
 
 def test_submit_ranks_and_reuses_builtin_records(tmp_path, capsys, tiny_preset, monkeypatch):
-    import lengthbench.benchmark.cli as cli
-
-    monkeypatch.setitem(cli.PRESETS, "tiny", tiny_preset)
+    import lengthbench.cli as cli
     results = tmp_path / "res"
     argv = ["submit", str(EXAMPLE), "--preset", "tiny", "--results", str(results), "--no-progress",
             "--workers", "1"]

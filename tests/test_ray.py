@@ -14,7 +14,7 @@ from dataclasses import replace
 import pytest
 
 from lengthbench.benchmark.claims import CLAIM_SUFFIX
-from lengthbench.benchmark.cli import main
+from lengthbench.cli import main
 
 ray = pytest.importorskip("ray")
 
@@ -27,9 +27,7 @@ def cluster():
 
 
 def test_smoke_through_ray_gives_the_local_leaderboard(tmp_path, cluster, monkeypatch, tiny_preset):
-    import lengthbench.benchmark.cli as cli
-
-    monkeypatch.setitem(cli.PRESETS, "tiny", tiny_preset)
+    import lengthbench.cli as cli
     common = ["run", "--preset", "tiny", "--seeds", "0,1", "--no-progress"]
     assert main([*common, "--results", str(tmp_path / "local"), "--workers", "1"]) == 0
     assert main([*common, "--results", str(tmp_path / "ray"), "--executor", "ray"]) == 0

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from lengthbench.benchmark.cli import build_parser
+from lengthbench.cli import build_parser
 from lengthbench.benchmark.presets import PRESETS
 from lengthbench.leaderboard.schema import COLUMN_NAMES, schema_table
 from lengthbench.models.encodings import encoding_entry, encoding_names

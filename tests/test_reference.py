@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from lengthbench.benchmark.records import load_records
-from lengthbench.leaderboard.aggregate import leaderboard_frame, per_length_frame
+from lengthbench.benchmark.records import length_frame
+from lengthbench.leaderboard.aggregate import leaderboard_frame
 from lengthbench.leaderboard.html import render_html
 from lengthbench.leaderboard.tables import write_tables
 
@@ -21,7 +22,7 @@ def test_reference_tables_rebuild_from_their_records(folder, tmp_path):
     paths = write_tables(leaderboard_frame(records), tmp_path)
     for kind in ("csv", "md", "levels_csv"):
         assert paths[kind].read_bytes() == (folder / paths[kind].name).read_bytes(), paths[kind].name
-    page = render_html(leaderboard_frame(records), per_length_frame(records), f"lengthbench leaderboard: {folder.name}")
+    page = render_html(leaderboard_frame(records), length_frame(records), f"lengthbench leaderboard: {folder.name}")
     assert page == (folder / "leaderboard.html").read_text()
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lengthbench.benchmark.cli import main
+from lengthbench.cli import main
 from lengthbench.leaderboard.reproduction import chomsky_report, nope_report, reciprocal_ranks
 
 MODEL = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "dropout": 0.0}

@@ -10,10 +10,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import lengthbench.benchmark.cli as cli
+import lengthbench.cli as cli
 import lengthbench.benchmark.runner as runner
-from lengthbench.benchmark.cli import main
+from lengthbench.cli import main
 from lengthbench.benchmark.grid import run_grid
+from lengthbench.benchmark.presets import PRESETS
 from lengthbench.leaderboard.aggregate import leaderboard_frame
 from lengthbench.leaderboard.schema import read_leaderboard
 
@@ -34,7 +35,6 @@ class FailsInTraining(PositionEncoding):
 
 @pytest.fixture
 def tiny(monkeypatch, tiny_preset):
-    monkeypatch.setitem(cli.PRESETS, "tiny", tiny_preset)
     return ["--preset", "tiny", "--no-progress", "--workers", "1"]
 
 
@@ -100,7 +100,7 @@ def test_run_and_submit_exit_nonzero_when_a_cell_errors(tmp_path, tiny, capsys):
 def test_submit_name_reaches_pool_workers(tmp_path, monkeypatch, tiny_preset, capsys):
     """`--name` used to exist in the main process only: every pool worker
     failed to find the renamed encoding and the submission was all errors."""
-    monkeypatch.setitem(cli.PRESETS, "tiny", tiny_preset.with_grid(encodings=["nope"]))
+    PRESETS.replace("tiny", tiny_preset.with_grid(encodings=["nope"]))
     example = Path(__file__).resolve().parent.parent / "examples" / "log_decay_sink.py"
     results = tmp_path / "res"
     assert main(["submit", str(example), "--preset", "tiny", "--name", "my-sink", "--workers", "2",

@@ -1,11 +1,22 @@
 """Position-encoding registry; importing this package registers the built-ins
-(in leaderboard row order)."""
+(their row order is ``base.BUILT_IN_ORDER``)."""
 
-# isort: off
-from lengthbench.models.encodings import nope, absolute, rope, alibi, t5, kerple, fire, xpos, cope  # noqa: F401
-from lengthbench.models.encodings import randomized, coupled, abacus  # noqa: F401  (randomized wraps the bases)
-# isort: on
+from lengthbench.models.encodings import (  # noqa: F401
+    abacus,
+    absolute,
+    alibi,
+    cope,
+    coupled,
+    fire,
+    kerple,
+    nope,
+    randomized,
+    rope,
+    t5,
+    xpos,
+)
 from lengthbench.models.encodings.base import (
+    ENCODINGS,
     PositionContext,
     PositionEncoding,
     PositionsOutOfRange,
@@ -18,6 +29,6 @@ from lengthbench.models.encodings.base import (
 )
 
 __all__ = [
-    "PositionContext", "PositionEncoding", "PositionsOutOfRange", "build_encoding",
+    "ENCODINGS", "PositionContext", "PositionEncoding", "PositionsOutOfRange", "build_encoding",
     "encoding_entry", "encoding_kind", "encoding_names", "register_encoding", "resolve_params",
 ]

@@ -1,7 +1,7 @@
 """The position-encoding contract and registry.
 
-Every encoding is one ``PositionEncoding`` module with four hooks; a model
-calls all four and each encoding overrides only what it needs:
+Every encoding is one ``PositionEncoding`` module with five hooks; the model
+calls all five and each encoding overrides only what it needs:
 
 * ``positions(pos, ctx)``: which positions the other hooks see (randomized
   sampling, training offsets); identity by default;
@@ -10,8 +10,7 @@ calls all four and each encoding overrides only what it needs:
 * ``bias(q_pos, k_pos)``: additive attention-logit biases ``(B|1, H, Tq, Tk)``;
 * ``content_bias(q, k, pos)``: an additive logit bias that also depends on
   the queries and keys of the layer (CoPE), ``(B, H, T, T)``; ``None`` by
-  default. Added later than the other four: an encoding that does not
-  override it (every encoding written before it) behaves as before.
+  default.
 
 Names are leaderboard row keys, so they are stable once registered.
 """
@@ -19,13 +18,14 @@ Names are leaderboard row keys, so they are stable once registered.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import torch
 from torch import nn
 
-from lengthbench.tasks.base import InputError, UnknownNameError
+from lengthbench.errors import InputError
+from lengthbench.registry import Registry
 
 
 class PositionsOutOfRange(RuntimeError):
@@ -103,9 +103,17 @@ class EncodingEntry:
     description: str = ""
     source: str = "built-in"
     version: int = 1  # bumped when a change alters results (enters the run config)
+    base: str | None = None  # the encoding it feeds its positions to (``randomized-<base>``)
 
 
-_ENCODINGS: dict[str, EncodingEntry] = {}
+# The built-ins in leaderboard row order; third-party encodings follow as they register.
+BUILT_IN_ORDER = (
+    "nope", "learned", "sinusoidal", "rope", "alibi", "t5", "kerple-log", "kerple-power", "fire", "xpos", "cope",
+    "randomized-learned", "randomized-sinusoidal", "randomized-rope", "randomized-alibi", "randomized-t5",
+    "randomized-kerple-log", "randomized-kerple-power", "randomized-fire",
+    "coupled", "abacus",
+)
+ENCODINGS: Registry[EncodingEntry] = Registry("encoding", order=BUILT_IN_ORDER)
 # Names become leaderboard keys and record file names (``task__encoding__seed0__hash``).
 NAME_PATTERN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.+-]|_(?!_))*")
 
@@ -118,17 +126,14 @@ def check_encoding_name(name) -> str:
 
 
 def register_encoding(name: str, *, defaults: dict | None = None, description: str = "",
-                      source: str = "built-in", version: int = 1):
+                      source: str = "built-in", version: int = 1, base: str | None = None):
     """Class/factory decorator: ``factory(d_model, n_heads, **params)``."""
     check_encoding_name(name)
 
     def deco(factory):
-        if name in _ENCODINGS:
-            raise InputError(
-                f"encoding name {name!r} is already registered ({_ENCODINGS[name].source}); "
-                "choose another name"
-            )
-        _ENCODINGS[name] = EncodingEntry(name, factory, dict(defaults or {}), description, source, version)
+        where = ENCODINGS[name].source if name in ENCODINGS else ""
+        ENCODINGS.add(name, EncodingEntry(name, factory, dict(defaults or {}), description, source, version, base),
+                      where)
         return factory
 
     return deco
@@ -143,9 +148,9 @@ def encoding_kind(name: str) -> str:
     """``randomized``, ``task-structured`` (uses the task's coupled ids),
     ``contextual``, ``rotary``, ``relative bias``, ``absolute`` or ``none``;
     ``other`` for a name not registered here or a factory that is not a class."""
-    if name.startswith("randomized-"):
+    entry = ENCODINGS.get(name)
+    if entry is not None and entry.base is not None:
         return "randomized"
-    entry = _ENCODINGS.get(name)
     if entry is None or not isinstance(entry.factory, type):
         return "other"
     cls = entry.factory
@@ -156,26 +161,17 @@ def encoding_kind(name: str) -> str:
 
 
 def encoding_entry(name: str) -> EncodingEntry:
-    if name not in _ENCODINGS:
-        raise UnknownNameError("encoding", name, _ENCODINGS)
-    return _ENCODINGS[name]
+    return ENCODINGS[name]
 
 
 def encoding_names() -> list[str]:
-    return list(_ENCODINGS)
-
-
-def unregister_encoding(name: str) -> None:
-    """Forget a third-party encoding (a plugin whose import failed half-way)."""
-    _ENCODINGS.pop(name, None)
+    return ENCODINGS.names()
 
 
 def set_source(name: str, source: str) -> None:
     """Record where a third-party encoding came from (file + content hash);
     it is part of every run config, so editing the file invalidates records."""
-    entry = _ENCODINGS[name]
-    _ENCODINGS[name] = EncodingEntry(entry.name, entry.factory, entry.defaults, entry.description, source,
-                                     entry.version)
+    ENCODINGS.replace(name, replace(ENCODINGS[name], source=source))
 
 
 def resolve_params(name: str, overrides: dict | None = None) -> dict:

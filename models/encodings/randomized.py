@@ -10,11 +10,8 @@ original example value; it must exceed the longest test sequence.
 
 import torch
 
-from lengthbench.models.encodings.base import (
-    PositionsOutOfRange,
-    encoding_entry,
-    register_encoding,
-)
+from lengthbench.models.encodings import absolute, alibi, fire, kerple, rope, t5  # noqa: F401  (the bases, registered first)
+from lengthbench.models.encodings.base import PositionsOutOfRange, encoding_entry, register_encoding
 
 RANDOMIZED_BASES = ("learned", "sinusoidal", "rope", "alibi", "t5", "kerple-log", "kerple-power", "fire")
 
@@ -61,7 +58,7 @@ def _register_randomized(base_name: str) -> None:
     factory.__name__ = cls.__name__
     register_encoding(
         f"randomized-{base_name}", defaults=defaults,
-        description=f"{base_name} on sorted random positions from [0, max_len) (Ruoss et al.)",
+        description=f"{base_name} on sorted random positions from [0, max_len) (Ruoss et al.)", base=base_name,
     )(factory)
 
 

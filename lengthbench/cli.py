@@ -1,21 +1,17 @@
-"""The ``lengthbench`` command line (also ``python -m lengthbench``)."""
+"""The ``lengthbench`` command line (also ``python -m lengthbench``): parses
+arguments, calls the Python API (``lengthbench.api``, nothing else) and
+prints what it returns."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import signal
 import sys
 import threading
-import time
-from pathlib import Path
 
-from lengthbench.api import check_plugin_files, compare, leaderboard, narrowed_grid, run, run_grid_to_leaderboard
-from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S
-from lengthbench.benchmark.presets import PRESETS, get_preset
-from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION
-from lengthbench.tasks.base import InputError
+from lengthbench import api
+from lengthbench.errors import InputError
 
 EXIT_OK, EXIT_RUNS_FAILED, EXIT_REFUSED, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -73,23 +69,17 @@ def _seconds(value: str) -> float:
     return seconds
 
 
-def _print_board(board, paths) -> None:
-    from lengthbench.leaderboard.tables import to_markdown
-
-    print(to_markdown(board))
+def _print_written(paths) -> None:
     for kind, path in paths.items():
         print(f"wrote {kind}: {path}")
 
 
-def _report_run(board, names=()) -> int:
+def _report_run(board) -> int:
     """Print a finished grid's leaderboard, its files and its failed cells."""
-    _print_board(board, board.attrs["written"])
-    if names:
-        from lengthbench.leaderboard.submission import ranking_text, write_submission
-
-        print(ranking_text(board, names))
-        for name in names:
-            print(f"wrote submission: {write_submission(board, name, board.attrs['written']['csv'].parent)}")
+    print(api.leaderboard_text(board))
+    if "ranking" in board.attrs:
+        print(board.attrs["ranking"])
+    _print_written(board.attrs["written"])
     failed = board.attrs["failed"]
     for r in failed:
         print(f"lengthbench: run {r['task']}/{r['method']} seed {r['seed']} failed: {r['error']}",
@@ -102,106 +92,47 @@ def _report_run(board, names=()) -> int:
 
 
 def _grid_options(args) -> dict:
-    return dict(results=args.results, out=args.out, force=getattr(args, "force", False), workers=args.workers,
-                group_size=args.group_size, executor=args.executor, address=args.address,
-                checkpoint_every=args.checkpoint_every, progress=not args.no_progress,
-                command="lengthbench " + " ".join(args.argv))
+    return dict(results=args.results, out=args.out, workers=args.workers, group_size=args.group_size,
+                executor=args.executor, address=args.address, checkpoint_every=args.checkpoint_every,
+                progress=not args.no_progress, command="lengthbench " + " ".join(args.argv))
 
 
 def cmd_run(args) -> int:
+    axes = dict(tasks=args.tasks, encodings=args.encodings, models=args.models, seeds=args.seeds,
+                plugins=args.plugin or ())
     if args.plan:
-        grid, _ = narrowed_grid(args.preset, args.tasks, args.encodings, args.models, args.seeds, args.plugin or ())
-        return _print_plan(args, grid)
-    board = run(args.preset, tasks=args.tasks, encodings=args.encodings, models=args.models, seeds=args.seeds,
-                plugins=args.plugin or (), **_grid_options(args))
-    return _report_run(board)
-
-
-def _print_plan(args, grid) -> int:
-    """``run --plan``: the grid's cost on this machine; nothing is written."""
-    from lengthbench.benchmark.grid import resolve_workers
-    from lengthbench.benchmark.plan import estimate, format_plan
-
-    results = Path(args.results or f"results/{grid.name}")
-    if results.exists() and not results.is_dir():
-        raise InputError(f"--results {str(results)!r} is a file, not a folder; give a folder path")
-    workers = resolve_workers(args.workers)
-    start = time.perf_counter()
-    estimates, total, stored, groups = estimate(grid, results, workers, args.group_size)
-    print(format_plan(grid, estimates, total, stored, workers, time.perf_counter() - start, groups))
-    return EXIT_OK
+        print(api.plan(args.preset, **axes, results=args.results, workers=args.workers, group_size=args.group_size))
+        return EXIT_OK
+    return _report_run(api.run(args.preset, **axes, force=args.force, **_grid_options(args)))
 
 
 def cmd_list(args) -> int:
-    if args.what == "tasks":
-        from lengthbench.tasks.listing import tasks_table
-
-        print(tasks_table())
-    elif args.what == "encodings":
-        from lengthbench.models.encodings import encoding_entry, encoding_names
-        from lengthbench.models.plugins import load_entry_points
-
-        load_entry_points()
-        for name in encoding_names():
-            entry = encoding_entry(name)
-            source = "" if entry.source == "built-in" else f"  [{entry.source}]"
-            print(f"{name:24s} {entry.description}  defaults={json.dumps(entry.defaults)}{source}")
-    elif args.what == "models":
-        from lengthbench.models.families import family_entry, family_names
-
-        for name in family_names():
-            entry = family_entry(name)
-            takes = "takes an encoding (method transformer/<encoding>)" if entry.takes_encoding else "no encoding"
-            print(f"{name:12s} {entry.description}  [{takes}]")
-    else:
-        for preset in PRESETS.values():
-            print(json.dumps(preset.describe(), indent=1, default=str))
-    return 0
+    print({"tasks": api.tasks_table, "encodings": api.encodings_text, "models": api.models_text,
+           "presets": api.presets_text}[args.what]())
+    return EXIT_OK
 
 
 def cmd_leaderboard(args) -> int:
-    board = leaderboard(args.results, out=args.out or args.results)
-    _print_board(board, board.attrs["written"])
+    board = api.load_leaderboard(args.results, out=args.out or args.results)
+    print(api.leaderboard_text(board))
+    _print_written(board.attrs["written"])
     return EXIT_OK
 
 
 def cmd_reproduce(args) -> int:
-    from lengthbench.benchmark.files import ensure_output_dir, write_text
-    from lengthbench.benchmark.records import load_records
-    from lengthbench.leaderboard.reproduction import REPORTS, SOURCE_PRESET
-
-    results = Path(args.results)
-    source = f"`lengthbench run --preset {SOURCE_PRESET[args.paper]}`"
-    if not results.is_dir():
-        raise InputError(f"--results {args.results!r} is not a folder of run records; give the records of "
-                         f"{source} (or leaderboard/reference/{args.paper}/records)")
-    records = load_records(results)
-    if not records:
-        raise InputError(f"--results {args.results!r} holds no run records; run {source} first")
-    out = ensure_output_dir(args.out, "--out") if args.out else ensure_output_dir(results, "--results")
-    text = REPORTS[args.paper](records)
-    print(text, end="")
-    print(f"wrote reproduction: {write_text(out / 'reproduction.md', text)}")
+    print(api.reproduce(args.paper, args.results, args.out))
     return EXIT_OK
 
 
 def cmd_compare(args) -> int:
-    from lengthbench.leaderboard.compare import summary_counts, to_markdown
-
-    diff = compare(args.a, args.b, metric=args.metric, correction=args.correction, out=args.out)
-    print(to_markdown(diff, args.a, args.b))
-    print("summary:", ", ".join(f"{k} {v}" for k, v in summary_counts(diff).items()),
-          f"(multiple-comparison correction: {args.correction})")
-    for kind, path in diff.attrs["written"].items():
-        print(f"wrote {kind}: {path}")
+    diff = api.compare(args.a, args.b, metric=args.metric, correction=args.correction, out=args.out)
+    print(api.compare_text(diff))
+    _print_written(diff.attrs["written"])
     return EXIT_OK
 
 
 def cmd_check(args) -> int:
-    from lengthbench.models.plugins import PluginFile, check_plugins, load_entry_points
-
-    load_entry_points()
-    _, reports = check_plugins([PluginFile(args.path)])
+    reports = api.check(args.path)
     for report in reports:
         print(report.format())
     if all(r.passed for r in reports):
@@ -212,41 +143,21 @@ def cmd_check(args) -> int:
 
 
 def cmd_submit(args) -> int:
-    from lengthbench.models.plugins import PluginFile, load_entry_points
-
-    preset = get_preset(args.preset)
-    load_entry_points()
-    plugins = [PluginFile(args.path, args.name)]
-    names = check_plugin_files(plugins, show_reports=True)
-    grid = preset.with_grid(encodings=[e for e in preset.encodings if e not in names] + names)
-    return _report_run(run_grid_to_leaderboard(grid, plugins, **_grid_options(args)), names)
+    board = api.submit(args.path, args.preset, name=args.name, **_grid_options(args))
+    for report in board.attrs["reports"]:
+        print(report.format())
+    return _report_run(board)
 
 
 def cmd_bench_generation(args) -> int:
-    from lengthbench.benchmark.bench_generation import main as bench_main
-    from lengthbench.tasks import get_task
-
-    if args.tasks is not None:
-        if not args.tasks:
-            raise InputError("--tasks: the list is empty; give task names, or leave it out for all")
-        for name in args.tasks:
-            get_task(name)
-    bench_main(args.lengths, args.batch, args.tasks)
+    for line in api.bench_generation(args.lengths, args.batch, args.tasks):
+        print(line, flush=True)
     return EXIT_OK
 
 
 def cmd_perf(args) -> int:
-    from lengthbench.benchmark.files import ensure_output_dir
-    from lengthbench.benchmark.perf import main as perf_main, perf_configs
-    from lengthbench.tasks.base import UnknownNameError
-
-    for name in args.configs:
-        if name not in perf_configs():
-            raise UnknownNameError("perf configuration", name, perf_configs())
-    if not args.configs:
-        raise InputError(f"--configs: the list is empty; give some of {', '.join(perf_configs())}")
-    ensure_output_dir(Path(args.out).parent, "--out (its folder)")
-    perf_main(args.configs, args.steps, args.eval_lengths, Path(args.out), args.groups, args.bf16)
+    print(api.perf(args.configs, steps=args.steps, eval_lengths=args.eval_lengths, groups=args.groups,
+                   bf16=args.bf16, out=args.out))
     return EXIT_OK
 
 
@@ -258,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     group_size = _count(0, "--group-size is 0 (auto) or a positive number of runs")
 
     run = sub.add_parser("run", help="train and evaluate a preset's grid, then build the leaderboard")
-    run.add_argument("--preset", default="quick", help=f"one of: {', '.join(PRESETS)} (default quick)")
+    run.add_argument("--preset", default="quick", help=f"one of: {', '.join(api.PRESETS)} (default quick)")
     run.add_argument("--tasks", type=_csv, help="comma-separated subset of tasks")
     run.add_argument("--encodings", type=_csv, help="comma-separated subset of encodings (of the transformer)")
     run.add_argument("--models", type=_csv,
@@ -274,13 +185,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--group-size", type=group_size, default=0,
                      help="train up to this many runs of one task as one stacked model; "
                           "0 = auto: alone on CPU, up to 32 on CUDA (bounded by memory) (default 0)")
-    run.add_argument("--executor", choices=("local", "ray"), default="local",
+    run.add_argument("--executor", choices=tuple(api.EXECUTORS), default="local",
                      help="where groups run: this machine (processes, --workers) or a Ray cluster (default local)")
     run.add_argument("--address", help="with --executor ray: the cluster (auto, or HOST:PORT); "
                                        "default: start a local one")
-    run.add_argument("--checkpoint-every", type=_seconds, default=CHECKPOINT_EVERY_S, metavar="SECONDS",
+    run.add_argument("--checkpoint-every", type=_seconds, default=api.CHECKPOINT_EVERY_S, metavar="SECONDS",
                      help="save training state this often, so a killed run resumes "
-                          f"(default {CHECKPOINT_EVERY_S:.0f})")
+                          f"(default {api.CHECKPOINT_EVERY_S:.0f})")
     run.add_argument("--plugin", action="append",
                      help="Python file registering extra encodings (contract-checked before any run)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -293,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     lst.set_defaults(func=cmd_list)
 
     rep = sub.add_parser("reproduce", help="published-vs-ours table of a founding paper from run records")
-    rep.add_argument("paper", choices=("chomsky", "nope", "coupling"),
+    rep.add_argument("paper", choices=tuple(api.REPORTS),
                      help="chomsky (Deletang/Ruoss), nope (Kazemnejad), coupling (Cho)")
     rep.add_argument("--results", required=True, help="records folder (e.g. of `run --preset chomsky`)")
     rep.add_argument("--out", help="folder for reproduction.md (default: the records folder)")
@@ -309,18 +220,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     sbm = sub.add_parser("submit", help="check a new encoding, run it through a preset, rank it")
     sbm.add_argument("path", help="Python file that registers the encoding")
-    sbm.add_argument("--preset", default="quick", help=f"one of: {', '.join(PRESETS)} (default quick)")
+    sbm.add_argument("--preset", default="quick", help=f"one of: {', '.join(api.PRESETS)} (default quick)")
     sbm.add_argument("--name", help="leaderboard name for the file's (single) encoding")
     sbm.add_argument("--results", help="records folder (default results/<preset>, shared with `run`)")
     sbm.add_argument("--out", help="leaderboard folder (default: the records folder)")
     sbm.add_argument("--workers", type=workers, default=0, help="parallel run processes (0 = auto)")
     sbm.add_argument("--group-size", type=group_size, default=0,
                      help="runs per stacked model (0 = auto: alone on CPU, up to 32 on CUDA)")
-    sbm.add_argument("--executor", choices=("local", "ray"), default="local",
+    sbm.add_argument("--executor", choices=tuple(api.EXECUTORS), default="local",
                      help="where groups run: this machine or a Ray cluster (default local)")
     sbm.add_argument("--address", help="with --executor ray: the cluster (auto, or HOST:PORT)")
-    sbm.add_argument("--checkpoint-every", type=_seconds, default=CHECKPOINT_EVERY_S, metavar="SECONDS",
-                     help=f"save training state this often (default {CHECKPOINT_EVERY_S:.0f})")
+    sbm.add_argument("--checkpoint-every", type=_seconds, default=api.CHECKPOINT_EVERY_S, metavar="SECONDS",
+                     help=f"save training state this often (default {api.CHECKPOINT_EVERY_S:.0f})")
     sbm.add_argument("--no-progress", action="store_true", help="hide progress bars")
     sbm.set_defaults(func=cmd_submit)
 
@@ -328,10 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("a", help="baseline leaderboard.csv (A)")
     cmp.add_argument("b", help="new leaderboard.csv (B)")
     cmp.add_argument("--out", default="compare", help="output folder (default ./compare)")
-    cmp.add_argument("--metric", choices=("exact_match", "token_accuracy"), default="exact_match")
-    cmp.add_argument("--correction", choices=tuple(CORRECTIONS), default=DEFAULT_CORRECTION,
+    cmp.add_argument("--metric", choices=api.METRICS, default="exact_match",
+                     help="the OOD metric compared: " + ", ".join(api.METRICS) + " (default exact_match)")
+    cmp.add_argument("--correction", choices=tuple(api.CORRECTIONS), default=api.DEFAULT_CORRECTION,
                      help="multiple-comparison correction of the cells' p-values: "
-                          + "; ".join(f"{k}: {v}" for k, v in CORRECTIONS.items()) + f" (default {DEFAULT_CORRECTION})")
+                          + "; ".join(f"{k}: {v}" for k, v in api.CORRECTIONS.items()) + f" (default {api.DEFAULT_CORRECTION})")
     cmp.set_defaults(func=cmd_compare)
 
     gen = sub.add_parser("bench-generation", help="time batch generation for every task")
@@ -365,8 +277,6 @@ def main(argv=None) -> int:
     """Exit codes: 0 done; 1 done, but some runs ended in error (or ``check``
     found a contract failure); 2 refused: bad input or a file that cannot be
     read or written, with nothing lost; 130 interrupted (Ctrl-C, SIGTERM)."""
-    from lengthbench.benchmark.grid import GridInterrupted
-
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     args.argv = argv
@@ -377,7 +287,7 @@ def main(argv=None) -> int:
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         return args.func(args)
-    except GridInterrupted as err:
+    except api.GridInterrupted as err:
         print(f"lengthbench: {err}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except KeyboardInterrupt:

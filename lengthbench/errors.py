@@ -1,0 +1,32 @@
+"""The one error hierarchy: every layer raises these for bad input.
+
+The command line prints an ``InputError`` as one line and exits 2; its
+message names the bad value and says what is valid. ``OutputError`` is a
+derived file that could not be written (the previous one stays).
+"""
+
+from __future__ import annotations
+
+import difflib
+
+
+class InputError(ValueError):
+    """Bad input from the user (a name, a value, a file), refused before any
+    work; the message names the bad value and the valid choices."""
+
+
+class UnknownNameError(InputError):
+    """A name (task, encoding, preset, ...) that is not registered."""
+
+    def __init__(self, kind: str, name, choices):
+        choices = sorted(choices)
+        close = difflib.get_close_matches(str(name), choices, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        super().__init__(f"unknown {kind} {name!r}{hint}; valid choices: {', '.join(choices)}")
+        self.name = name
+        self.choices = choices
+
+
+class OutputError(OSError):
+    """A derived file could not be written (full disk, file size limit, ...);
+    the previous version of the file is left untouched."""

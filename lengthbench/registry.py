@@ -1,0 +1,73 @@
+"""``Registry``: the one kind of name table (tasks, encodings, model families,
+presets, executors).
+
+Names are stable keys (leaderboard rows, record file names), so a registry
+refuses a name twice and answers an unknown one with the valid choices and
+the closest match. Its order is explicit: the names given as ``order`` come
+first, in that order, then the others (third-party entries) as registered;
+nothing depends on the order modules happen to be imported in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Generic, TypeVar
+
+from lengthbench.errors import InputError, UnknownNameError
+
+Entry = TypeVar("Entry")
+
+
+class Registry(Generic[Entry]):
+    """``kind`` names what it holds in messages ("encoding", "preset")."""
+
+    def __init__(self, kind: str, order: Sequence[str] = ()):
+        self.kind = kind
+        self._order = tuple(order)
+        self._entries: dict[str, Entry] = {}
+
+    def add(self, name: str, entry: Entry, where: str = "") -> Entry:
+        """Register ``entry`` under a new ``name``; ``where`` says where the
+        name is already registered from, for the refusal of a second one."""
+        if name in self._entries:
+            raise InputError(f"{self.kind} name {name!r} is already registered{f' ({where})' if where else ''}; "
+                             "choose another name")
+        self._entries[name] = entry
+        return entry
+
+    def replace(self, name: str, entry: Entry) -> None:
+        """Change the entry of a registered name (its metadata, e.g. a plugin's source)."""
+        self[name]
+        self._entries[name] = entry
+
+    def remove(self, name: str) -> None:
+        self._entries.pop(name, None)
+
+    def __getitem__(self, name: str) -> Entry:
+        try:
+            return self._entries[name]
+        except (KeyError, TypeError):
+            raise UnknownNameError(self.kind, name, self._entries) from None
+
+    def get(self, name: str, default=None):
+        return self._entries.get(name, default) if isinstance(name, str) else default
+
+    def __contains__(self, name) -> bool:
+        return isinstance(name, str) and name in self._entries
+
+    def names(self) -> list[str]:
+        """Every name: those of ``order`` first, in that order, then the rest as registered."""
+        first = [n for n in self._order if n in self._entries]
+        return first + [n for n in self._entries if n not in self._order]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def items(self) -> list[tuple[str, Entry]]:
+        return [(n, self._entries[n]) for n in self.names()]
+
+    def values(self) -> list[Entry]:
+        return [self._entries[n] for n in self.names()]

@@ -1,0 +1,68 @@
+"""The architecture as a contract: the layers of setup.cfg's [importlinter]
+section hold (``lint-imports``), a back-edge breaks them, and the layout's
+one rule holds (each lower layer is a top-level folder that lengthbench/ links)."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import lengthbench
+from lengthbench.models import FAMILIES
+from lengthbench.models.encodings import ENCODINGS
+from lengthbench.registry import Registry
+from lengthbench.tasks import TASKS
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYERS = ("leaderboard", "benchmark", "models", "tasks")
+LINT = [str(Path(sys.executable).with_name("lint-imports")), "--config", str(ROOT / "setup.cfg"), "--no-cache"]
+
+
+def _lint(package_parent: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(package_parent)}
+    return subprocess.run(LINT, cwd=package_parent, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_the_layers_hold():
+    out = _lint(ROOT)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "2 kept, 0 broken" in out.stdout
+    modules = sum(1 for folder, _, files in os.walk(ROOT / "lengthbench", followlinks=True)
+                  for name in files if name.endswith(".py"))
+    assert f"Analyzed {modules} files" in out.stdout  # every layer, through the package's links
+
+
+def test_a_back_edge_breaks_the_layers(tmp_path):
+    """tasks importing the leaderboard (inside a function, where it once hid) fails the check."""
+    shutil.copytree(ROOT / "lengthbench", tmp_path / "lengthbench", ignore=shutil.ignore_patterns("__pycache__"))
+    base = tmp_path / "lengthbench" / "tasks" / "base.py"
+    base.write_text(base.read_text() + "\n\ndef _back_edge():\n    from lengthbench.leaderboard import tables  # noqa: F401\n")
+    out = _lint(tmp_path)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "lengthbench.tasks.base -> lengthbench.leaderboard.tables" in out.stdout
+
+
+def test_every_lower_layer_is_a_top_level_folder_the_package_links():
+    for layer in LAYERS:
+        link = ROOT / "lengthbench" / layer
+        assert link.is_symlink() and link.resolve() == ROOT / layer, layer
+    assert Path(lengthbench.__file__).resolve().parent == ROOT / "lengthbench"
+
+
+def test_one_registry_type_with_an_explicit_order():
+    built_in = {TASKS: set(TASKS.names()), FAMILIES: set(FAMILIES.names()),
+                ENCODINGS: {name for name, entry in ENCODINGS.items() if entry.source == "built-in"}}
+    for registry, names in built_in.items():
+        assert isinstance(registry, Registry)
+        assert names == set(registry._order)  # every built-in has its place in the order, and only those
+        assert registry.names()[: len(names)] == list(registry._order)
+    assert type(lengthbench.leaderboard).__name__ == "module" and not callable(lengthbench.leaderboard)
+
+
+def test_importing_lengthbench_leaves_matplotlib_alone():
+    """A notebook's backend and pyplot state are its own: nothing is chosen at import."""
+    code = "import lengthbench, sys, matplotlib; print(matplotlib.get_backend(), 'matplotlib.pyplot' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "MPLBACKEND": "svg"}, cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["svg", "False"], out.stderr
