@@ -1,4 +1,4 @@
-"""The lengthbench harness: configs, presets, training, evaluation, grid, CLI."""
+"""The lengthbench harness: configs, presets, records, training, evaluation, the grid and its executors."""
 
 from lengthbench.benchmark.version import __version__
 

@@ -18,7 +18,7 @@ from matplotlib.patches import Rectangle
 from lengthbench.benchmark.files import save_figure
 from lengthbench.leaderboard.aggregate import method_order
 from lengthbench.models.encodings import ENCODINGS
-from lengthbench.models.families import FAMILIES
+from lengthbench.models.families import FAMILIES, method_parts
 from lengthbench.tasks import task_names
 from lengthbench.tasks.base import LEVELS
 
@@ -51,17 +51,17 @@ FAMILY_COLORS = ("black", "0.45", "saddlebrown", "darkolivegreen", "indigo", "da
 
 
 def method_colors(names) -> dict[str, tuple]:
-    """A fixed colour per method: ``transformer/<encoding>`` takes its
+    """A fixed colour per method: a method with an encoding takes its
     encoding's colour (``encoding_colors``), the other families dark tones
     in registry order."""
     names = list(names)
-    prefix = "transformer/"
-    by_encoding = encoding_colors([n.removeprefix(prefix) for n in names if n.startswith(prefix)])
+    encodings = {name: method_parts(name)[1] for name in names}
+    by_encoding = encoding_colors([e for e in encodings.values() if e])
     families = FAMILIES.names()
     colors = {}
     for name in names:
-        if name.startswith(prefix):
-            colors[name] = by_encoding[name.removeprefix(prefix)]
+        if encodings[name]:
+            colors[name] = by_encoding[encodings[name]]
         else:
             at = families.index(name) if name in families else len(families) + sorted(names).index(name)
             colors[name] = FAMILY_COLORS[at % len(FAMILY_COLORS)]

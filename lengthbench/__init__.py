@@ -12,9 +12,28 @@ The Python API (``lengthbench.api``; the command line calls the same functions):
 The code lives in layers, each importing only those below it (ARCHITECTURE.md):
 ``lengthbench.leaderboard`` -> ``lengthbench.benchmark`` -> ``lengthbench.models``
 -> ``lengthbench.tasks``.
+
+The API and the subpackages are imported on first use (PEP 562), so importing
+one layer (a pool worker does) or running a module as a script
+(``python -m lengthbench.benchmark.versions``) does not import the others.
 """
 
-from lengthbench.api import compare, load_leaderboard, load_records, run
+import importlib
+
 from lengthbench.benchmark.version import __version__
 
-__all__ = ["run", "load_records", "load_leaderboard", "compare", "__version__"]
+API = ("run", "load_records", "load_leaderboard", "compare")
+SUBPACKAGES = ("api", "cli", "errors", "registry", "tasks", "models", "benchmark", "leaderboard")
+__all__ = [*API, "__version__"]
+
+
+def __getattr__(name: str):
+    if name in API:
+        return getattr(importlib.import_module("lengthbench.api"), name)
+    if name in SUBPACKAGES:
+        return importlib.import_module(f"lengthbench.{name}")
+    raise AttributeError(f"module 'lengthbench' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *API, *SUBPACKAGES})

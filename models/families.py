@@ -119,3 +119,9 @@ def method_name(family: str, encoding: str) -> str:
     """The leaderboard key of a run: ``transformer/rope``, ``lstm`` (a run of
     a family without encodings has the empty encoding)."""
     return f"{family}/{encoding}" if encoding else family
+
+
+def method_parts(method: str) -> tuple[str, str]:
+    """``(family, encoding)`` of a leaderboard key (the inverse of ``method_name``)."""
+    family, _, encoding = method.partition("/")
+    return family, encoding

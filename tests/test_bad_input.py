@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 import lengthbench.cli as cli
+import lengthbench.api as api_module
 import lengthbench.benchmark.grid as grid_module
+import lengthbench.benchmark.runner as runner_module
 from lengthbench.cli import main
 from lengthbench.benchmark.grid import run_grid
 from conftest import make_tiny_preset, set_csv_cell
@@ -44,7 +46,7 @@ def ctx(tmp_path, valid_results, monkeypatch, tiny_preset):
     def no_training(*args, **kwargs):
         raise AssertionError("a run was trained although the input was bad")
 
-    monkeypatch.setattr(grid_module, "execute_group", no_training)
+    monkeypatch.setattr(runner_module, "execute_group", no_training)
     return {"tmp": tmp_path, "results": results, "board": results / "leaderboard.csv",
             "file": tmp_path / "a_file.txt"}
 
@@ -160,7 +162,7 @@ def test_ray_executor_without_ray_says_how_to_install_it(ctx, capsys, monkeypatc
 
 def test_too_many_workers_are_capped_and_said(ctx, caplog, monkeypatch):
     monkeypatch.setattr(grid_module.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(grid_module, "run_grid", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+    monkeypatch.setattr(api_module, "run_grid", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
     assert exit_code(RUN + ["--workers", "100000", "--results", ctx["results"]]) == 130
     assert "--workers 100000 capped at 2, the number of CPU cores here" in caplog.text
 

@@ -78,7 +78,7 @@ def test_a_run_whose_claimant_stops_without_a_record_is_trained(tmp_path, tiny_p
     claim_path(tmp_path, config.run_id).write_text(json.dumps({"host": socket.gethostname(), "pid": holder.pid}))
     start = time.time()
     [record] = run_grid(preset, tmp_path, progress=False)
-    assert record["status"] == "ok" and 2.5 <= time.time() - start < 60  # it waited for the holder, not longer
+    assert record.status == "ok" and 2.5 <= time.time() - start < 60  # it waited for the holder, not longer
     assert not claim_path(tmp_path, config.run_id).exists()
 
 

@@ -256,7 +256,8 @@ def test_saturation_study_counts_identical_pairs(tmp_path):
 
     frame = saturation.measure(tmp_path, workers=1, budget="smoke", tasks=("parity_check",))
     assert set(frame.max_len) == {64, 2048} and frame.method.nunique() == 6
-    rows = [dict(max_len=64, method=f"transformer/{m}", task=t, length=n, train_length=1, token_accuracy=acc)
+    rows = [dict(max_len=64, method=f"transformer/{m}", task=t, length=n, split="id" if n <= 1 else "ood",
+                 token_accuracy=acc)
             for m, t, accs in [("randomized-t5", "copy", [1, 0.5]), ("t5", "copy", [1, 0.5]),
                                ("randomized-t5", "even_pairs", [1, 0.5]), ("t5", "even_pairs", [1, 0.4])]
             for n, acc in enumerate(accs, start=1)]

@@ -5,23 +5,27 @@ from pathlib import Path
 
 import pytest
 
-from lengthbench.benchmark import grid as grid_module
+from dataclasses import replace
+
+from lengthbench.benchmark import executors as executors_module
+from lengthbench.benchmark import runner as runner_module
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.grid import grid_configs, run_grid
-from lengthbench.benchmark.records import read_record, write_record
+from lengthbench.benchmark.presets import get_preset
+from lengthbench.benchmark.records import RunRecord, read_record, write_record
 
 
 def test_grid_writes_records_and_resume_skips(tmp_path, tiny_preset, monkeypatch):
     records = run_grid(tiny_preset, tmp_path, progress=False)
     assert len(records) == 4 and len(list(tmp_path.glob("*.json"))) == 4
-    statuses = {(r["task"], r["encoding"]): r["status"] for r in records}
+    statuses = {(r.task, r.encoding): r.status for r in records}
     assert statuses[("parity_check", "coupled")] == "not_applicable"
     assert statuses[("copy", "coupled")] == "ok"
 
     def no_training(*a, **k):
         raise AssertionError("a finished run was executed again")
 
-    monkeypatch.setattr(grid_module, "execute_group", no_training)
+    monkeypatch.setattr(runner_module, "execute_group", no_training)
     again = run_grid(tiny_preset, tmp_path, progress=False)
     assert again == records
 
@@ -30,8 +34,8 @@ def test_force_reruns(tmp_path, tiny_preset, monkeypatch):
     preset = tiny_preset.with_grid(tasks=["copy"], encodings=["nope"])
     run_grid(preset, tmp_path, progress=False)
     calls = []
-    real = grid_module.execute_group
-    monkeypatch.setattr(grid_module, "execute_group", lambda g, *a, **k: calls.extend(g) or real(g, *a, **k))
+    real = runner_module.execute_group
+    monkeypatch.setattr(runner_module, "execute_group", lambda g, *a, **k: calls.extend(g) or real(g, *a, **k))
     run_grid(preset, tmp_path, force=True, progress=False)
     assert len(calls) == 1
 
@@ -49,23 +53,25 @@ def test_error_cell_is_recorded_not_fatal(tmp_path, tiny_preset, monkeypatch):
     monkeypatch.setattr(runner, "train_group", flaky)
     preset = tiny_preset.with_grid(encodings=["nope"])
     records = run_grid(preset, tmp_path, progress=False)
-    by_task = {r["task"]: r for r in records}
-    assert by_task["copy"]["status"] == "error" and "boom in copy" in by_task["copy"]["error"]
-    assert by_task["parity_check"]["status"] == "ok"
+    by_task = {r.task: r for r in records}
+    assert by_task["copy"].status == "error" and "boom in copy" in by_task["copy"].error
+    assert by_task["parity_check"].status == "ok"
 
 
 def test_record_round_trips(tmp_path, tiny_preset):
     record = run_grid(tiny_preset.with_grid(tasks=["copy"], encodings=["nope"]), tmp_path,
                       progress=False)[0]
-    path = tmp_path / f"{record['run_id']}.json"
-    assert read_record(path) == json.loads(json.dumps(record))
-    config = RunConfig.from_dict(record["config"])
-    assert config.run_id == record["run_id"]
+    path = tmp_path / f"{record.run_id}.json"
+    assert read_record(path) == record
+    stored = json.loads(path.read_text())
+    assert stored == record.to_json()
+    config = RunConfig.from_dict(stored["config"])
+    assert config.run_id == stored["run_id"] == record.run_id
     assert config == grid_configs(tiny_preset.with_grid(tasks=["copy"], encodings=["nope"]))[0]
     for key in ("code_version", "torch_version", "device", "wall_time_s", "per_length", "summary",
-                "training"):
-        assert key in record
-    lengths = [m["length"] for m in record["per_length"]]
+                "training", "method", "task", "encoding", "seed", "config_hash"):
+        assert key in stored
+    lengths = [m["length"] for m in record.per_length]
     assert lengths == list(range(1, 8))
 
 
@@ -73,8 +79,9 @@ def test_record_round_trips(tmp_path, tiny_preset):
 def test_a_write_that_dies_half_way_leaves_the_old_record_whole(crash, tmp_path, monkeypatch):
     """The process is killed (or the disk fills) after half of the new record is
     written: the old record stays complete and no temp file is left behind."""
-    old = {"run_id": "t__e__seed0__h", "status": "ok", "config": {"steps": 1}, "schema_version": 1}
+    old = RunRecord(get_preset("smoke").run_config("copy", "nope", 0), "v", "t", "cpu", {}, "now", status="ok")
     write_record(tmp_path, old)
+    name = f"{old.run_id}.json"
     real_write_text = Path.write_text
 
     def dies_half_way(self, text, *args, **kwargs):
@@ -83,15 +90,13 @@ def test_a_write_that_dies_half_way_leaves_the_old_record_whole(crash, tmp_path,
 
     monkeypatch.setattr(Path, "write_text", dies_half_way)
     with pytest.raises((KeyboardInterrupt, OSError)):
-        write_record(tmp_path, {**old, "status": "error", "error": "x" * 10_000})
+        write_record(tmp_path, replace(old, status="error", error="x" * 10_000))
     monkeypatch.undo()
-    assert [p.name for p in tmp_path.iterdir()] == ["t__e__seed0__h.json"]
-    assert json.loads((tmp_path / "t__e__seed0__h.json").read_text()) == old
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    assert json.loads((tmp_path / name).read_text()) == old.to_json()
 
 
 def test_eval_lengths_include_first_ood_length():
-    from lengthbench.benchmark.presets import get_preset
-
     config = get_preset("quick").run_config("copy", "nope", 0)
     config = RunConfig.from_dict({**config.to_dict(), "eval_stride": 4, "train_length": 10,
                                   "test_length": 30})
@@ -101,17 +106,17 @@ def test_eval_lengths_include_first_ood_length():
 
 @pytest.mark.parametrize("bad", ["copyy", "rev"])
 def test_unknown_task_clear_error(tiny_preset, bad):
-    with pytest.raises(ValueError, match=rf"unknown task '{bad}'; valid choices: .*copy"):
+    with pytest.raises(ValueError, match=rf"unknown task '{bad}'.*; valid choices: .*copy"):
         tiny_preset.run_config(bad, "nope", 0)
 
 
 def test_summary_includes_first_ood_length():
     """The reference code's average skipped the first OOD length; ours does not."""
-    from lengthbench.benchmark.evaluate import summarize
+    from lengthbench.benchmark.records import summarize
 
     rows = [{"length": n, "status": "ok", "exact_match": float(n == 6), "token_accuracy": 0.5}
             for n in range(1, 9)]
-    summary = summarize(rows, train_length=5)
+    summary = summarize(rows, replace(get_preset("smoke").run_config("copy", "nope", 0), train_length=5))
     assert summary["ood_exact_match"] == pytest.approx(1 / 3)
     assert summary["id_exact_match"] == 0.0
 
@@ -145,10 +150,10 @@ def test_unsupported_length_is_recorded(tiny_preset):
     from lengthbench.benchmark.runner import execute_group
 
     [record] = execute_group(grid_configs(preset)[:1], default_device())
-    assert record["status"] == "ok"
-    statuses = {m["length"]: m["status"] for m in record["per_length"]}
+    assert record.status == "ok"
+    statuses = {m["length"]: m["status"] for m in record.per_length}
     assert statuses[5] == "ok" and statuses[7] == "unsupported"
-    assert record["summary"]["ood_unsupported_lengths"] >= 1
+    assert record.summary["ood_unsupported_lengths"] >= 1
 
 
 def test_dead_worker_is_recorded(tmp_path, tiny_preset, monkeypatch):
@@ -162,19 +167,19 @@ def test_dead_worker_is_recorded(tmp_path, tiny_preset, monkeypatch):
         def shutdown(self, *a, **k):
             pass
 
-        def submit(self, fn, group, *args):
+        def submit(self, job, group):
             future = Future()
             if group[0].task == "copy":
                 future.set_exception(RuntimeError("worker killed"))
             else:
-                future.set_result(fn(group, *args))
+                future.set_result(job(group))
             return future
 
-    monkeypatch.setattr(grid_module, "ProcessPoolExecutor", DyingPool)
+    monkeypatch.setattr(executors_module, "ProcessPoolExecutor", DyingPool)
     records = run_grid(tiny_preset.with_grid(encodings=["nope"]), tmp_path, workers=2, progress=False)
-    by_task = {r["task"]: r for r in records}
-    assert by_task["copy"]["status"] == "error" and "worker killed" in by_task["copy"]["error"]
-    assert by_task["parity_check"]["status"] == "ok"
+    by_task = {r.task: r for r in records}
+    assert by_task["copy"].status == "error" and "worker killed" in by_task["copy"].error
+    assert by_task["parity_check"].status == "ok"
 
 
 def test_adding_seeds_to_stored_runs_builds_a_leaderboard(tmp_path, tiny_preset):

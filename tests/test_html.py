@@ -132,7 +132,7 @@ def test_a_tasks_chart_opens_from_the_table(page_of_quick):
 
 def test_a_page_of_cells_that_never_finished_still_works(browser, tmp_path):
     """Only n/a cells: the table shows them, the chart says there is nothing to draw, no error."""
-    records = [r for r in load_records(ROOT / "leaderboard/reference/quick/records") if r["status"] == "not_applicable"]
+    records = [r for r in load_records(ROOT / "leaderboard/reference/quick/records") if r.status == "not_applicable"]
     board, paths = build_leaderboard(records, tmp_path)
     assert len(board) == 1 and "png" not in paths
     page, errors, requests = open_page(browser, paths["html"])

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import lengthbench.benchmark.grid as grid_module
+import lengthbench.benchmark.runner as runner_module
 from lengthbench.cli import main
 from lengthbench.models import plugins
 from lengthbench.models.encodings import encoding_entry, encoding_names
@@ -63,8 +63,8 @@ def test_submit_ranks_and_reuses_builtin_records(tmp_path, capsys, tiny_preset, 
     assert main(["run", "--preset", "tiny", "--results", str(results), "--no-progress",
                  "--workers", "1"]) == 0
     executed = []
-    real = grid_module.execute_group
-    monkeypatch.setattr(grid_module, "execute_group",
+    real = runner_module.execute_group
+    monkeypatch.setattr(runner_module, "execute_group",
                         lambda group, *a, **k: executed.extend(c.encoding for c in group) or real(group, *a, **k))
     assert main(argv) == 0
     assert set(executed) == {"log-decay-sink"} and len(executed) == 2  # two tasks, built-ins reused

@@ -62,6 +62,6 @@ def test_a_killed_ray_worker_is_retried_and_the_grid_completes(tmp_path, cluster
     records = run_grid(preset, tmp_path, progress=False, executor="ray")
     killer.join()
     assert killed, "no worker was killed"
-    assert [r["status"] for r in records] == ["ok", "ok"]
-    assert all(r["host"]["pid"] not in killed for r in records)  # the killed run was retried elsewhere
+    assert [r.status for r in records] == ["ok", "ok"]
+    assert all(r.host["pid"] not in killed for r in records)  # the killed run was retried elsewhere
     assert not list(tmp_path.glob(f"*{CLAIM_SUFFIX}"))

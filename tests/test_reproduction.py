@@ -1,10 +1,15 @@
 """Published-vs-ours reports: the papers' aggregations, computed from records."""
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from lengthbench.benchmark.presets import get_preset
+from lengthbench.benchmark.records import RunRecord
 from lengthbench.cli import main
+from lengthbench.models import ModelSize
 from lengthbench.leaderboard.reproduction import chomsky_report, nope_report, reciprocal_ranks
 
 MODEL = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "dropout": 0.0}
@@ -18,10 +23,9 @@ def record(task, method, seed, token_acc, exact=None, train_length=2):
     summary = {f"{part}_{m}": float(np.mean([r[m] for r in per_length if (r["length"] > train_length) == ood]))
                for part, ood in (("ood", True), ("id", False)) for m in ("exact_match", "token_accuracy")}
     family, _, encoding = method.partition("/")
-    config = {"seed": seed, "train_length": train_length, "test_length": len(token_acc), "steps": 10,
-              "batch_size": 4, "lr": 1e-3, "model": MODEL, **({} if encoding else {"family": family})}
-    return {"run_id": f"{task}-{method}-{seed}", "task": task, "encoding": encoding, "method": method,
-            "seed": seed, "status": "ok", "config": config, "per_length": per_length, "summary": summary}
+    config = replace(get_preset("smoke").run_config(task, encoding, seed, family), train_length=train_length,
+                     test_length=len(token_acc), steps=10, batch_size=4, lr=1e-3, model=ModelSize(**MODEL))
+    return RunRecord(config, "test", "", "", {}, "", status="ok", per_length=per_length, summary=summary)
 
 
 def test_reciprocal_rank_by_hand():
@@ -42,21 +46,21 @@ def test_nope_score_averages_seen_and_unseen_lengths():
 
 
 def test_chomsky_report_uses_max_over_seeds_and_states_each_finding():
-    records = [record("even_pairs", "transformer/nope", s, [1, 1, a, a]) for s, a in enumerate([0.95, 0.5])]
-    records += [record("cycle_navigation", "transformer/nope", s, [1, 1, 0.96, 0.96]) for s in range(2)]
-    records += [record("even_pairs", "transformer/randomized-nope", s, [1, 1, 0.6, 0.6]) for s in range(2)]
-    records += [record("cycle_navigation", "transformer/randomized-nope", s, [1, 1, 0.5, 0.5]) for s in range(2)]
+    records = [record("even_pairs", "transformer/rope", s, [1, 1, a, a]) for s, a in enumerate([0.95, 0.5])]
+    records += [record("cycle_navigation", "transformer/rope", s, [1, 1, 0.96, 0.96]) for s in range(2)]
+    records += [record("even_pairs", "transformer/randomized-rope", s, [1, 1, 0.6, 0.6]) for s in range(2)]
+    records += [record("cycle_navigation", "transformer/randomized-rope", s, [1, 1, 0.5, 0.5]) for s in range(2)]
     records += [record(t, "lstm", s, [1, 1, a, a]) for t in ("even_pairs", "cycle_navigation")
                 for s, a in enumerate([1.0, 0.8])]
     text = chomsky_report(records)
-    # even_pairs: best max over seeds is nope's 95 (mean 72.5): "solved" holds on the max
-    assert "| even_pairs | R | solved | `nope` | 95.0 | 72.5 ± 31.8 | holds |" in text
-    assert "| cycle_navigation | R | not solved (61.9%) | `nope` | 96.0 | 96.0 ± 0.0 | does not hold |" in text
+    # even_pairs: best max over seeds is rope's 95 (mean 72.5): "solved" holds on the max
+    assert "| even_pairs | R | solved | `rope` | 95.0 | 72.5 ± 31.8 | holds |" in text
+    assert "| cycle_navigation | R | not solved (61.9%) | `rope` | 96.0 | 96.0 ± 0.0 | does not hold |" in text
     # the LSTM solves with one seed of two: "every seed" does not hold
     assert "1/2 seeds solve); published: solved (every seed), does not hold" in text
     assert "`lstm` averages 90.0% (mean over seeds and tasks): ≥ 2 of the 2 transformer encodings" in text
     # randomized gain over the two tasks: (60 - 72.5 + 50 - 96) / 2 = -29.25 mean over seeds
-    assert "| `nope` | 2 | -29.2 |" in text or "| `nope` | 2 | -29.3 |" in text
+    assert "| `rope` | 2 | -29.2 |" in text or "| `rope` | 2 | -29.3 |" in text
 
 
 def test_reproduce_cli_writes_the_report(capsys, tmp_path):

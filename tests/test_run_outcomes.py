@@ -112,12 +112,10 @@ def test_submit_name_reaches_pool_workers(tmp_path, monkeypatch, tiny_preset, ca
 
 
 def test_plan_estimates_without_training_or_writing(tmp_path, tiny, monkeypatch, capsys):
-    import lengthbench.benchmark.grid as grid_module
-
     results = tmp_path / "res"
     argv = ["run", *tiny, "--results", str(results), "--plan"]
-    real = grid_module.execute_group
-    monkeypatch.setattr(grid_module, "execute_group", lambda *a, **k: pytest.fail("--plan trained"))
+    real = runner.execute_group
+    monkeypatch.setattr(runner, "execute_group", lambda *a, **k: pytest.fail("--plan trained"))
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "2 tasks x 2 methods x 1 seeds = 4 runs; 0 stored (reused), 4 to run (1 of them n/a" in out
@@ -126,7 +124,7 @@ def test_plan_estimates_without_training_or_writing(tmp_path, tiny, monkeypatch,
     assert main(["run", *tiny, "--results", str(results), "--plan", "--group-size", "2"]) == 0
     assert "grouping: 2 stacked group(s) (1 of 2, 1 of 1 runs;" in capsys.readouterr().out
     assert not results.exists()
-    monkeypatch.setattr(grid_module, "execute_group", real)
+    monkeypatch.setattr(runner, "execute_group", real)
     assert main(["run", *tiny, "--results", str(results)]) == 0
     capsys.readouterr()
     assert main(argv) == 0

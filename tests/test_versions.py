@@ -23,7 +23,7 @@ def test_every_source_change_is_recorded_with_its_version():
 
 
 def test_an_edited_sampler_without_a_bump_is_caught(monkeypatch):
-    module = Path(versions.inspect.getfile(type(get_task("copy"))))
+    module = Path(versions.inspect.getfile(type(get_task("copy")))).resolve()
     real = Path.read_bytes
     monkeypatch.setattr(Path, "read_bytes",
                         lambda self: real(self) + b"\n# edited sampler\n" if self == module else real(self))
@@ -37,15 +37,15 @@ def test_configs_of_unbumped_code_keep_their_hashes(tiny_preset):
 
 
 def test_a_bumped_task_reruns_its_cells_and_reuses_the_others(tmp_path, tiny_preset, monkeypatch, caplog):
-    first = {r["run_id"]: r for r in run_grid(tiny_preset, tmp_path, progress=False)}
+    first = {r.run_id: r for r in run_grid(tiny_preset, tmp_path, progress=False)}
     monkeypatch.setattr(type(get_task("copy")), "version", 2)
     with caplog.at_level(logging.WARNING):
         second = run_grid(tiny_preset, tmp_path, progress=False)
     for record in second:
-        if record["task"] == "copy":
-            assert record["run_id"] not in first and record["config"]["code_versions"] == {"task": 2}
+        if record.task == "copy":
+            assert record.run_id not in first and record.config.code_versions == {"task": 2}
         else:
-            assert first[record["run_id"]] == record  # reused as it was
+            assert first[record.run_id] == record  # reused as it was
     assert "2 records were made by other code versions (stale)" in caplog.text
     with pytest.raises(MixedConfigError, match="made by different code versions"):
         leaderboard_frame(load_records(tmp_path))  # old and new copy records side by side
