@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 MAX_PADDING = 0.10  # share of a step's tokens that may be padding
 # Solo batches need at most 7 buckets for 10% padding; a group bucketed by rank needs more
 # (the i-th shortest examples of different runs differ a little): reference batches, 4 runs:

@@ -27,7 +27,14 @@ from lengthbench.benchmark.config import Preset, RunConfig
 from lengthbench.benchmark.device import default_device
 from lengthbench.benchmark.executors import Executor, GroupJob, local_executor
 from lengthbench.benchmark.ray_executor import RayExecutor, require_ray
-from lengthbench.benchmark.records import RunRecord, load_finished, record_path, stale_records, stored_record, write_record
+from lengthbench.benchmark.records import (
+    RunRecord,
+    load_finished,
+    record_path,
+    stale_records,
+    stored_record,
+    write_record,
+)
 from lengthbench.benchmark.runner import run_claimed
 from lengthbench.benchmark.train import group_key
 from lengthbench.errors import InputError

@@ -37,11 +37,10 @@ import torch.nn.functional as F
 from lengthbench.benchmark.batching import group_buckets
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.device import default_device, device_description
-from lengthbench.benchmark.files import write_json
-from lengthbench.benchmark.flops import training_flops
-from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.evaluate import evaluate_length
+from lengthbench.benchmark.flops import training_flops
 from lengthbench.benchmark.grid import form_groups, grid_configs
+from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.runner import execute_group
 from lengthbench.benchmark.train import batch_tensors, build_group, train_group
 from lengthbench.models.families import ModelSize

@@ -22,7 +22,7 @@ import os
 import platform
 import socket
 import traceback
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 

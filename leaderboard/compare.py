@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from matplotlib.figure import Figure
 
 from lengthbench.benchmark.files import save_figure, write_csv, write_text

@@ -20,11 +20,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from lengthbench.leaderboard import published
 from lengthbench.benchmark.records import RunRecord, length_frame
+from lengthbench.errors import InputError
+from lengthbench.leaderboard import published
 from lengthbench.leaderboard.aggregate import leaderboard_frame, method_order
 from lengthbench.leaderboard.tables import markdown_table
-from lengthbench.errors import InputError
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.tasks import get_task
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import pandas as pd
 
 from lengthbench.benchmark.files import check_input_file
-from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD
 from lengthbench.errors import InputError
+from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD
 from lengthbench.tasks.base import LEVELS
 
 SCHEMA_VERSION = 3

@@ -243,7 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the OOD metric compared: " + ", ".join(api.METRICS) + " (default exact_match)")
     cmp.add_argument("--correction", choices=tuple(api.CORRECTIONS), default=api.DEFAULT_CORRECTION,
                      help="multiple-comparison correction of the cells' p-values: "
-                          + "; ".join(f"{k}: {v}" for k, v in api.CORRECTIONS.items()) + f" (default {api.DEFAULT_CORRECTION})")
+                          + "; ".join(f"{k}: {v}" for k, v in api.CORRECTIONS.items())
+                          + f" (default {api.DEFAULT_CORRECTION})")
     cmp.set_defaults(func=cmd_compare)
 
     gen = sub.add_parser("bench-generation", help="time batch generation for every task")

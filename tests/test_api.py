@@ -6,12 +6,12 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import make_tiny_preset
 
 import lengthbench
-from conftest import make_tiny_preset
 from lengthbench.benchmark.presets import PRESETS, register_preset
-from lengthbench.leaderboard.schema import read_leaderboard
 from lengthbench.errors import InputError, UnknownNameError
+from lengthbench.leaderboard.schema import read_leaderboard
 
 
 @pytest.fixture(scope="module")

@@ -37,7 +37,8 @@ def test_a_back_edge_breaks_the_layers(tmp_path):
     """tasks importing the leaderboard (inside a function, where it once hid) fails the check."""
     shutil.copytree(ROOT / "lengthbench", tmp_path / "lengthbench", ignore=shutil.ignore_patterns("__pycache__"))
     base = tmp_path / "lengthbench" / "tasks" / "base.py"
-    base.write_text(base.read_text() + "\n\ndef _back_edge():\n    from lengthbench.leaderboard import tables  # noqa: F401\n")
+    back_edge = "\n\ndef _back_edge():\n    from lengthbench.leaderboard import tables  # noqa: F401\n"
+    base.write_text(base.read_text() + back_edge)
     out = _lint(tmp_path)
     assert out.returncode == 1, out.stdout + out.stderr
     assert "lengthbench.tasks.base -> lengthbench.leaderboard.tables" in out.stdout

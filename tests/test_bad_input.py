@@ -14,14 +14,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import make_tiny_preset, set_csv_cell
 
-import lengthbench.cli as cli
 import lengthbench.api as api_module
 import lengthbench.benchmark.grid as grid_module
 import lengthbench.benchmark.runner as runner_module
-from lengthbench.cli import main
 from lengthbench.benchmark.grid import run_grid
-from conftest import make_tiny_preset, set_csv_cell
+from lengthbench.cli import main
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

@@ -28,7 +28,6 @@ def test_list_commands(capsys):
 
 
 def test_run_then_leaderboard(capsys, tmp_path, tiny_preset, monkeypatch):
-    import lengthbench.cli as cli
     results = tmp_path / "res"
     assert main(["run", "--preset", "tiny", "--results", str(results), "--no-progress"]) == 0
     for name in ("leaderboard.csv", "leaderboard.md", "accuracy_vs_length.png"):

@@ -7,15 +7,14 @@ from dataclasses import replace
 import pytest
 import torch
 
-from lengthbench.cli import main
 from lengthbench.benchmark.evaluate import evaluate_length
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.records import read_record
 from lengthbench.benchmark.train import build_group, train_group
+from lengthbench.cli import main
 from lengthbench.leaderboard.schema import read_leaderboard
-from lengthbench.models.families import RunInit, family_entry, family_names
+from lengthbench.models.families import ModelSize, RunInit, family_entry, family_names
 from lengthbench.models.recurrent import StackedRecurrent, input_lengths, update_stack, update_tape
-from lengthbench.models.families import ModelSize
 from lengthbench.tasks import get_task
 
 CPU = torch.device("cpu")

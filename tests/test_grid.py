@@ -1,11 +1,10 @@
 """Grid runner, run records and resume."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
-from dataclasses import replace
 
 from lengthbench.benchmark import executors as executors_module
 from lengthbench.benchmark import runner as runner_module

@@ -11,10 +11,9 @@ import torch
 
 import lengthbench.benchmark.grid as grid_module
 from lengthbench.benchmark.grid import form_groups, grid_configs, resolve_group_size, run_grid
-from lengthbench.benchmark.presets import get_preset
+from lengthbench.benchmark.presets import CORE_ENCODINGS, get_preset
 from lengthbench.benchmark.runner import execute_group
 from lengthbench.benchmark.train import build_group, group_key, train_group
-from lengthbench.benchmark.presets import CORE_ENCODINGS
 from lengthbench.models import ModelSize, RunInit, Transformer, build_encoding
 from lengthbench.models.encodings.base import ENCODINGS, PositionEncoding, register_encoding
 from lengthbench.tasks import get_task

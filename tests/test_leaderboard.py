@@ -6,17 +6,17 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import set_csv_cell
 
-from lengthbench.cli import main
 from lengthbench.benchmark.grid import run_grid
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.records import RunRecord
-from conftest import set_csv_cell
+from lengthbench.cli import main
 from lengthbench.leaderboard.aggregate import leaderboard_frame, level_summary
 from lengthbench.leaderboard.compare import compare_frames, summary_counts
-from lengthbench.leaderboard.statistics import adjust_p_values
 from lengthbench.leaderboard.schema import COLUMN_NAMES, SCHEMA_VERSION, LeaderboardFormatError, read_leaderboard
 from lengthbench.leaderboard.statistics import (
+    adjust_p_values,
     bootstrap_ci,
     generalization_length,
     welch,
@@ -223,9 +223,8 @@ def test_malformed_csv_errors(two_boards, tmp_path, capsys, mutate, message):
 def test_the_accuracy_vs_length_legend_lies_inside_the_saved_image(n_tasks, tmp_path):
     """Every method is in the legend, and the legend sits inside the figure
     (the saved image) without covering any panel, however many panel rows."""
-    from PIL import Image
-
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from PIL import Image
 
     from lengthbench.leaderboard.plots import SAVE_DPI, accuracy_vs_length_figure, save_figure
     from lengthbench.models.encodings import encoding_names

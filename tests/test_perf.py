@@ -3,8 +3,8 @@ asserted, only that each is measured and consistent)."""
 
 import json
 
-from lengthbench.cli import main
 from lengthbench.benchmark.presets import get_preset
+from lengthbench.cli import main
 
 
 def test_perf_measures_and_writes_json(tmp_path, capsys):
@@ -28,8 +28,9 @@ def test_perf_measures_and_writes_json(tmp_path, capsys):
 
 
 def test_perf_bf16_times_groups_and_checks_accuracy(tmp_path, monkeypatch, capsys):
-    import lengthbench.benchmark.perf as perf
     from conftest import make_tiny_preset
+
+    import lengthbench.benchmark.perf as perf
 
     monkeypatch.setattr(perf, "get_preset", lambda name: make_tiny_preset() if name == "smoke" else get_preset(name))
     out = tmp_path / "perf.json"

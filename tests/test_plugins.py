@@ -56,7 +56,6 @@ def test_plugin_source_hash_in_config():
 
 
 def test_submit_ranks_and_reuses_builtin_records(tmp_path, capsys, tiny_preset, monkeypatch):
-    import lengthbench.cli as cli
     results = tmp_path / "res"
     argv = ["submit", str(EXAMPLE), "--preset", "tiny", "--results", str(results), "--no-progress",
             "--workers", "1"]

@@ -27,7 +27,6 @@ def cluster():
 
 
 def test_smoke_through_ray_gives_the_local_leaderboard(tmp_path, cluster, monkeypatch, tiny_preset):
-    import lengthbench.cli as cli
     common = ["run", "--preset", "tiny", "--seeds", "0,1", "--no-progress"]
     assert main([*common, "--results", str(tmp_path / "local"), "--workers", "1"]) == 0
     assert main([*common, "--results", str(tmp_path / "ray"), "--executor", "ray"]) == 0

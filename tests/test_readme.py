@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from lengthbench.cli import build_parser
 from lengthbench.benchmark.presets import PRESETS
+from lengthbench.cli import build_parser
 from lengthbench.leaderboard.schema import COLUMN_NAMES, schema_table
 from lengthbench.models.encodings import encoding_entry, encoding_names
 from lengthbench.models.families import family_names

@@ -5,8 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from lengthbench.benchmark.records import load_records
-from lengthbench.benchmark.records import length_frame
+from lengthbench.benchmark.records import length_frame, load_records
 from lengthbench.leaderboard.aggregate import leaderboard_frame
 from lengthbench.leaderboard.html import render_html
 from lengthbench.leaderboard.tables import write_tables

@@ -9,8 +9,8 @@ import pytest
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.cli import main
-from lengthbench.models import ModelSize
 from lengthbench.leaderboard.reproduction import chomsky_report, nope_report, reciprocal_ranks
+from lengthbench.models import ModelSize
 
 MODEL = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "dropout": 0.0}
 

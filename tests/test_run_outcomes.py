@@ -10,11 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import lengthbench.cli as cli
 import lengthbench.benchmark.runner as runner
-from lengthbench.cli import main
 from lengthbench.benchmark.grid import run_grid
 from lengthbench.benchmark.presets import PRESETS
+from lengthbench.cli import main
 from lengthbench.leaderboard.aggregate import leaderboard_frame
 from lengthbench.leaderboard.schema import read_leaderboard
 
