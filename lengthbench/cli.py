@@ -14,6 +14,8 @@ from lengthbench import api
 from lengthbench.errors import InputError
 
 EXIT_OK, EXIT_RUNS_FAILED, EXIT_REFUSED, EXIT_INTERRUPTED = 0, 1, 2, 130
+DESCRIPTION = ("Train transformers (and recurrent baselines) on short inputs, test them on longer ones, and rank "
+               "the position encodings: run a preset's grid, submit a new encoding, compare leaderboards.")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -162,7 +164,7 @@ def cmd_perf(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="lengthbench", description=__doc__)
+    parser = OneLineParser(prog="lengthbench", description=DESCRIPTION)
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     sub = parser.add_subparsers(dest="command", required=True)
     workers = _count(0, "--workers is 0 (auto) or a positive number of processes")

@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import lengthbench
+from lengthbench.errors import InputError, UnknownNameError
 from lengthbench.models import FAMILIES
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.registry import Registry
@@ -67,3 +70,18 @@ def test_importing_lengthbench_leaves_matplotlib_alone():
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "MPLBACKEND": "svg"}, cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["svg", "False"], out.stderr
+
+
+def test_a_registry_orders_explicitly_refuses_twice_and_suggests():
+    registry = Registry("colour", order=("red", "green", "blue"))
+    for name in ("violet", "blue", "red"):  # registration order differs from the explicit one
+        registry.add(name, name.upper())
+    assert registry.names() == ["red", "blue", "violet"] and list(registry) == registry.names()
+    with pytest.raises(InputError, match="colour name 'red' is already registered; choose another name"):
+        registry.add("red", "again")
+    with pytest.raises(UnknownNameError, match=r"unknown colour 'rde' \(did you mean 'red'\?\); valid choices: "
+                                               r"blue, red, violet"):
+        registry["rde"]
+    registry.replace("red", "RED!")
+    registry.remove("violet")
+    assert registry.items() == [("red", "RED!"), ("blue", "BLUE")] and "violet" not in registry
