@@ -10,7 +10,7 @@ import pandas as pd
 
 from lengthbench.benchmark.records import SUMMARY_FIELDS, RunRecord, distinct_runs, length_frame
 from lengthbench.leaderboard.schema import COLUMN_NAMES, METRICS, SCHEMA_VERSION
-from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD, bootstrap_ci, generalization_length
+from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD, generalization_length, t_interval
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import FAMILIES, TRANSFORMER, method_name
 from lengthbench.tasks import TASKS, task_names
@@ -64,7 +64,7 @@ def _check_single_config(runs: pd.DataFrame) -> None:
 
 def _metric_stats(ok: pd.DataFrame, lengths: pd.DataFrame, metric: str, train_length: int) -> dict:
     ood = ok[f"ood_{metric}"].astype(float)
-    low, high = bootstrap_ci(ood)
+    low, high = t_interval(ood)
     curve = lengths.groupby("length")[metric].mean() if len(lengths) else pd.Series(dtype=float)
     gen = generalization_length(curve.index, curve.to_numpy())
     return {
@@ -105,7 +105,7 @@ def leaderboard_frame(records: list[dict]) -> pd.DataFrame:
             row.update(_metric_stats(ok, lengths, metric, train_length))
         rows.append(row)
     board = pd.DataFrame(rows)
-    board["rank"] = board.groupby("task")["ood_exact_match_mean"].rank(ascending=False, method="min")
+    board["rank"] = board.groupby("task")["ood_exact_match_mean"].rank(ascending=False, method="average")
     board = board[list(COLUMN_NAMES)]
     methods = method_order(board.method.unique())
     return board.iloc[sorted(range(len(board)), key=lambda i: _row_key(board.iloc[i], methods))].reset_index(drop=True)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lengthbench.benchmark.records import length_frame
+from lengthbench.benchmark.records import RunRecord, length_frame
 from lengthbench.leaderboard.aggregate import leaderboard_frame
 from lengthbench.leaderboard.html import write_html
-from lengthbench.leaderboard.plots import plot_accuracy_vs_length, plot_heatmap
+from lengthbench.leaderboard.plots import plot_accuracy_vs_length, plot_critical_difference, plot_heatmap
+from lengthbench.leaderboard.ranking import board_ranking
 from lengthbench.leaderboard.tables import write_tables
 
 
-def build_leaderboard(records: list[dict], out_dir: Path):
+def build_leaderboard(records: list[RunRecord], out_dir: Path):
     """Write the leaderboard files (each atomically); returns (board, {kind: path}).
     A grid in which no run finished (all n/a, errored or diverged) still gets
     its tables: rows with their status and no metrics."""
@@ -19,6 +20,12 @@ def build_leaderboard(records: list[dict], out_dir: Path):
     paths = write_tables(board, out_dir)
     if not board.empty:
         paths["heatmap"] = plot_heatmap(board, Path(out_dir) / "leaderboard_heatmap.png")
+    ranking = board_ranking(board)
+    diagram = Path(out_dir) / "critical_difference.png"
+    if ranking is not None:
+        paths["critical_difference"] = plot_critical_difference(ranking, diagram)
+    else:  # too few tasks or methods to rank: a diagram left from another grid would describe that grid
+        diagram.unlink(missing_ok=True)
     per_length = length_frame(records)
     curves = Path(out_dir) / "accuracy_vs_length.png"
     if not per_length.empty:

@@ -162,3 +162,39 @@ def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match
     ax.set_title(f"{metric.replace('_', ' ')} (%), tasks grouped by level", pad=16, fontsize=9)
     fig.tight_layout()
     return save_figure(fig, path, dpi=SAVE_DPI)
+
+
+def plot_critical_difference(ranking, path: Path) -> Path:
+    """Demšar's critical-difference diagram: methods on the average-rank axis
+    (1 = best, at the left), a bar the length of the Nemenyi critical
+    difference, and a thick line joining each group the test does not tell apart."""
+    names, ranks = list(ranking.average_ranks.index), ranking.average_ranks.to_numpy()
+    k = len(names)
+    half = -(-k // 2)
+    fig = Figure(figsize=(7.5, 1.6 + 0.28 * half))
+    ax = fig.subplots()
+    low, high = 1, max(2, k)
+    ax.set_xlim(low - 0.3, high + 0.3)
+    ax.set_ylim(-(half + 1.2), 1.6)
+    ax.hlines(0, low, high, color="black", lw=1)
+    for tick in range(low, high + 1):
+        ax.vlines(tick, 0, 0.15, color="black", lw=1)
+        ax.text(tick, 0.3, str(tick), ha="center", va="bottom", fontsize=8)
+    ax.hlines(1.2, low, low + ranking.critical_difference, color="black", lw=1.5)
+    ax.text(low + ranking.critical_difference / 2, 1.3, f"CD = {ranking.critical_difference:.2f}", ha="center",
+            va="bottom", fontsize=8)
+    for i, (name, rank) in enumerate(zip(names, ranks)):
+        left = i < half
+        row = -(i if left else k - 1 - i) - 1
+        end = low - 0.2 if left else high + 0.2
+        ax.plot([rank, rank, end], [0, row, row], color="0.3", lw=0.8)
+        ax.text(end, row, f"{name} ({rank:.2f})", ha="right" if left else "left", va="center", fontsize=8,
+                clip_on=False)
+    for depth, group in enumerate(ranking.groups()):
+        members = [ranks[names.index(m)] for m in group]
+        ax.hlines(-0.35 - 0.18 * depth, min(members) - 0.03, max(members) + 0.03, color="black", lw=3)
+    ax.axis("off")
+    ax.set_title(f"average rank over {ranking.n_tasks} tasks (Friedman p = {ranking.p_value:.2g}; "
+                 f"joined: not different at alpha 0.05, Nemenyi)", fontsize=9)
+    fig.tight_layout()
+    return save_figure(fig, path, dpi=SAVE_DPI, bbox_inches="tight")

@@ -46,8 +46,9 @@ def _metric_columns(m: str) -> list[tuple]:
         (f"ood_{m}_mean", "float", FRACTION,
          f"mean over seeds of OOD {what} (each seed: mean over lengths > L_train)"),
         (f"ood_{m}_std", "float", NONNEGATIVE, "sample standard deviation over seeds (empty with one seed)"),
-        (f"ood_{m}_ci_low", "float", FRACTION, "95% percentile-bootstrap CI of the mean over seeds, low end"),
-        (f"ood_{m}_ci_high", "float", FRACTION, "95% percentile-bootstrap CI, high end"),
+        (f"ood_{m}_ci_low", "float", FRACTION,
+         "95% Student-t interval of the mean over seeds, low end, clipped to [0, 1] (empty with one seed)"),
+        (f"ood_{m}_ci_high", "float", FRACTION, "95% Student-t interval, high end"),
         (f"ood_{m}_max", "float", FRACTION, "MAX over seeds (the Deletang/Ruoss reporting convention; optimistic)"),
         (f"id_{m}_mean", "float", FRACTION, f"mean over seeds of in-distribution {what} (lengths <= L_train)"),
         (f"frac_seeds_generalize_{m}", "float", FRACTION, f"share of seeds whose OOD {what} is >= {_T}"),
@@ -74,7 +75,8 @@ COLUMNS: tuple[tuple, ...] = (
     *_metric_columns("exact_match"),
     *_metric_columns("token_accuracy"),
     ("rank", "float", POSITIVE,
-     "rank of the method within its task by ood_exact_match_mean (1 = best, ties share the lower rank)"),
+     "rank of the method within its task by ood_exact_match_mean (1 = best; tied methods share the average "
+     "of the ranks they span)"),
 )
 
 COLUMN_NAMES = tuple(c[0] for c in COLUMNS)

@@ -13,8 +13,6 @@ import numpy as np
 from scipy import stats
 
 GENERALIZE_THRESHOLD = 0.9  # a seed / length "generalizes" at exact match >= this
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 0
 # Multiple-comparison corrections of a family of p-values: Benjamini-Hochberg (false discovery
 # rate, scipy's ``false_discovery_control``), Holm (family-wise error), or none.
 CORRECTIONS = {"bh": "Benjamini-Hochberg (false discovery rate)",
@@ -23,18 +21,17 @@ CORRECTIONS = {"bh": "Benjamini-Hochberg (false discovery rate)",
 DEFAULT_CORRECTION = "bh"
 
 
-def bootstrap_ci(values, level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
-                 seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean (deterministic: fixed seed).
-    With one value the interval is that value (no spread to resample)."""
+def t_interval(values, level: float = 0.95) -> tuple[float, float]:
+    """Student-t interval of the mean over seeds, ``mean +- t(1 - a/2, n - 1) s / sqrt(n)``,
+    clipped to [0, 1], the metrics' range (which keeps its coverage). Exact under normality
+    at any n; a percentile bootstrap of 3 values spans at most their range and covers ~76%
+    of the time for a nominal 95%. Fewer than two values have no interval (NaN, NaN)."""
     values = np.asarray(values, dtype=float)
-    if values.size == 0:
+    if values.size < 2:
         return math.nan, math.nan
-    if values.size == 1 or np.all(values == values[0]):
-        return float(values[0]), float(values[0])
-    result = stats.bootstrap((values,), np.mean, n_resamples=resamples, confidence_level=level,
-                             method="percentile", random_state=np.random.default_rng(seed))
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+    mean, half = float(values.mean()), float(stats.t.ppf(1 - (1 - level) / 2, values.size - 1)
+                                             * values.std(ddof=1) / math.sqrt(values.size))
+    return max(0.0, mean - half), min(1.0, mean + half)
 
 
 def generalization_length(lengths, scores, threshold: float = GENERALIZE_THRESHOLD) -> int:

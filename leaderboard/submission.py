@@ -12,7 +12,8 @@ from lengthbench.models.families import TRANSFORMER, method_name
 
 def ranking_text(board: pd.DataFrame, names: list[str]) -> str:
     """Rank of each submitted encoding (its transformer method) per task and
-    overall (mean rank), among every method of the board."""
+    overall (mean rank), among every method of the board; tied methods share
+    the average of the ranks they span (2.5 of 6)."""
     ran = board[board.status == "ok"]
     n_methods = ran.groupby("task")["method"].nunique()
     mean_rank = ran.groupby("method")["rank"].mean().sort_values()
@@ -22,7 +23,7 @@ def ranking_text(board: pd.DataFrame, names: list[str]) -> str:
         mine = ran[ran.method == method]
         lines.append(f"{name}: rank per task (1 = best OOD exact match):")
         for _, row in mine.iterrows():
-            lines.append(f"  {row.task:28s} {int(row['rank'])} of {n_methods[row.task]}  "
+            lines.append(f"  {row.task:28s} {row['rank']:g} of {n_methods[row.task]}  "
                          f"(OOD exact match {100 * row.ood_exact_match_mean:.1f}%)")
         if method in mean_rank.index:
             overall = list(mean_rank.index).index(method) + 1

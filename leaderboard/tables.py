@@ -9,6 +9,7 @@ import pandas as pd
 
 from lengthbench.benchmark.files import write_csv, write_text
 from lengthbench.leaderboard.aggregate import level_summary, method_order
+from lengthbench.leaderboard.ranking import board_ranking, ranking_text
 
 
 def cell_text(row: pd.Series) -> str:
@@ -56,6 +57,9 @@ def to_markdown(board: pd.DataFrame) -> str:
         parts += ["", "Mean OOD exact match (%) per level / family and overall, over the tasks each "
                   "method ran; mean rank within tasks (1 = best).", "",
                   *markdown_table(["method"] + cols + ["mean rank", "tasks"], rows)]
+    ranking = board_ranking(board)
+    if ranking is not None:
+        parts += ["", ranking_text(ranking).rstrip("\n")]
     return "\n".join(parts) + "\n"
 
 

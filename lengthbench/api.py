@@ -264,7 +264,7 @@ def load_records(results: PathLike) -> pd.DataFrame:
 
 def load_leaderboard(results: PathLike, out: PathLike | None = None) -> pd.DataFrame:
     """The leaderboard of the records in ``results``: one row per task x
-    method, the columns of ``leaderboard.csv`` (mean, std and bootstrap CI
+    method, the columns of ``leaderboard.csv`` (mean, std and Student-t interval
     over seeds, per-length curves summarized, rank). With ``out`` the
     leaderboard files (csv, md, levels, plots, html) are written there."""
     records = _records_of(results)

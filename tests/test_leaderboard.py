@@ -15,12 +15,7 @@ from lengthbench.cli import main
 from lengthbench.leaderboard.aggregate import leaderboard_frame, level_summary
 from lengthbench.leaderboard.compare import compare_frames, summary_counts
 from lengthbench.leaderboard.schema import COLUMN_NAMES, SCHEMA_VERSION, LeaderboardFormatError, read_leaderboard
-from lengthbench.leaderboard.statistics import (
-    adjust_p_values,
-    bootstrap_ci,
-    generalization_length,
-    welch,
-)
+from lengthbench.leaderboard.statistics import adjust_p_values, generalization_length, t_interval, welch
 
 
 def fake_record(task, encoding, seed, curve, train_length=3, status="ok"):
@@ -64,13 +59,22 @@ def test_statistics_columns_and_values():
     assert list(levels.method) == ["transformer/nope", "transformer/rope"] and "sequence" in levels.columns
 
 
-def test_generalization_length_and_bootstrap():
+def test_generalization_length_and_the_t_interval():
     assert generalization_length([1, 2, 3, 4], [1, 0.95, 0.5, 1]) == 2
     assert generalization_length([1, 2], [0.2, 1]) == 0
-    assert bootstrap_ci([0.4]) == (0.4, 0.4)
-    low, high = bootstrap_ci([0.0, 1.0, 0.5, 0.5])
-    assert 0 <= low < 0.5 < high <= 1
-    assert bootstrap_ci([0.0, 1.0, 0.5]) == bootstrap_ci([0.0, 1.0, 0.5])  # deterministic
+    assert all(math.isnan(x) for x in t_interval([0.4]))  # one seed: no interval, not a zero-width one
+    low, high = t_interval([0.5, 0.6, 0.7])  # mean 0.6 +- t(0.975, 2) * 0.1 / sqrt(3), t(0.975, 2) = 4.303
+    assert (high - low) / 2 == pytest.approx(4.303 * 0.1 / math.sqrt(3), abs=1e-3)
+    assert t_interval([0.0, 0.0, 0.1]) == (0.0, pytest.approx(0.1768, abs=1e-4))  # clipped at 0
+
+
+@pytest.mark.parametrize("n", [3, 5, 10])
+def test_the_interval_of_a_cell_covers_the_true_mean_95_percent_of_the_time(n):
+    """Simulated seeds (normal around a known mean): the interval holds its nominal 95%."""
+    rng = np.random.default_rng(n)
+    trials = 4000
+    covered = sum(low <= 0.6 <= high for low, high in (t_interval(rng.normal(0.6, 0.08, n)) for _ in range(trials)))
+    assert covered / trials >= 0.93, covered / trials
 
 
 def test_welch_against_textbook_values():
@@ -249,3 +253,59 @@ def test_the_accuracy_vs_length_legend_lies_inside_the_saved_image(n_tasks, tmp_
     path = save_figure(fig, tmp_path / "curves.png", dpi=SAVE_DPI)
     saved = Image.open(path).size  # the image is the figure: the legend's box is inside it
     assert abs(saved[0] - image.width) <= 1 and abs(saved[1] - image.height) <= 1
+
+
+def test_nemenyi_critical_values_match_demsar_table():
+    from lengthbench.leaderboard.ranking import nemenyi_q
+
+    for k, q in {3: 2.343, 4: 2.569, 5: 2.728, 6: 2.850, 10: 3.164}.items():
+        assert nemenyi_q(k) == pytest.approx(q, abs=1e-3), k
+
+
+def test_friedman_by_hand_and_against_scipy():
+    from scipy import stats
+
+    from lengthbench.leaderboard.ranking import friedman
+
+    # ranks per task: t1 a1 b2 c3, t2 a1 b3 c2, t3 a2 b1 c3, t4 a1.5 b1.5 c3 -> average a 1.375, b 1.875, c 2.75
+    scores = pd.DataFrame({"a": [0.9, 0.8, 0.5, 0.7], "b": [0.5, 0.1, 0.6, 0.7], "c": [0.1, 0.2, 0.3, 0.1]},
+                          index=["t1", "t2", "t3", "t4"])
+    ranking = friedman(scores)
+    assert ranking.average_ranks.to_dict() == {"a": 1.375, "b": 1.875, "c": 2.75}
+    chi2 = 12 * 4 / (3 * 4) * (1.375 ** 2 + 1.875 ** 2 + 2.75 ** 2 - 3 * 16 / 4)
+    assert ranking.chi2 == pytest.approx(chi2)
+    assert ranking.f_statistic == pytest.approx(3 * chi2 / (4 * 2 - chi2))
+    assert ranking.critical_difference == pytest.approx(2.343 * math.sqrt(3 * 4 / 24), abs=1e-3)
+    untied = pd.DataFrame(np.random.default_rng(0).random((12, 5)))
+    assert friedman(untied).chi2 == pytest.approx(stats.friedmanchisquare(*untied.T.to_numpy()).statistic)
+
+
+def test_friedman_finds_real_differences_and_holds_its_level_on_equal_methods():
+    from lengthbench.leaderboard.ranking import friedman
+
+    rng = np.random.default_rng(1)
+    apart = pd.DataFrame(rng.normal([0.2, 0.5, 0.8], 0.05, size=(15, 3)), columns=["low", "mid", "high"])
+    ranking = friedman(apart)
+    assert ranking.p_value < 1e-6 and list(ranking.average_ranks.index) == ["high", "mid", "low"]
+    assert ranking.groups() == []  # every pair told apart
+    rejected = sum(friedman(pd.DataFrame(rng.normal(0.5, 0.1, size=(10, 4)))).p_value < 0.05 for _ in range(400))
+    assert 0.02 <= rejected / 400 <= 0.09  # about alpha when the methods are the same
+    tied = friedman(pd.DataFrame(rng.normal(0.5, 0.1, size=(6, 4)), columns=list("wxyz")))
+    assert tied.groups() and set().union(*tied.groups()) <= set("wxyz")
+
+
+def test_the_leaderboard_ranks_its_complete_block_and_draws_the_diagram(tmp_path):
+    from lengthbench.leaderboard.build import build_leaderboard
+
+    records = [fake_record(task, encoding, seed, curve)
+               for task, curves in (("copy", {"rope": [1, 1, 1, 0.5], "nope": [1, 1, 0.2, 0.1]}),
+                                    ("reverse_string", {"rope": [1, 1, 0.9, 0.9], "nope": [1, 0.5, 0.1, 0]}),
+                                    ("parity_check", {"rope": [1, 1, 0.7, 0.6], "nope": [1, 1, 0.1, 0.1]}))
+               for encoding, curve in curves.items() for seed in (0, 1)]
+    records.append(fake_record("copy", "alibi", 0, [1, 1, 1, 1]))  # alibi ran one task only: left out
+    board, paths = build_leaderboard(records, tmp_path)
+    assert paths["critical_difference"].stat().st_size > 0
+    text = paths["md"].read_text()
+    assert "Ranking over the 3 tasks every method below ran" in text
+    assert "| `transformer/rope` | 1.00 |" in text and "| `transformer/nope` | 2.00 |" in text
+    assert "Left out (no score on every task): `transformer/alibi`." in text

@@ -1,0 +1,102 @@
+"""Ranking many methods over many tasks (Demšar, JMLR 2006): average ranks,
+the Friedman test with the Iman-Davenport F statistic, the Nemenyi critical
+difference, and its diagram.
+
+Ranks are taken within each task (1 = best OOD exact match; ties share the
+average rank) over the *complete block*: the methods that have a score on
+every task of the board (a method that is n/a or failed on some task is left
+out, and said so), since the Friedman test needs every method on every task.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The Friedman test and the Nemenyi critical difference over ``n_tasks`` tasks."""
+
+    average_ranks: pd.Series  # per method, ascending (best first)
+    n_tasks: int
+    chi2: float  # Friedman's chi-square
+    f_statistic: float  # Iman-Davenport F, with (k - 1, (k - 1)(N - 1)) degrees of freedom
+    p_value: float  # of the F statistic
+    critical_difference: float  # Nemenyi, at ALPHA
+    left_out: tuple[str, ...]  # methods without a score on every task
+
+    @property
+    def n_methods(self) -> int:
+        return len(self.average_ranks)
+
+    def groups(self) -> list[tuple[str, ...]]:
+        """Maximal runs of methods (in rank order) whose average ranks differ by
+        less than the critical difference: no pair inside one is told apart."""
+        names, ranks = list(self.average_ranks.index), self.average_ranks.to_numpy()
+        runs = []
+        for i in range(len(names)):
+            j = max(k for k in range(i, len(names)) if ranks[k] - ranks[i] < self.critical_difference)
+            if j > i and not any(a <= i and j <= b for a, b in runs):
+                runs.append((i, j))
+        return [tuple(names[a:b + 1]) for a, b in runs]
+
+
+def nemenyi_q(k: int, alpha: float = ALPHA) -> float:
+    """The Nemenyi test's critical value for k methods: the studentized range
+    quantile at infinite degrees of freedom over sqrt(2) (Demšar's table:
+    2.343, 2.569, 2.728, 2.850 for k = 3..6 at alpha 0.05)."""
+    return float(stats.studentized_range.ppf(1 - alpha, k, np.inf)) / math.sqrt(2)
+
+
+def friedman(scores: pd.DataFrame, alpha: float = ALPHA) -> Ranking:
+    """``scores``: one row per task, one column per method, higher is better,
+    no missing value. Needs at least two tasks and two methods."""
+    n, k = scores.shape
+    ranks = scores.rank(axis=1, ascending=False, method="average")
+    average = ranks.mean().sort_values()
+    chi2 = 12 * n / (k * (k + 1)) * (float((average ** 2).sum()) - k * (k + 1) ** 2 / 4)
+    denominator = n * (k - 1) - chi2
+    f_statistic = (n - 1) * chi2 / denominator if denominator > 0 else math.inf
+    p_value = float(stats.f.sf(f_statistic, k - 1, (k - 1) * (n - 1))) if denominator > 0 else 0.0
+    cd = nemenyi_q(k, alpha) * math.sqrt(k * (k + 1) / (6 * n))
+    return Ranking(average, n, chi2, f_statistic, p_value, cd, ())
+
+
+def board_ranking(board: pd.DataFrame, metric: str = "ood_exact_match_mean") -> Ranking | None:
+    """The Friedman ranking of a leaderboard's complete block, or None when it
+    has fewer than two tasks or two methods."""
+    ok = board[board.status == "ok"]
+    tasks = list(dict.fromkeys(board.task))
+    every = [m for m in dict.fromkeys(board.method) if set(ok[ok.method == m].task) == set(tasks)]
+    if len(tasks) < 2 or len(every) < 2:
+        return None
+    scores = ok[ok.method.isin(every)].pivot(index="task", columns="method", values=metric)[every]
+    ranking = friedman(scores)
+    left_out = tuple(m for m in dict.fromkeys(board.method) if m not in every)
+    return Ranking(ranking.average_ranks, ranking.n_tasks, ranking.chi2, ranking.f_statistic, ranking.p_value,
+                   ranking.critical_difference, left_out)
+
+
+def ranking_text(ranking: Ranking) -> str:
+    """The markdown section ``leaderboard.md`` ends with."""
+    lines = [f"Ranking over the {ranking.n_tasks} tasks every method below ran (Friedman test, Demšar 2006): "
+             f"average rank per method (1 = best OOD exact match in a task; ties share the average rank). "
+             f"Friedman chi-square {ranking.chi2:.2f}, Iman-Davenport F {ranking.f_statistic:.2f}, "
+             f"p = {ranking.p_value:.3g}; Nemenyi critical difference at alpha {ALPHA}: "
+             f"{ranking.critical_difference:.2f} (two methods differ when their average ranks differ by more).", ""]
+    lines += ["| method | average rank |", "|---|---|"]
+    lines += [f"| `{m}` | {r:.2f} |" for m, r in ranking.average_ranks.items()]
+    groups = ranking.groups()
+    lines += ["", "Not told apart by the Nemenyi test: "
+              + ("; ".join(", ".join(f"`{m}`" for m in g) for g in groups) if groups else "none (every pair differs)")
+              + "."]
+    if ranking.left_out:
+        lines += ["", "Left out (no score on every task): " + ", ".join(f"`{m}`" for m in ranking.left_out) + "."]
+    return "\n".join(lines) + "\n"
