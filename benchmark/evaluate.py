@@ -33,22 +33,27 @@ def _unsupported(length: int, reason: str) -> dict:
 
 @torch.no_grad()
 def _score(model: RunStack, t: dict, positions: dict, runs: list[int], n_heads: int):
-    """Per run: per-example token accuracy and exact match, one pass per chunk."""
+    """Per run: per-example token accuracy and exact match, and how many
+    examples had a non-finite logit at a scored position (those count as
+    wrong, whatever their argmax), one pass per chunk."""
     total, seq_len = t["tokens"].shape
     step = chunk_size(total, seq_len, n_heads, len(runs))
-    token_acc, exact = [[] for _ in runs], [[] for _ in runs]
+    token_acc, exact, nonfinite = [[] for _ in runs], [[] for _ in runs], [0 for _ in runs]
     for lo in range(0, total, step):
         sl = slice(lo, lo + step)
         tokens = t["tokens"][sl].expand(len(runs), -1, -1)
         pos = [positions[r][sl] if positions[r].shape[0] > 1 else positions[r] for r in runs]
         scored = t["scored"][sl]
-        correct = (model(tokens, pos, runs).argmax(-1) == t["targets"][sl]) & scored
+        logits = model(tokens, pos, runs)
+        broken = (~torch.isfinite(logits).all(-1) & scored).any(-1)  # (R, B): a scored prediction is not a number
+        correct = (logits.argmax(-1) == t["targets"][sl]) & scored & ~broken[..., None]
         right, n_scored = correct.sum(2), scored.sum(1)
         for i in range(len(runs)):
             token_acc[i].append((right[i] / n_scored).cpu())
             exact[i].append((right[i] == n_scored).cpu())
-    return {r: (torch.cat(a).float().mean(), torch.cat(e).float().mean())
-            for r, a, e in zip(runs, token_acc, exact)}
+            nonfinite[i] += int(broken[i].sum())
+    return {r: (torch.cat(a).float().mean(), torch.cat(e).float().mean(), n)
+            for r, a, e, n in zip(runs, token_acc, exact, nonfinite)}
 
 
 @torch.no_grad()
@@ -78,9 +83,11 @@ def evaluate_length(model: RunStack, task: Task, length: int, config: RunConfig,
                 scores.update(_score(model, t, positions, [r], config.model.n_heads))
             except PositionsOutOfRange as err:
                 results[r] = _unsupported(length, str(err))
-    for r, (token_acc, exact) in scores.items():
+    for r, (token_acc, exact, nonfinite) in scores.items():
         results[r] = {"length": length, "status": "ok", "token_accuracy": round(float(token_acc), 6),
                       "exact_match": round(float(exact), 6), "n_samples": config.eval_samples}
+        if nonfinite:  # only then: the records of runs with finite outputs stay as they were
+            results[r]["nonfinite"] = nonfinite
     return results
 
 

@@ -87,7 +87,7 @@ class RunRecord:
                          "name": socket.gethostname(), "pid": os.getpid()},
                    started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
-    def failed(self, err: BaseException) -> "RunRecord":
+    def record_error(self, err: BaseException) -> "RunRecord":
         """This record, as the run's error."""
         self.status, self.error = "error", f"{type(err).__name__}: {err}"
         self.traceback = "".join(traceback.format_exception(err, limit=8))
@@ -117,6 +117,13 @@ class RunRecord:
     def finished(self) -> bool:
         return self.status in FINISHED
 
+    @property
+    def failed(self) -> bool:
+        """The method failed on this seed: its training diverged, or it gave
+        non-finite outputs at some evaluated length. A leaderboard scores such
+        a seed 0 (``leaderboard.aggregate``)."""
+        return self.status == "diverged" or bool((self.summary or {}).get("nonfinite_lengths"))
+
     def to_json(self) -> dict:
         """What the record file holds: every field that is set, the identity spelled out."""
         data = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
@@ -142,6 +149,9 @@ def summarize(per_length: list[dict], config: RunConfig) -> dict:
         for metric in METRICS:
             out[f"{split}_{metric}"] = round(float(np.mean([r[metric] for r in rows])), 6) if rows else None
         out[f"{split}_unsupported_lengths"] = sum(r["status"] == "unsupported" for r in rows)
+    nonfinite = sum(bool(r.get("nonfinite")) for r in per_length)
+    if nonfinite:  # only then, so that the summaries of runs with finite outputs stay as they were
+        out["nonfinite_lengths"] = nonfinite
     return out
 
 
@@ -215,6 +225,8 @@ def _metrics_problem(data: dict) -> str | None:
         for metric in METRICS:
             if not _fraction(row.get(metric)):
                 return f"{metric} {row.get(metric)!r} at length {row['length']} is not a fraction in [0, 1]"
+        if "nonfinite" in row and not (_count(row["nonfinite"]) and row["nonfinite"] <= row["n_samples"]):
+            return f"nonfinite {row['nonfinite']!r} at length {row['length']} is not a count of its samples"
     return None
 
 

@@ -24,7 +24,7 @@ from lengthbench.tasks import get_task
 
 def error_record(config: RunConfig, err: BaseException) -> RunRecord:
     """The record of a run that failed outside ``execute_group`` (a dead worker)."""
-    record = RunRecord.start(config, default_device()).failed(err)
+    record = RunRecord.start(config, default_device()).record_error(err)
     record.wall_time_s = 0.0
     return record
 
@@ -44,7 +44,7 @@ def execute_group(configs: list[RunConfig], device: torch.device, progress_facto
         try:
             reason = config.not_applicable()
         except Exception as err:  # noqa: BLE001  (one bad cell must not stop the grid)
-            records[i].failed(err).wall_time_s = 0.0
+            records[i].record_error(err).wall_time_s = 0.0
             continue
         if reason is None:
             todo.append(i)
@@ -59,7 +59,7 @@ def execute_group(configs: list[RunConfig], device: torch.device, progress_facto
                             checkpoint)
     except Exception as err:  # noqa: BLE001
         if len(todo) == 1:
-            records[todo[0]].failed(err)
+            records[todo[0]].record_error(err)
         else:
             for i in todo:
                 records[i] = execute_group([configs[i]], device, progress_factory, checkpoints, checkpoint_every)[0]

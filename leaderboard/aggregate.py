@@ -38,7 +38,7 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
             "encoding": r.encoding, "seed": r.seed, "status": r.status,
             "train_length": r.config.train_length, "test_length": r.config.test_length,
             "signature": json.dumps(signature, sort_keys=True),
-            "run_id": r.run_id, **{k: (r.summary or {}).get(k) for k in SUMMARY_FIELDS},
+            "run_id": r.run_id, "failed": r.failed, **{k: (r.summary or {}).get(k) for k in SUMMARY_FIELDS},
         })
     return pd.DataFrame(rows)
 
@@ -62,10 +62,14 @@ def _check_single_config(runs: pd.DataFrame) -> None:
         )
 
 
-def _metric_stats(ok: pd.DataFrame, lengths: pd.DataFrame, metric: str, train_length: int) -> dict:
-    ood = ok[f"ood_{metric}"].astype(float)
+def _metric_stats(scored: pd.DataFrame, lengths: pd.DataFrame, metric: str, train_length: int) -> dict:
+    """``scored``: one row per seed that counts (failed ones with their metrics 0);
+    ``lengths``: the per-length rows of the seeds that did not fail."""
+    ood = scored[f"ood_{metric}"].astype(float)
     low, high = t_interval(ood)
-    curve = lengths.groupby("length")[metric].mean() if len(lengths) else pd.Series(dtype=float)
+    clean = lengths.seed.nunique()
+    curve = (lengths.groupby("length")[metric].mean() * (clean / len(scored)) if len(lengths)  # failed seeds: 0
+             else pd.Series(dtype=float))
     gen = generalization_length(curve.index, curve.to_numpy())
     return {
         f"ood_{metric}_mean": float(ood.mean()) if len(ood) else np.nan,
@@ -73,15 +77,22 @@ def _metric_stats(ok: pd.DataFrame, lengths: pd.DataFrame, metric: str, train_le
         f"ood_{metric}_ci_low": low,
         f"ood_{metric}_ci_high": high,
         f"ood_{metric}_max": float(ood.max()) if len(ood) else np.nan,
-        f"id_{metric}_mean": float(ok[f"id_{metric}"].mean()) if len(ok) else np.nan,
+        f"id_{metric}_mean": float(scored[f"id_{metric}"].mean()) if len(scored) else np.nan,
         f"frac_seeds_generalize_{metric}": float((ood >= GENERALIZE_THRESHOLD).mean()) if len(ood) else np.nan,
         f"generalization_length_{metric}": gen,
         f"extrapolation_ratio_{metric}": gen / train_length,
     }
 
 
-def leaderboard_frame(records: list[dict]) -> pd.DataFrame:
-    """One row per (task, method) in the ``leaderboard.schema`` layout."""
+def leaderboard_frame(records: list[RunRecord]) -> pd.DataFrame:
+    """One row per (task, method) in the ``leaderboard.schema`` layout.
+
+    The one rule for seeds that did not give a clean result: a seed whose
+    method *failed* (training diverged, or non-finite outputs at an evaluated
+    length) counts as 0 in every statistic of its cell and in ``n_failed``; a
+    seed whose run raised (a harness error, retried by the next run) is not
+    scored and counts in ``n_errors``. A cell without one clean seed is
+    ``failed``."""
     runs = runs_frame(records)
     if runs.empty:
         return pd.DataFrame(columns=list(COLUMN_NAMES))
@@ -89,20 +100,23 @@ def leaderboard_frame(records: list[dict]) -> pd.DataFrame:
     per_length = length_frame(records)
     rows = []
     for (task, method), cell in runs.groupby(["task", "method"], sort=False):
-        ok = cell[cell.status == "ok"]
+        clean = cell[(cell.status == "ok") & ~cell.failed]
+        failed = cell[cell.failed]
+        scored = pd.concat([clean, failed.assign(**{k: 0.0 for k in SUMMARY_FIELDS})]) if len(clean) else clean
         na = (cell.status == "not_applicable").all()
         train_length = int(cell.train_length.iloc[0])
         row = {
             "schema_version": SCHEMA_VERSION, "task": task, "level": _level(task),
             "method": method, "model": cell.model.iloc[0], "encoding": cell.encoding.iloc[0],
-            "status": "not_applicable" if na else ("ok" if len(ok) else "failed"),
-            "n_seeds": len(ok), "n_failed": int(cell.status.isin(["error", "diverged"]).sum()),
+            "status": "not_applicable" if na else ("ok" if len(clean) else "failed"),
+            "n_seeds": len(scored), "n_failed": len(failed), "n_errors": int((cell.status == "error").sum()),
             "train_length": train_length,
             "test_length": int(cell.test_length.iloc[0]),
         }
-        lengths = per_length[(per_length.task == task) & (per_length.method == method)]
+        lengths = per_length[(per_length.task == task) & (per_length.method == method)
+                             & per_length.seed.isin(clean.seed)]
         for metric in METRICS:
-            row.update(_metric_stats(ok, lengths, metric, train_length))
+            row.update(_metric_stats(scored, lengths, metric, train_length))
         rows.append(row)
     board = pd.DataFrame(rows)
     board["rank"] = board.groupby("task")["ood_exact_match_mean"].rank(ascending=False, method="average")

@@ -29,7 +29,8 @@ COLUMNS = [
     ("ood_exact_match_mean", "OOD exact match %", "pct"), ("ood_token_accuracy_mean", "OOD token acc. %", "pct"),
     ("id_exact_match_mean", "ID exact match %", "pct"),
     ("generalization_length_exact_match", "generalizes to length", "num"),
-    ("rank", "rank in task", "num"), ("n_seeds", "seeds", "num"),
+    ("rank", "rank in task", "num"), ("n_seeds", "seeds", "num"), ("n_failed", "failed seeds (count as 0)", "num"),
+    ("n_errors", "errors (not counted)", "num"),
 ]
 
 

@@ -125,17 +125,19 @@ def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = 
 
 def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match_mean") -> Path:
     """Tasks (columns, grouped by Chomsky level / family) x methods (rows);
-    n/a cells hatched grey, failed cells marked with an x."""
+    n/a cells hatched grey, failed cells marked with an x, cells that lost
+    seeds (failed, counted as 0, or errors) with a dagger."""
     tasks = sorted(dict.fromkeys(board["task"]),
                    key=lambda t: LEVELS.index(board[board.task == t]["level"].iloc[0])
                    if board[board.task == t]["level"].iloc[0] in LEVELS else len(LEVELS))
     methods = method_order(board["method"].unique())
     grid = np.full((len(methods), len(tasks)), np.nan)
-    status = {}
+    status, lost = {}, {}
     for _, row in board.iterrows():
         i, j = methods.index(row.method), tasks.index(row.task)
         grid[i, j] = row[metric]
         status[i, j] = row.status
+        lost[i, j] = row.n_failed + row.n_errors > 0
     fig = Figure(figsize=(max(6.0, 2.5 + 0.8 * len(tasks)), 1.8 + 0.42 * len(methods)))
     ax = fig.subplots()
     image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
@@ -146,8 +148,8 @@ def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match
         elif st != "ok":
             ax.text(j, i, "x", ha="center", va="center", fontsize=9, color="red")
         else:
-            ax.text(j, i, f"{100 * grid[i, j]:.0f}", ha="center", va="center", fontsize=7,
-                    color="white" if grid[i, j] < 0.6 else "black")
+            ax.text(j, i, f"{100 * grid[i, j]:.0f}" + ("†" if lost[i, j] else ""), ha="center", va="center",
+                    fontsize=7, color="white" if grid[i, j] < 0.6 else "black")
     ax.set_xticks(range(len(tasks)), tasks, rotation=50, ha="right", fontsize=8)
     ax.set_yticks(range(len(methods)), methods, fontsize=8)
     levels = [board[board.task == t]["level"].iloc[0] for t in tasks]

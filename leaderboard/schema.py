@@ -3,9 +3,10 @@ values, meaning, and the validating reader.
 
 Bump ``SCHEMA_VERSION`` whenever a column is added, removed or changes
 meaning; the reader migrates the versions it knows (``MIGRATIONS``) and
-refuses the others. Version 3 keys rows by *method* (``transformer/rope``,
-``lstm``) instead of encoding; a version 2 file, all of whose rows are
-transformers, is read as version 3. The reader checks
+refuses the others. Version 3 keyed rows by *method* (``transformer/rope``,
+``lstm``) instead of encoding; version 4 scores failed seeds as 0 and counts
+harness errors apart (``n_errors``); a version 2 or 3 file is read as version
+4 (with ``n_errors`` 0). The reader checks
 every cell's type and range, so an impossible value (a mean of ``inf`` or
 7.5, a negative std, 2.7 seeds) is refused with the file, row and column
 instead of turning into a confident wrong verdict in ``compare``.
@@ -25,7 +26,7 @@ from lengthbench.errors import InputError
 from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD
 from lengthbench.tasks.base import LEVELS
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 METRICS = ("exact_match", "token_accuracy")
 KEY = ("task", "method")
 STATUSES = ("ok", "not_applicable", "failed")
@@ -68,8 +69,12 @@ COLUMNS: tuple[tuple, ...] = (
     ("encoding", "text", (), "the transformer's position encoding; empty for a family without encodings"),
     ("status", "str", STATUSES,
      "ok | not_applicable (encoding needs structure the task lacks) | failed (no seed finished)"),
-    ("n_seeds", "int", COUNT, "seeds that finished training and evaluation (>= 1 when status is ok, else 0)"),
-    ("n_failed", "int", COUNT, "seeds that diverged or raised"),
+    ("n_seeds", "int", COUNT, "seeds the statistics count: the clean ones and the failed ones, which count as 0 "
+                              "(>= 1 when status is ok, else 0)"),
+    ("n_failed", "int", COUNT, "seeds on which the method failed (training diverged, or non-finite outputs at an "
+                               "evaluated length): each counts as 0 in every statistic of the cell"),
+    ("n_errors", "int", COUNT, "seeds whose run raised (a harness error, not the method's): not counted; the next "
+                               "`run` retries them"),
     ("train_length", "int", POSITIVE, "largest training length L_train"),
     ("test_length", "int", POSITIVE, "largest evaluated length L_test"),
     *_metric_columns("exact_match"),
@@ -192,11 +197,20 @@ def _from_version_2(frame: pd.DataFrame) -> pd.DataFrame:
     encoding = frame["encoding"] if "encoding" in frame.columns else ""
     frame.insert(at, "model", "transformer")
     frame.insert(at, "method", "transformer/" + encoding)
+    return _from_version_3(frame)
+
+
+def _from_version_3(frame: pd.DataFrame) -> pd.DataFrame:
+    """Version 3 had no ``n_errors`` (its ``n_failed`` counted errors too) and
+    scored only the seeds that finished."""
+    frame = frame.copy()
+    at = list(frame.columns).index("n_failed") + 1 if "n_failed" in frame.columns else len(frame.columns)
+    frame.insert(at, "n_errors", "0")
     frame["schema_version"] = str(SCHEMA_VERSION)
     return frame
 
 
-MIGRATIONS = {"2": _from_version_2}
+MIGRATIONS = {"2": _from_version_2, "3": _from_version_3}
 
 
 def read_leaderboard(path: str | Path) -> pd.DataFrame:
@@ -214,7 +228,7 @@ def read_leaderboard(path: str | Path) -> pd.DataFrame:
     if frame.empty:
         raise LeaderboardFormatError(f"{where}: header only, no rows; {WHAT_IS_VALID}")
     versions = set(frame["schema_version"].str.strip())
-    if len(versions) == 1 and (old := versions.pop()) in MIGRATIONS and "method" not in header:
+    if len(versions) == 1 and (old := versions.pop()) in MIGRATIONS and "n_errors" not in header:
         frame = MIGRATIONS[old](frame)
         header = list(frame.columns)
     for i, version in enumerate(frame["schema_version"], start=2):

@@ -12,15 +12,26 @@ from lengthbench.leaderboard.aggregate import level_summary, method_order
 from lengthbench.leaderboard.ranking import board_ranking, ranking_text
 
 
+def seeds_note(row: pd.Series) -> str:
+    """What a cell lost, in words ("1 of 3 failed, 1 error"), or "" for a clean cell."""
+    parts = []
+    if row["n_failed"]:
+        parts.append(f"{int(row['n_failed'])} of {int(row['n_seeds']) or int(row['n_failed'])} failed")
+    if row["n_errors"]:
+        parts.append(f"{int(row['n_errors'])} error" + ("s" if row["n_errors"] > 1 else ""))
+    return ", ".join(parts)
+
+
 def cell_text(row: pd.Series) -> str:
     if row["status"] == "not_applicable":
         return "n/a"
+    note = seeds_note(row)
     if row["status"] != "ok":
-        return "failed"
+        return "failed" + (f" ({note})" if note else "")
     text = f"{100 * row['ood_exact_match_mean']:.1f}"
     if row["n_seeds"] > 1 and not np.isnan(row["ood_exact_match_std"]):
         text += f" ± {100 * row['ood_exact_match_std']:.1f}"
-    return text
+    return text + (f" ({note})" if note else "")
 
 
 def pivot_table(board: pd.DataFrame) -> pd.DataFrame:
@@ -45,7 +56,10 @@ def to_markdown(board: pd.DataFrame) -> str:
     rows = [[f"`{enc}`"] + list(row) for enc, row in table.iterrows()]
     parts = [
         "OOD exact match (%), mean over seeds (± sample std when more than one seed), averaged "
-        "over every tested length > L_train; column headers give L_train→L_test.",
+        "over every tested length > L_train; column headers give L_train→L_test."
+        + (" A seed on which the method failed (diverged, or non-finite outputs) counts as 0, as the cell says; "
+           "a seed whose run raised is not counted (the next run retries it)."
+           if (board.n_failed.sum() + board.n_errors.sum()) else ""),
         "",
         *markdown_table(header, rows),
     ]

@@ -135,6 +135,25 @@ def check_forward_backward(name: str, lengths: list[int]) -> str:
         f"; unsupported (recorded as such in a grid) at {', '.join(map(str, unsupported))}" if unsupported else "")
 
 
+def check_eval_finite(name: str, lengths: list[int]) -> str:
+    """Finite outputs in eval mode (what evaluation runs) at every length; a
+    length the encoding cannot represent is skipped, as in forward/backward."""
+    model = _model(name).eval()
+    ran = []
+    with torch.no_grad():
+        for t in lengths:
+            tokens = torch.randint(0, VOCAB, (BATCH, t), generator=torch.Generator().manual_seed(t))
+            try:
+                logits = _forward(model, tokens)
+            except PositionsOutOfRange:
+                continue
+            if not torch.isfinite(logits).all():
+                raise AssertionError(f"non-finite outputs in eval mode at length {t} (evaluation would count them "
+                                     "as failures)")
+            ran.append(t)
+    return f"finite eval-mode outputs at lengths {', '.join(map(str, ran))}"
+
+
 def check_causality(name: str, t: int = 24) -> str:
     model = _model(name).eval()
     tokens = torch.randint(0, VOCAB, (BATCH, t), generator=torch.Generator().manual_seed(1))
@@ -207,6 +226,7 @@ def check_encoding(name: str, longest_test_length: int) -> ContractReport:
     checks = [
         ("hook shapes", lambda: check_hook_shapes(encoding)),
         ("forward/backward", lambda: check_forward_backward(name, sorted({1, 7, top // 4, top}))),
+        ("eval finiteness", lambda: check_eval_finite(name, sorted({longest_test_length, top}))),
         ("causality", lambda: check_causality(name)),
         ("eval determinism", lambda: check_eval_determinism(name)),
     ]

@@ -26,6 +26,7 @@ def test_example_passes_check(capsys):
 @pytest.mark.parametrize("fixture,check,reason", [
     ("broken_leaky.py", "causality", "leaks the future"),
     ("broken_nan.py", "forward/backward", "non-finite outputs at length"),
+    ("broken_nan_in_eval.py", "eval finiteness", "non-finite outputs in eval mode at length"),
     ("broken_shape.py", "hook shapes", "bias returned shape (1, 4, 9, 10); expected"),
     ("broken_raises.py", "hook shapes", "raised RuntimeError: positions are not implemented yet"),
     ("broken_shift.py", "shift invariance", "declares shift_invariant but shifting positions"),

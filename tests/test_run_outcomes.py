@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 
 import lengthbench.benchmark.runner as runner
 from lengthbench.benchmark.grid import run_grid
@@ -128,3 +129,55 @@ def test_plan_estimates_without_training_or_writing(tmp_path, tiny, monkeypatch,
     capsys.readouterr()
     assert main(argv) == 0
     assert "4 stored (reused), 0 to run" in capsys.readouterr().out
+
+
+@pytest.fixture
+def nan_when_long():
+    """An encoding whose outputs are NaN at evaluation from position 9 on (fine in training)."""
+    from lengthbench.models.encodings import ENCODINGS, PositionEncoding, register_encoding
+
+    @register_encoding("test-nan-long")
+    class NanWhenLong(PositionEncoding):
+        def embed(self, h, pos):
+            if self.training:
+                return h
+            return torch.where((pos >= 9)[..., None], torch.full_like(h, float("nan")), h)
+
+    yield "test-nan-long"
+    ENCODINGS.remove("test-nan-long")
+
+
+def test_non_finite_outputs_are_counted_and_the_seed_counts_as_failed(tmp_path, tiny_preset, nan_when_long):
+    preset = tiny_preset.with_grid(tasks=["copy"], encodings=["nope", nan_when_long], seeds=[0, 1])
+    records = run_grid(preset, tmp_path, progress=False)
+    broken = [r for r in records if r.encoding == nan_when_long]
+    for record in broken:
+        rows = {row["length"]: row for row in record.per_length}
+        assert "nonfinite" not in rows[3] and rows[7]["nonfinite"] == rows[7]["n_samples"]  # 3 + 3 tokens < 9
+        assert rows[7]["exact_match"] == 0 and record.failed and record.summary["nonfinite_lengths"] > 0
+    assert all("nonfinite_lengths" not in r.summary and not r.failed for r in records if r.encoding == "nope")
+    board = leaderboard_frame(records).set_index("method")
+    cell = board.loc[f"transformer/{nan_when_long}"]
+    assert cell.status == "failed" and cell.n_failed == 2 and cell.n_seeds == 0  # no clean seed
+
+
+def test_a_failed_seed_counts_as_zero_and_says_so_everywhere(tmp_path, tiny_preset):
+    from dataclasses import replace
+
+    from lengthbench.leaderboard.tables import to_markdown
+
+    records = run_grid(tiny_preset.with_grid(tasks=["copy"], encodings=["nope"], seeds=[0, 1, 2]), tmp_path,
+                       progress=False)
+    clean = leaderboard_frame(records).iloc[0]
+    diverged = replace(records[2], status="diverged", per_length=None, summary=None)
+    errored = replace(records[1], status="error", error="RuntimeError: boom", per_length=None, summary=None)
+    cell = leaderboard_frame([records[0], records[1], diverged]).iloc[0]
+    kept = [r.summary["ood_exact_match"] for r in records[:2]]
+    assert cell.n_seeds == 3 and cell.n_failed == 1 and cell.n_errors == 0
+    assert cell.ood_exact_match_mean == pytest.approx(sum(kept) / 3)  # the failed seed is a 0, not left out
+    assert cell.ood_exact_match_max == max(kept) and cell.status == "ok"
+    with_error = leaderboard_frame([records[0], errored, records[2]]).iloc[0]
+    assert with_error.n_seeds == 2 and with_error.n_errors == 1 and with_error.n_failed == 0  # not scored
+    text = to_markdown(leaderboard_frame([records[0], records[1], diverged]))
+    assert "(1 of 3 failed)" in text and "counts as 0" in text
+    assert "failed" not in to_markdown(leaderboard_frame(records)) and clean.n_failed == 0
