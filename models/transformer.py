@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lengthbench.models.encodings.base import PositionContext, PositionEncoding
+from lengthbench.models.encodings.base import EMBEDDING_STD, PositionContext, PositionEncoding
 from lengthbench.models.families import TRANSFORMER, ModelSize, RunInit, register_family
 
 
@@ -177,13 +177,13 @@ def _initial_layers(vocab_size: int, size: ModelSize):
     caller) by ``nn``'s own initialisers, in the order a plain model creates
     them, so a seed gives the weights it always gave: the token embedding, per
     block the attention's qkv and output projections and the MLP's two, the
-    head; then the embedding redrawn at std 0.02."""
+    head; then the embedding redrawn at ``EMBEDDING_STD``."""
     d = size.d_model
     embedding = nn.Embedding(vocab_size, d)
     blocks = [(nn.Linear(d, 3 * d), nn.Linear(d, d), nn.Linear(d, size.d_ff), nn.Linear(size.d_ff, d))
               for _ in range(size.n_layers)]
     head = nn.Linear(d, vocab_size)
-    nn.init.normal_(embedding.weight, std=0.02)
+    nn.init.normal_(embedding.weight, std=EMBEDDING_STD)
     return embedding, blocks, head
 
 

@@ -5,6 +5,13 @@
   than the table raises ``PositionsOutOfRange`` (recorded, not a crash).
 * ``sinusoidal``: Vaswani et al. 2017, ``PE[p, 2i] = sin(p / base^(2i/d))``,
   ``PE[p, 2i+1] = cos(...)``, base 10000; defined for any position.
+
+Both are added at the token embeddings' scale (``EMBEDDING_STD``): the learned
+table is initialised at that std, and the sinusoid is multiplied by
+``EMBEDDING_STD * sqrt(2)``, so each of its features has that root mean
+square. Vaswani et al. instead scale the tokens up by sqrt(d_model) to meet a
+unit sinusoid; the rule is the same (comparable scales), applied on the
+position side so that every other encoding's model is unchanged.
 """
 
 import math
@@ -12,7 +19,12 @@ import math
 import torch
 from torch import nn
 
-from lengthbench.models.encodings.base import PositionEncoding, check_table_range, register_encoding
+from lengthbench.models.encodings.base import (
+    EMBEDDING_STD,
+    PositionEncoding,
+    check_table_range,
+    register_encoding,
+)
 
 
 @register_encoding("learned", defaults={"max_positions": 2048},
@@ -21,7 +33,7 @@ class LearnedAbsolute(PositionEncoding):
     def __init__(self, d_model, n_heads, max_positions):
         super().__init__(d_model, n_heads, max_positions=max_positions)
         self.table = nn.Embedding(max_positions, d_model)
-        nn.init.normal_(self.table.weight, std=0.02)
+        nn.init.normal_(self.table.weight, std=EMBEDDING_STD)
 
     def embed(self, h, pos):
         check_table_range(pos, self.table.num_embeddings, "the learned position table")
@@ -38,11 +50,11 @@ def sinusoid(pos: torch.Tensor, dim: int, base: float) -> torch.Tensor:
     return out[..., :dim]
 
 
-@register_encoding("sinusoidal", defaults={"base": 10000.0},
-                   description="fixed sinusoidal absolute encoding")
+@register_encoding("sinusoidal", defaults={"base": 10000.0}, version=2,
+                   description="fixed sinusoidal absolute encoding, at the token embeddings' scale")
 class Sinusoidal(PositionEncoding):
     def __init__(self, d_model, n_heads, base):
         super().__init__(d_model, n_heads, base=base)
 
     def embed(self, h, pos):
-        return h + sinusoid(pos, self.d_model, self.params["base"]).to(h.dtype)
+        return h + (EMBEDDING_STD * math.sqrt(2) * sinusoid(pos, self.d_model, self.params["base"])).to(h.dtype)

@@ -11,7 +11,7 @@ the offset is 0. Tasks without structured ids make this cell "n/a".
 import torch
 from torch import nn
 
-from lengthbench.models.encodings.base import PositionEncoding, check_table_range, register_encoding
+from lengthbench.models.encodings.base import EMBEDDING_STD, PositionEncoding, check_table_range, register_encoding
 
 
 @register_encoding("coupled", defaults={"max_positions": 128},
@@ -23,7 +23,7 @@ class Coupled(PositionEncoding):
     def __init__(self, d_model, n_heads, max_positions):
         super().__init__(d_model, n_heads, max_positions=max_positions)
         self.table = nn.Embedding(max_positions, d_model)
-        nn.init.normal_(self.table.weight, std=0.02)
+        nn.init.normal_(self.table.weight, std=EMBEDDING_STD)
 
     def positions(self, pos, ctx):
         if not ctx.train:

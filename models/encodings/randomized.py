@@ -59,6 +59,7 @@ def _register_randomized(base_name: str) -> None:
     register_encoding(
         f"randomized-{base_name}", defaults=defaults,
         description=f"{base_name} on sorted random positions from [0, max_len) (Ruoss et al.)", base=base_name,
+        version=base.version,  # its results change whenever its base's do
     )(factory)
 
 
