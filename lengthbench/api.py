@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -359,7 +358,7 @@ def bench_generation(lengths: Sequence[int] = (40, 500), batch: int = 128,
 
 def presets_text() -> str:
     """Every preset as JSON (``lengthbench list presets``)."""
-    return "\n".join(json.dumps(asdict(p), indent=1, default=str) for p in PRESETS.values())
+    return "\n".join(json.dumps(p.describe(), indent=1, default=str) for p in PRESETS.values())
 
 
 def encodings_text() -> str:
