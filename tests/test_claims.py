@@ -103,7 +103,10 @@ def test_two_drivers_on_one_folder_split_the_grid(tmp_path):
     script.write_text(SCRIPT)
     argv = [sys.executable, str(script), "-v", "run", "--preset", "pair", "--workers", "1", "--no-progress",
             "--results", str(tmp_path / "results")]
-    drivers = [subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # one thread each: two drivers spinning two OpenMP threads each on a 2-core machine slowed the
+    # runs from about 2 s to 25 s each (seen: 12 s to 220 s for the whole test)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    drivers = [subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
                for _ in range(2)]
     outputs = [d.communicate(timeout=300) for d in drivers]
     assert [d.returncode for d in drivers] == [0, 0], outputs
