@@ -215,8 +215,11 @@ class Transformer(nn.Module):
         self.head = RunLinear([head for _, _, head in drawn])
 
     def _shared(self) -> list[nn.Parameter]:
-        """The stacked parameters (every one but the encodings'), in a plain model's order."""
-        return [p for name, p in self.named_parameters() if not name.startswith("encodings.")]
+        """The stacked parameters (every one but the encodings'), in a plain model's order
+        (listed once: clipping asks for them every step, for every run)."""
+        if not hasattr(self, "_shared_parameters"):
+            self._shared_parameters = [p for name, p in self.named_parameters() if not name.startswith("encodings.")]
+        return self._shared_parameters
 
     def n_parameters(self, run: int) -> int:
         return (sum(p.numel() for p in self._shared()) // self.n_runs
