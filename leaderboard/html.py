@@ -20,6 +20,7 @@ from matplotlib.colors import to_hex
 from lengthbench.benchmark.files import write_text
 from lengthbench.leaderboard.aggregate import method_order
 from lengthbench.leaderboard.plots import method_colors
+from lengthbench.leaderboard.ranking import board_ranking
 from lengthbench.models.encodings import encoding_kind
 
 # (column, header, kind): "pct" cells show mean ± std from <column> and its _std twin.
@@ -70,7 +71,19 @@ def page_data(board: pd.DataFrame, per_length: pd.DataFrame, title: str) -> dict
                 **{f"{metric}_{agg}": [round(float(v), 6) for v in part[(metric, agg)]]
                    for metric in ("exact_match", "token_accuracy") for agg in ("mean", "min", "max")}}
     return {"title": title, "columns": [{"key": k, "label": lab, "kind": kind} for k, lab, kind in COLUMNS],
-            "rows": rows, "curves": curves, "colors": colors, "method_order": methods}
+            "rows": rows, "curves": curves, "colors": colors, "method_order": methods,
+            "ranking": _ranking_data(board)}
+
+
+def _ranking_data(board: pd.DataFrame) -> dict | None:
+    """The critical-difference diagram's data (``ranking.board_ranking``), or None."""
+    ranking = board_ranking(board)
+    if ranking is None:
+        return None
+    return {"n_tasks": ranking.n_tasks, "f": round(ranking.f_statistic, 4), "p": float(f"{ranking.p_value:.4g}"),
+            "cd": round(ranking.critical_difference, 4), "left_out": list(ranking.left_out),
+            "ranks": [[m, round(float(r), 4)] for m, r in ranking.average_ranks.items()],
+            "groups": [list(g) for g in ranking.groups()]}
 
 
 def render_html(board: pd.DataFrame, per_length: pd.DataFrame, title: str) -> str:
@@ -122,6 +135,11 @@ training length. Click a column to sort, a task to see its accuracy-vs-length ch
   <p id="shown"></p>
 </div>
 <table id="board"><thead><tr></tr></thead><tbody></tbody></table>
+<section id="ranking" hidden>
+  <h2>Ranking over tasks</h2>
+  <p class="note" id="ranking-note"></p>
+  <div id="cd"></div>
+</section>
 <dialog id="chart-dialog">
   <h2 id="chart-title"></h2>
   <label>metric <select id="chart-metric"><option value="exact_match">exact match</option>
@@ -283,9 +301,52 @@ function openChart(task, method) {
 }
 document.getElementById("chart-metric").addEventListener("change", drawChart);
 document.getElementById("chart-close").addEventListener("click", () => document.getElementById("chart-dialog").close());
+function drawRanking() {
+  // Demšar's critical-difference diagram: average ranks on an axis (1 = best, at the left),
+  // a bar as long as the Nemenyi critical difference, a thick line joining each group not told apart.
+  const r = DATA.ranking;
+  if (!r) return;
+  document.getElementById("ranking").hidden = false;
+  document.getElementById("ranking-note").textContent =
+    `Average rank per method over the ${r.n_tasks} tasks every method below ran (ties share the average rank); ` +
+    `Friedman test F = ${r.f.toFixed(2)}, p = ${r.p.toPrecision(2)}; methods joined by a thick line are not told ` +
+    `apart by the Nemenyi test (critical difference ${r.cd.toFixed(2)}).` + (r.left_out.length ? ` Left out (no score on every task): ${r.left_out.join(", ")}.` : "");
+  const k = r.ranks.length, half = Math.ceil(k / 2), W = 760, left = 230, right = W - 230;
+  const H = 70 + 22 * half + 12 * r.groups.length;
+  const sx = (rank) => left + (rank - 1) / Math.max(1, k - 1) * (right - left);
+  const svg = svgEl("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}` });
+  svg.append(svgEl("line", { x1: sx(1), x2: sx(k), y1: 40, y2: 40, stroke: "#222" }));
+  for (let t = 1; t <= k; t++) {
+    svg.append(svgEl("line", { x1: sx(t), x2: sx(t), y1: 36, y2: 40, stroke: "#222" }));
+    const label = svgEl("text", { x: sx(t), y: 32, "text-anchor": "middle" });
+    label.textContent = String(t);
+    svg.append(label);
+  }
+  svg.append(svgEl("line", { x1: sx(1), x2: sx(1 + r.cd), y1: 18, y2: 18, stroke: "#222", "stroke-width": 2 }));
+  const cd = svgEl("text", { x: sx(1), y: 12 });
+  cd.textContent = `CD = ${r.cd.toFixed(2)}`;
+  svg.append(cd);
+  r.ranks.forEach(([method, rank], i) => {
+    const onLeft = i < half, row = 70 + 22 * (onLeft ? i : k - 1 - i) + 12 * r.groups.length;
+    const end = onLeft ? left - 10 : right + 10;
+    svg.append(svgEl("polyline", { points: `${sx(rank)},40 ${sx(rank)},${row} ${end},${row}`, fill: "none",
+                                   stroke: DATA.colors[method] || "#555", class: "cd-method", "data-method": method }));
+    const label = svgEl("text", { x: onLeft ? end - 4 : end + 4, y: row + 4, "text-anchor": onLeft ? "end" : "start" });
+    label.textContent = `${method} (${rank.toFixed(2)})`;
+    svg.append(label);
+  });
+  const rankOf = Object.fromEntries(r.ranks);
+  r.groups.forEach((group, depth) => {
+    const xs = group.map((m) => sx(rankOf[m]));
+    svg.append(svgEl("line", { x1: Math.min(...xs) - 3, x2: Math.max(...xs) + 3, y1: 50 + 12 * depth,
+                               y2: 50 + 12 * depth, stroke: "#222", "stroke-width": 4, class: "cd-group" }));
+  });
+  document.getElementById("cd").append(svg);
+}
 buildFilters();
 buildHeader();
 render();
+drawRanking();
 </script>
 </body>
 </html>

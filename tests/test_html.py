@@ -140,3 +140,23 @@ def test_a_page_of_cells_that_never_finished_still_works(browser, tmp_path):
     page.click("#board tbody button.task")
     assert "No finished run" in page.inner_text("#chart")
     assert errors == [] and requests == []
+
+
+def test_the_page_draws_the_critical_difference_diagram(page_of_quick, browser, tmp_path):
+    """Every ranked method sits on the rank axis in rank order, with its groups; a
+    page with nothing to rank keeps the section hidden."""
+    from lengthbench.leaderboard.ranking import board_ranking
+
+    page, board, errors, _ = page_of_quick
+    ranking = board_ranking(board)
+    methods = [el.get_attribute("data-method") for el in page.query_selector_all("#cd polyline.cd-method")]
+    assert methods == list(ranking.average_ranks.index) and page.is_visible("#ranking")
+    xs = [float(el.get_attribute("points").split(",")[0]) for el in page.query_selector_all("#cd polyline.cd-method")]
+    assert xs == sorted(xs)  # the best rank at the left
+    assert len(page.query_selector_all("#cd line.cd-group")) == len(ranking.groups())
+    assert "transformer/coupled" in page.inner_text("#ranking-note") and errors == []
+    records = [r for r in load_records(ROOT / "leaderboard/reference/quick/records") if r.task == "copy"]
+    _, paths = build_leaderboard(records, tmp_path)  # one task: nothing to rank
+    lone, lone_errors, _ = open_page(browser, paths["html"])
+    assert not lone.is_visible("#ranking") and lone_errors == []
+    lone.close()
