@@ -80,7 +80,9 @@ def _ranking_data(board: pd.DataFrame) -> dict | None:
     ranking = board_ranking(board)
     if ranking is None:
         return None
-    return {"n_tasks": ranking.n_tasks, "f": round(ranking.f_statistic, 4), "p": float(f"{ranking.p_value:.4g}"),
+    f = ranking.f_statistic  # infinite when every task ranks the methods alike: JSON has no infinity
+    return {"n_tasks": ranking.n_tasks, "f": round(f, 4) if math.isfinite(f) else None,
+            "p": float(f"{ranking.p_value:.4g}"),
             "cd": round(ranking.critical_difference, 4), "left_out": list(ranking.left_out),
             "ranks": [[m, round(float(r), 4)] for m, r in ranking.average_ranks.items()],
             "groups": [list(g) for g in ranking.groups()]}
@@ -309,7 +311,7 @@ function drawRanking() {
   document.getElementById("ranking").hidden = false;
   document.getElementById("ranking-note").textContent =
     `Average rank per method over the ${r.n_tasks} tasks every method below ran (ties share the average rank); ` +
-    `Friedman test F = ${r.f.toFixed(2)}, p = ${r.p.toPrecision(2)}; methods joined by a thick line are not told ` +
+    `Friedman test F = ${r.f === null ? "\u221e" : r.f.toFixed(2)}, p = ${r.p.toPrecision(2)}; methods joined by a thick line are not told ` +
     `apart by the Nemenyi test (critical difference ${r.cd.toFixed(2)}).` + (r.left_out.length ? ` Left out (no score on every task): ${r.left_out.join(", ")}.` : "");
   const k = r.ranks.length, half = Math.ceil(k / 2), W = 760, left = 230, right = W - 230;
   const H = 70 + 22 * half + 12 * r.groups.length;
