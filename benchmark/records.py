@@ -44,7 +44,6 @@ SPLITS = ("id", "ood")
 SUMMARY_FIELDS = tuple(f"{split}_{metric}" for split in SPLITS for metric in METRICS)
 LENGTH_STATUSES = ("ok", "unsupported")
 QUARANTINE_SUFFIX = ".invalid"
-IDENTITY = ("run_id", "task", "encoding", "method", "seed", "config_hash")  # derived from the config
 
 log = logging.getLogger(__name__)
 
