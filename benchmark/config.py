@@ -20,6 +20,7 @@ from lengthbench.models.families import TRANSFORMER, ModelSize, RunInit, family_
 from lengthbench.tasks import get_task
 
 EVAL_SEED = 1234  # every preset's: evaluation data and eval-time positions, independent of the run seed
+DEFAULT_FIT_THRESHOLD = 0.9
 
 
 @dataclass(frozen=True)
@@ -45,16 +46,24 @@ class RunConfig:
     encoding_source: str = "built-in"  # plugin file + content hash for third-party encodings
     code_versions: dict = field(default_factory=dict)  # task/encoding/family/trainer versions other than 1
     family: str = TRANSFORMER  # the model family; families other than the transformer take no encoding ("")
+    # Lengths train_length < n <= validation_length are the validation band (settings are chosen there);
+    # the reported test band is validation_length < n <= test_length. 0: no validation band.
+    validation_length: int = 0
+    fit_threshold: float = DEFAULT_FIT_THRESHOLD  # a run fits when its held-out ID exact match reaches this
+    # Budget until fit: every fit_check_every steps the run's ID exact match on held-out samples is
+    # checked; after fit_patience checks in a row at or above fit_threshold it stops (steps is the
+    # maximum). 0: train for exactly ``steps``.
+    fit_check_every: int = 0
+    fit_patience: int = 0
 
     def to_dict(self) -> dict:
-        """Plain data; ``code_versions`` only when some version is not 1 and
-        ``family`` only when it is not the transformer, so configs (and
-        hashes, record names) made before either existed stay as they were."""
+        """Plain data; a field added after records existed is left out while
+        it holds its default (``LATER_FIELDS``), so configs (and hashes, record
+        names) made before it stay as they were."""
         data = asdict(self)
-        if not data["code_versions"]:
-            del data["code_versions"]
-        if data["family"] == TRANSFORMER:
-            del data["family"]
+        for name, default in LATER_FIELDS.items():
+            if data[name] == default:
+                del data[name]
         return data
 
     @classmethod
@@ -83,8 +92,16 @@ class RunConfig:
 
     def split(self, length: int) -> str:
         """``id`` for a task length the run trained on (<= ``train_length``),
-        else ``ood``: the one rule every summary, table and frame uses."""
-        return "id" if length <= self.train_length else "ood"
+        ``val`` in the validation band, else ``ood`` (the reported test band):
+        the one rule every summary, table and frame uses."""
+        if length <= self.train_length:
+            return "id"
+        return "val" if length <= self.validation_length else "ood"
+
+    @property
+    def test_start(self) -> int:
+        """The first length of the reported test band."""
+        return max(self.train_length, self.validation_length) + 1
 
     def make_encoding(self) -> PositionEncoding | None:
         """The run's position encoding, freshly built (None for a family without one)."""
@@ -104,13 +121,18 @@ class RunConfig:
 
     def eval_lengths(self) -> list[int]:
         """Evaluated task lengths: the stride grid from the task's minimum
-        length, always including L_train, the first OOD length and L_test."""
+        length, always including L_train, both ends of the validation band,
+        the first test length and L_test."""
         start = get_task(self.task).min_length
         lengths = set(range(start, self.test_length + 1, self.eval_stride))
-        lengths |= {self.train_length, self.train_length + 1, self.test_length}
+        lengths |= {self.train_length, self.train_length + 1, self.test_start, self.test_length}
+        if self.validation_length:
+            lengths.add(self.validation_length)
         return sorted(n for n in lengths if start <= n <= self.test_length)
 
 
+LATER_FIELDS = {"code_versions": {}, "family": TRANSFORMER, "validation_length": 0,
+                "fit_threshold": DEFAULT_FIT_THRESHOLD, "fit_check_every": 0, "fit_patience": 0}
 RUN_FIELDS = {f.name for f in fields(RunConfig)} - {"task", "encoding", "seed", "model", "encoding_params",
                                                     "encoding_source", "code_versions", "family"}
 
@@ -153,6 +175,7 @@ class Preset:
         unknown = set(values) - RUN_FIELDS
         if unknown:
             raise InputError(f"preset {self.name!r} sets unknown fields {sorted(unknown)}; valid: {sorted(RUN_FIELDS)}")
+        _check_protocol(self.name, values)
         if family_entry(family).takes_encoding:
             params = resolve_params(encoding, self.encoding_params.get(encoding))
             source = encoding_entry(encoding).source
@@ -180,6 +203,22 @@ class Preset:
 
     def describe(self) -> dict:
         return asdict(self)
+
+
+def _check_protocol(preset: str, values: dict) -> None:
+    """Train, validation and test bands must be disjoint and each non-empty;
+    a budget until fit needs a check interval and a patience."""
+    train, val, test = values.get("train_length"), values.get("validation_length", 0), values.get("test_length")
+    if val and not (isinstance(train, int) and isinstance(test, int) and train < val < test):
+        raise InputError(f"preset {preset!r}: validation_length {val!r} must lie strictly between train_length "
+                         f"{train!r} and test_length {test!r} (or be 0: no validation band)")
+    every, patience = values.get("fit_check_every", 0), values.get("fit_patience", 0)
+    if bool(every) != bool(patience) or every < 0 or patience < 0:
+        raise InputError(f"preset {preset!r}: fit_check_every {every!r} and fit_patience {patience!r} must both be "
+                         "positive (train until fit) or both 0 (train for exactly `steps`)")
+    threshold = values.get("fit_threshold", DEFAULT_FIT_THRESHOLD)
+    if not 0 < threshold <= 1:
+        raise InputError(f"preset {preset!r}: fit_threshold {threshold!r} must be a fraction in (0, 1]")
 
 
 def _grid_axis(what: str, values, default: tuple) -> tuple:

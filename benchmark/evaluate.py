@@ -12,13 +12,14 @@ import numpy as np
 import torch
 
 from lengthbench.benchmark.config import RunConfig
-from lengthbench.benchmark.seeding import eval_streams
+from lengthbench.benchmark.seeding import eval_streams, fit_check_streams
 from lengthbench.benchmark.train import batch_tensors
 from lengthbench.models.encodings import PositionsOutOfRange
 from lengthbench.models.families import RunStack
 from lengthbench.tasks import Task, make_batch
 
 ATTENTION_BUDGET_BYTES = 1 << 28  # per chunk, for the (B, H, T, T) score/bias tensors
+FIT_CHECK_SAMPLES = 64  # per trained length, at each in-training fit check
 
 
 def chunk_size(total: int, seq_len: int, n_heads: int, n_runs: int = 1) -> int:
@@ -58,19 +59,22 @@ def _score(model: RunStack, t: dict, positions: dict, runs: list[int], n_heads: 
 
 @torch.no_grad()
 def evaluate_length(model: RunStack, task: Task, length: int, config: RunConfig,
-                    device: torch.device, runs: list[int] | None = None) -> dict[int, dict]:
+                    device: torch.device, runs: list[int] | None = None,
+                    streams=eval_streams, n_samples: int | None = None) -> dict[int, dict]:
     """Metrics of each of ``runs`` (default: all) at one task length, on the
-    fixed evaluation stream; every run sees the same examples and draws its
-    eval-time positions from a fresh copy of the same stream, as if alone."""
+    fixed evaluation stream (``streams``; ``n_samples`` examples, default the
+    config's); every run sees the same examples and draws its eval-time
+    positions from a fresh copy of the same stream, as if alone."""
     runs = list(range(model.n_runs)) if runs is None else list(runs)
+    n_samples = config.eval_samples if n_samples is None else n_samples
     model.eval()
-    rng, _ = eval_streams(config.eval_seed, length, device)
-    t = batch_tensors(make_batch(task, rng, np.full(config.eval_samples, length)), device)
+    rng, _ = streams(config.eval_seed, length, device)
+    t = batch_tensors(make_batch(task, rng, np.full(n_samples, length)), device)
     results, positions = {}, {}
     for r in runs:
         try:
             positions[r] = model.positions(r, t["tokens"], t["position_ids"], t["seq_lens"],
-                                           eval_streams(config.eval_seed, length, device)[1])
+                                           streams(config.eval_seed, length, device)[1])
         except PositionsOutOfRange as err:
             results[r] = _unsupported(length, str(err))
     able = [r for r in runs if r in positions]
@@ -85,7 +89,7 @@ def evaluate_length(model: RunStack, task: Task, length: int, config: RunConfig,
                 results[r] = _unsupported(length, str(err))
     for r, (token_acc, exact, nonfinite) in scores.items():
         results[r] = {"length": length, "status": "ok", "token_accuracy": round(float(token_acc), 6),
-                      "exact_match": round(float(exact), 6), "n_samples": config.eval_samples}
+                      "exact_match": round(float(exact), 6), "n_samples": n_samples}
         if nonfinite:  # only then: the records of runs with finite outputs stay as they were
             results[r]["nonfinite"] = nonfinite
     return results
@@ -102,3 +106,16 @@ def evaluate(model: RunStack, task: Task, config: RunConfig, device: torch.devic
         if progress is not None:
             progress.update(1)
     return per_run
+
+
+def held_out_fit(model: RunStack, task: Task, config: RunConfig, device: torch.device,
+                 runs: list[int]) -> dict[int, float]:
+    """Each run's mean exact match over its trained lengths, on held-out
+    examples (``seeding.fit_check_streams``): the in-training fit check."""
+    lengths = [n for n in config.eval_lengths() if config.split(n) == "id"]
+    scores: dict[int, list[float]] = {r: [] for r in runs}
+    for length in lengths:
+        for r, row in evaluate_length(model, task, length, config, device, runs, fit_check_streams,
+                                      FIT_CHECK_SAMPLES).items():
+            scores[r].append(row["exact_match"])
+    return {r: float(np.mean(values)) for r, values in scores.items()}

@@ -40,8 +40,9 @@ RECORD_SCHEMA_VERSION = 1
 STATUSES = ("ok", "diverged", "error", "not_applicable")
 FINISHED = ("ok", "diverged", "not_applicable")  # a rerun skips these; errors are retried
 METRICS = ("exact_match", "token_accuracy")
-SPLITS = ("id", "ood")
+SPLITS = ("id", "val", "ood")  # trained lengths, the validation band, the reported test band
 SUMMARY_FIELDS = tuple(f"{split}_{metric}" for split in SPLITS for metric in METRICS)
+OPTIONAL_SPLITS = ("val",)  # a run without a validation band has no val_* summary fields
 LENGTH_STATUSES = ("ok", "unsupported")
 QUARANTINE_SUFFIX = ".invalid"
 
@@ -57,7 +58,8 @@ class RunRecord:
     """One run: its configuration (which fixes its identity), where and by
     what code it ran, and its outcome. ``per_length`` rows hold ``length``,
     ``status`` (ok / unsupported), ``exact_match``, ``token_accuracy`` and
-    ``n_samples``; ``summary`` the in- and out-of-distribution means."""
+    ``n_samples``; ``summary`` the means over the in-distribution lengths,
+    the validation band and the test band (``ood``)."""
 
     config: RunConfig
     code_version: str
@@ -69,7 +71,7 @@ class RunRecord:
     wall_time_s: float | None = None
     n_parameters: int | None = None
     group_size: int | None = None
-    training: dict | None = None  # steps_done, final_loss, loss_curve
+    training: dict | None = None  # steps_done, stopped, final_loss, loss_curve (and fit_checks)
     per_length: list[dict] | None = None
     summary: dict | None = None
     error: str | None = None
@@ -132,18 +134,20 @@ class RunRecord:
         return data
 
     def length_rows(self) -> list[dict]:
-        """One row per evaluated length, with its ``split`` (``id``/``ood``,
+        """One row per evaluated length, with its ``split`` (``id``/``val``/``ood``,
         ``RunConfig.split``); empty for a run without metrics."""
         return [{**row, "split": self.config.split(row["length"])} for row in self.per_length or []]
 
 
 def summarize(per_length: list[dict], config: RunConfig) -> dict:
-    """In-distribution and out-of-distribution means of each metric
-    (``RunConfig.split`` decides which is which). A length the encoding cannot
-    run at counts as 0 (it cannot solve it); every OOD length is included,
-    the first one too."""
+    """Means of each metric over the in-distribution lengths, the validation
+    band (when the run has one) and the test band (``RunConfig.split`` decides
+    which is which). A length the encoding cannot run at counts as 0 (it
+    cannot solve it); every test length is included, the first one too."""
     out = {}
     for split in SPLITS:
+        if split in OPTIONAL_SPLITS and not config.validation_length:
+            continue
         rows = [r for r in per_length if config.split(r["length"]) == split]
         for metric in METRICS:
             out[f"{split}_{metric}"] = round(float(np.mean([r[metric] for r in rows])), 6) if rows else None
@@ -211,6 +215,8 @@ def _metrics_problem(data: dict) -> str | None:
     if not isinstance(summary, dict):
         return "status ok but no summary"
     for name in SUMMARY_FIELDS:
+        if name not in summary and name.split("_")[0] in OPTIONAL_SPLITS:
+            continue
         if name not in summary or not (summary[name] is None or _fraction(summary[name])):
             return f"summary field {name} is {summary.get(name)!r}, not a fraction in [0, 1]"
     per_length = data.get("per_length")

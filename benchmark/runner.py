@@ -16,7 +16,7 @@ from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S, Checkpoint
 from lengthbench.benchmark.claims import Heartbeat, claim_path, release, try_claim
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.device import default_device
-from lengthbench.benchmark.evaluate import evaluate
+from lengthbench.benchmark.evaluate import evaluate, held_out_fit
 from lengthbench.benchmark.records import RunRecord, load_finished, summarize
 from lengthbench.benchmark.train import build_group, train_group
 from lengthbench.tasks import get_task
@@ -77,12 +77,15 @@ def _train_and_evaluate(configs: list[RunConfig], records: list[RunRecord], devi
     for r, record in enumerate(records):
         record.n_parameters = model.n_parameters(r)
     bar = progress_factory(configs[0].steps, _label("train", configs)) if progress_factory else None
-    results = train_group(model, task, configs, device, bar, checkpoint)
+    results = train_group(model, task, configs, device, bar, checkpoint,
+                          fit_check=lambda runs: held_out_fit(model, task, configs[0], device, runs))
     if bar is not None:
         bar.close()
     for record, result in zip(records, results):
-        record.training = {"steps_done": result.steps_done, "final_loss": result.final_loss,
-                           "loss_curve": result.loss_curve}
+        record.training = {"steps_done": result.steps_done, "stopped": result.stopped,
+                           "final_loss": result.final_loss, "loss_curve": result.loss_curve}
+        if result.fit_checks is not None:
+            record.training["fit_checks"] = result.fit_checks
         if result.diverged:
             record.status = "diverged"
     alive = [r for r, result in enumerate(results) if not result.diverged]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-DATA, INIT, POSITIONS = 0, 1, 2
+DATA, INIT, POSITIONS, FIT_CHECK = 0, 1, 2, 3
 
 
 def _state(*key: int) -> int:
@@ -37,4 +37,12 @@ def eval_streams(eval_seed: int, length: int, device: torch.device):
     the run seed and of which other lengths are evaluated."""
     rng = np.random.default_rng([eval_seed, length])
     gen = torch.Generator(device=device).manual_seed(_state(eval_seed, length, POSITIONS))
+    return rng, gen
+
+
+def fit_check_streams(eval_seed: int, length: int, device: torch.device):
+    """Held-out data and positions for the in-training fit check at one
+    length: neither training batches nor the reported evaluation's examples."""
+    rng = np.random.default_rng([eval_seed, length, FIT_CHECK])
+    gen = torch.Generator(device=device).manual_seed(_state(eval_seed, length, POSITIONS, FIT_CHECK))
     return rng, gen

@@ -38,6 +38,8 @@ class TrainResult:
     loss_curve: list[float]  # mean loss over LOSS_CURVE_POINTS equal windows
     final_loss: float
     step_losses: list[float]  # every step's loss (not stored in records)
+    stopped: str = "max_steps"  # or "fit" (budget until fit) or "diverged"
+    fit_checks: list[list] | None = None  # [step, held-out ID exact match] at each fit check
 
 
 def batch_tensors(batch: Batch, device: torch.device) -> dict[str, torch.Tensor]:
@@ -89,19 +91,26 @@ def build_group(configs: list[RunConfig], task: Task, device: torch.device) -> R
 
 
 def train_group(model: RunStack, task: Task, configs: list[RunConfig], device: torch.device,
-                progress=None, checkpoint: Checkpoint | None = None) -> list[TrainResult]:
+                progress=None, checkpoint: Checkpoint | None = None, fit_check=None) -> list[TrainResult]:
     """Train the stacked runs in place, each on its own data and position
     streams with its own loss, clipping and (elementwise) AdamW state. A
     run whose loss turns non-finite stops there (``diverged``); the others
-    go on. With a ``checkpoint``, training resumes from its saved state and
+    go on. With a budget until fit (``RunConfig.fit_check_every``),
+    ``fit_check(runs) -> {run: held-out ID exact match}`` is called every
+    that many steps and a run that fit at ``fit_patience`` checks in a row
+    stops there: its weights are kept as they were, whatever the group does
+    next. With a ``checkpoint``, training resumes from its saved state and
     saves its state whenever the checkpoint is due."""
     schedule = configs[0]
+    every = schedule.fit_check_every if fit_check is not None else 0
     rngs = [data_rng(c.seed) for c in configs]
     gens = [position_generator(c.seed, device) for c in configs]
     optimizer = torch.optim.AdamW(model.parameters(), lr=schedule.lr, weight_decay=schedule.weight_decay)
     model.train()
     losses: list[list[float]] = [[] for _ in configs]
     diverged_at: dict[int, int] = {}
+    fit_at: dict[int, int] = {}
+    fit_checks: list[list] = [[] for _ in configs]
     active = list(range(len(configs)))
     start = 0
     saved = checkpoint.load() if checkpoint is not None else None
@@ -118,11 +127,14 @@ def train_group(model: RunStack, task: Task, configs: list[RunConfig], device: t
             gen.set_state(state)
         losses, start = saved["losses"], saved["step"]
         diverged_at = {int(r): at for r, at in saved["diverged_at"].items()}
-        active = [r for r in active if r not in diverged_at]
+        fit_at = {int(r): at for r, at in saved.get("fit_at", {}).items()}
+        fit_checks = saved.get("fit_checks", fit_checks)
+        active = [r for r in active if r not in diverged_at and r not in fit_at]
         log.info("%s: resumed %d run(s) from their checkpoint at step %d of %d", schedule.task, len(configs),
                  start, schedule.steps)
         if progress is not None:
             progress.update(start)
+    frozen = {r: [p.detach().clone() for p in model.run_parameters(r)] for r in fit_at}
     for step in range(start, schedule.steps):
         if not active:
             break
@@ -155,24 +167,58 @@ def train_group(model: RunStack, task: Task, configs: list[RunConfig], device: t
                 diverged_at[r] = step
         clip_per_run(model, schedule.grad_clip)
         optimizer.step()
+        _restore(model, frozen)
         active = [r for r in active if r not in diverged_at]
+        if every and (step + 1) % every == 0 and step + 1 < schedule.steps and active:
+            for r in _fitted(model, fit_check, active, fit_checks, step + 1, schedule):
+                fit_at[r] = step + 1
+                frozen[r] = [p.detach().clone() for p in model.run_parameters(r)]
+            active = [r for r in active if r not in fit_at]
         if checkpoint is not None and checkpoint.due() and step + 1 < schedule.steps:
             checkpoint.save({"step": step + 1, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                              "data_rngs": [rng.bit_generator.state for rng in rngs],
                              "position_rngs": [gen.get_state() for gen in gens], "losses": losses,
-                             "diverged_at": {str(r): at for r, at in diverged_at.items()}})
+                             "diverged_at": {str(r): at for r, at in diverged_at.items()},
+                             "fit_at": {str(r): at for r, at in fit_at.items()}, "fit_checks": fit_checks})
         if progress is not None:
             progress.update(1)
             if step % 50 == 0 and active:
                 progress.set_postfix(loss=f"{losses[active[0]][-1]:.3f}")
     results = []
     for r in range(len(configs)):
+        checks = fit_checks[r] if every else None
         if r in diverged_at:
-            results.append(TrainResult(diverged_at[r], True, _curve(losses[r]), float("nan"), losses[r]))
+            results.append(TrainResult(diverged_at[r], True, _curve(losses[r]), float("nan"), losses[r],
+                                       "diverged", checks))
         else:
             tail = losses[r][-max(1, len(losses[r]) // LOSS_CURVE_POINTS):]
-            results.append(TrainResult(schedule.steps, False, _curve(losses[r]), float(np.mean(tail)), losses[r]))
+            stopped = "fit" if r in fit_at else "max_steps"
+            results.append(TrainResult(fit_at.get(r, schedule.steps), False, _curve(losses[r]), float(np.mean(tail)),
+                                       losses[r], stopped, checks))
     return results
+
+
+def _fitted(model: RunStack, fit_check, active: list[int], fit_checks: list[list], step: int,
+            schedule: RunConfig) -> list[int]:
+    """Run the fit check on the active runs, log it, and return those that
+    fit at their last ``fit_patience`` checks."""
+    scores = fit_check(active)
+    model.train()
+    done = []
+    for r in active:
+        fit_checks[r].append([step, round(scores[r], 6)])
+        recent = [score for _, score in fit_checks[r][-schedule.fit_patience:]]
+        if len(recent) == schedule.fit_patience and min(recent) >= schedule.fit_threshold:
+            done.append(r)
+    return done
+
+
+@torch.no_grad()
+def _restore(model: RunStack, frozen: dict[int, list[torch.Tensor]]) -> None:
+    """Put back the weights of the runs that stopped (a group's optimizer
+    step still moves them: momentum and weight decay)."""
+    for r, saved in frozen.items():
+        torch._foreach_copy_(model.run_parameters(r), saved)
 
 
 def _same_shapes(model: RunStack, state: dict) -> bool:

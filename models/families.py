@@ -55,7 +55,8 @@ class RunStack(Protocol):
     """What the trainer and evaluation need from a model family: the models of
     R runs of one shape behind one module (an ``nn.Module``: ``parameters``,
     ``state_dict``, ``train``/``eval``, ``to``). ``n_parameters(r)`` counts
-    run r's parameters, ``run_gradients(r)`` lists all of run r's gradients,
+    run r's parameters, ``run_parameters(r)`` lists them (views into the
+    stacked tensors), ``run_gradients(r)`` lists all of run r's gradients,
     ``positions`` gives run r's positions for a batch (a family may ignore
     them), and calling it maps ``(R', B, T)`` tokens of the chosen ``runs``
     (default: all, in order) to ``(R', B, T, V)`` logits."""
@@ -63,6 +64,8 @@ class RunStack(Protocol):
     n_runs: int
 
     def n_parameters(self, run: int) -> int: ...
+
+    def run_parameters(self, run: int) -> list[torch.Tensor]: ...
 
     def run_gradients(self, run: int) -> list[torch.Tensor]: ...
 

@@ -115,6 +115,9 @@ class StackedRecurrent(nn.Module):
     def n_parameters(self, run: int) -> int:
         return sum(p.numel() for p in self.weights.values()) // self.n_runs  # every weight is stacked
 
+    def run_parameters(self, run: int) -> list[torch.Tensor]:
+        return [p[run] for p in self.weights.values()]
+
     def run_gradients(self, run: int) -> list[torch.Tensor]:
         return [p.grad[run] for p in self.weights.values() if p.grad is not None]
 

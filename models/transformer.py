@@ -225,6 +225,10 @@ class Transformer(nn.Module):
         return (sum(p.numel() for p in self._shared()) // self.n_runs
                 + sum(p.numel() for p in self.encodings[run].parameters()))
 
+    def run_parameters(self, run: int) -> list[torch.Tensor]:
+        """Run r's parameters (views into the stacked ones)."""
+        return [p[run] for p in self._shared()] + list(self.encodings[run].parameters())
+
     def run_gradients(self, run: int) -> list[torch.Tensor]:
         """Run r's gradients (views into the stacked ones) in a plain model's
         parameter order (embedding, encoding, blocks, head), so that a norm

@@ -15,7 +15,7 @@ def make_tiny_preset():
     base = get_preset("smoke")
     return replace(
         base, name="tiny", tasks=("copy", "parity_check"), encodings=("nope", "coupled"),
-        settings={**base.settings, "steps": 3, "eval_samples": 4, "test_length": 7},
+        settings={**base.settings, "steps": 3, "eval_samples": 4, "validation_length": 6, "test_length": 7},
     )
 
 

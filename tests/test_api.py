@@ -63,7 +63,8 @@ def test_load_records_is_one_row_per_run_and_length_with_every_config_field(tiny
             continue
         assert list(rows.length) == [m["length"] for m in record["per_length"]]
         np.testing.assert_allclose(rows.exact_match, [m["exact_match"] for m in record["per_length"]])
-        assert list(rows.split) == ["id" if m["length"] <= config["train_length"] else "ood"
+        assert list(rows.split) == ["id" if m["length"] <= config["train_length"]
+                                    else "val" if m["length"] <= config.get("validation_length", 0) else "ood"
                                     for m in record["per_length"]]
 
 

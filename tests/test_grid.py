@@ -110,14 +110,21 @@ def test_unknown_task_clear_error(tiny_preset, bad):
 
 
 def test_summary_includes_first_ood_length():
-    """The reference code's average skipped the first OOD length; ours does not."""
+    """The reference code's average skipped the first OOD length; ours does
+    not (the first test length here, with and without a validation band)."""
     from lengthbench.benchmark.records import summarize
 
     rows = [{"length": n, "status": "ok", "exact_match": float(n == 6), "token_accuracy": 0.5}
             for n in range(1, 9)]
-    summary = summarize(rows, replace(get_preset("smoke").run_config("copy", "nope", 0), train_length=5))
+    config = replace(get_preset("smoke").run_config("copy", "nope", 0), train_length=5, validation_length=0)
+    summary = summarize(rows, config)
     assert summary["ood_exact_match"] == pytest.approx(1 / 3)
     assert summary["id_exact_match"] == 0.0
+    assert "val_exact_match" not in summary
+    banded = summarize([{**r, "exact_match": float(r["length"] == 7)} for r in rows],
+                       replace(config, validation_length=6))
+    assert banded["val_exact_match"] == 0.0
+    assert banded["ood_exact_match"] == pytest.approx(1 / 2)
 
 
 def test_evaluation_has_dropout_off(tiny_preset):
