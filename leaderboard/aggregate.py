@@ -36,11 +36,34 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
         rows.append({
             "task": r.task, "method": r.method, "model": r.config.family,
             "encoding": r.encoding, "seed": r.seed, "status": r.status,
-            "train_length": r.config.train_length, "test_length": r.config.test_length,
+            "train_length": r.config.train_length, "validation_length": r.config.validation_length,
+            "test_length": r.config.test_length, "fit_threshold": r.config.fit_threshold,
+            "steps_done": (r.training or {}).get("steps_done"),
             "signature": json.dumps(signature, sort_keys=True),
             "run_id": r.run_id, "failed": r.failed, **{k: (r.summary or {}).get(k) for k in SUMMARY_FIELDS},
         })
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=RUN_COLUMNS)
+
+
+RUN_COLUMNS = ["task", "method", "model", "encoding", "seed", "status", "train_length", "validation_length",
+               "test_length", "fit_threshold", "steps_done", "signature", "run_id", "failed", *SUMMARY_FIELDS]
+
+
+def fit_status(n_fit: int, n_seeds: int) -> str:
+    """``fit`` (every seed fit its training lengths), ``partly_fit`` or ``not_fit``."""
+    return "fit" if n_fit == n_seeds else ("partly_fit" if n_fit else "not_fit")
+
+
+def judged(board: pd.DataFrame) -> pd.Series:
+    """THE rule for cells that did not fit, used by every rank, mean and
+    verdict: a cell is judged on length generalization only when it ran
+    (status ok) and at least half of its seeds fit their training lengths
+    (held-out ID exact match >= the preset's ``fit_threshold``). A cell that
+    did not fit keeps its numbers, flagged, but is never read as a failure to
+    generalize: it has no rank and enters no mean rank, level mean, ranking
+    or reproduction verdict. (A board migrated from before fit was recorded
+    has fit ``unknown``: judged as it was.)"""
+    return (board.status == "ok") & ((2 * board.n_fit >= board.n_seeds) | (board.fit_status == "unknown"))
 
 
 def _check_single_config(runs: pd.DataFrame) -> None:
@@ -78,6 +101,7 @@ def _metric_stats(scored: pd.DataFrame, lengths: pd.DataFrame, metric: str, trai
         f"ood_{metric}_ci_high": high,
         f"ood_{metric}_max": float(ood.max()) if len(ood) else np.nan,
         f"id_{metric}_mean": float(scored[f"id_{metric}"].mean()) if len(scored) else np.nan,
+        f"val_{metric}_mean": float(scored[f"val_{metric}"].astype(float).mean()) if len(scored) else np.nan,
         f"frac_seeds_generalize_{metric}": float((ood >= GENERALIZE_THRESHOLD).mean()) if len(ood) else np.nan,
         f"generalization_length_{metric}": gen,
         f"extrapolation_ratio_{metric}": gen / train_length,
@@ -86,6 +110,10 @@ def _metric_stats(scored: pd.DataFrame, lengths: pd.DataFrame, metric: str, trai
 
 def leaderboard_frame(records: list[RunRecord]) -> pd.DataFrame:
     """One row per (task, method) in the ``leaderboard.schema`` layout.
+
+    A seed *fits* when its held-out ID exact match reaches the run's
+    ``fit_threshold`` (a failed seed does not); ``judged`` says which cells
+    are read as evidence about length generalization.
 
     The one rule for seeds that did not give a clean result: a seed whose
     method *failed* (training diverged, or non-finite outputs at an evaluated
@@ -102,16 +130,20 @@ def leaderboard_frame(records: list[RunRecord]) -> pd.DataFrame:
     for (task, method), cell in runs.groupby(["task", "method"], sort=False):
         clean = cell[(cell.status == "ok") & ~cell.failed]
         failed = cell[cell.failed]
-        scored = pd.concat([clean, failed.assign(**{k: 0.0 for k in SUMMARY_FIELDS})]) if len(clean) else clean
+        scored = pd.concat([clean, failed.assign(**{k: 0.0 for k in SUMMARY_FIELDS if clean[k].notna().any()})]) if len(clean) else clean
         na = (cell.status == "not_applicable").all()
         train_length = int(cell.train_length.iloc[0])
+        n_fit = int((scored.id_exact_match.astype(float) >= scored.fit_threshold).sum()) if len(scored) else 0
         row = {
             "schema_version": SCHEMA_VERSION, "task": task, "level": _level(task),
             "method": method, "model": cell.model.iloc[0], "encoding": cell.encoding.iloc[0],
             "status": "not_applicable" if na else ("ok" if len(clean) else "failed"),
             "n_seeds": len(scored), "n_failed": len(failed), "n_errors": int((cell.status == "error").sum()),
-            "train_length": train_length,
+            "train_length": train_length, "validation_length": int(cell.validation_length.iloc[0]),
             "test_length": int(cell.test_length.iloc[0]),
+            "fit_threshold": float(cell.fit_threshold.iloc[0]), "n_fit": n_fit,
+            "fit_status": fit_status(n_fit, len(scored)) if len(clean) else "",
+            "steps_mean": float(scored.steps_done.astype(float).mean()) if len(scored) else np.nan,
         }
         lengths = per_length[(per_length.task == task) & (per_length.method == method)
                              & per_length.seed.isin(clean.seed)]
@@ -119,7 +151,8 @@ def leaderboard_frame(records: list[RunRecord]) -> pd.DataFrame:
             row.update(_metric_stats(scored, lengths, metric, train_length))
         rows.append(row)
     board = pd.DataFrame(rows)
-    board["rank"] = board.groupby("task")["ood_exact_match_mean"].rank(ascending=False, method="average")
+    board["rank"] = (board.ood_exact_match_mean.where(judged(board))
+                     .groupby(board.task).rank(ascending=False, method="average"))
     board = board[list(COLUMN_NAMES)]
     methods = method_order(board.method.unique())
     return board.iloc[sorted(range(len(board)), key=lambda i: _row_key(board.iloc[i], methods))].reset_index(drop=True)
@@ -141,8 +174,9 @@ def _row_key(row: pd.Series, methods: list[str]) -> tuple:
 
 def level_summary(board: pd.DataFrame) -> pd.DataFrame:
     """Per method: mean OOD exact match over the tasks of each level and
-    overall (cells that ran; n/a and failed cells excluded), and mean rank."""
-    ran = board[board.status == "ok"]
+    overall, and mean rank, over its judged cells (``judged``: n/a, failed
+    and unfit cells excluded)."""
+    ran = board[judged(board)]
     if ran.empty:
         return pd.DataFrame()
     table = ran.pivot_table(index="method", columns="level", values="ood_exact_match_mean", aggfunc="mean")

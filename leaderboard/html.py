@@ -21,6 +21,7 @@ from lengthbench.benchmark.files import write_text
 from lengthbench.leaderboard.aggregate import method_order
 from lengthbench.leaderboard.plots import method_colors
 from lengthbench.leaderboard.ranking import board_ranking
+from lengthbench.leaderboard.tables import FIT_RULE, bands
 from lengthbench.models.encodings import encoding_kind
 
 # (column, header, kind): "pct" cells show mean ± std from <column> and its _std twin.
@@ -28,7 +29,8 @@ COLUMNS = [
     ("task", "task", "text"), ("level", "level", "text"), ("method", "method", "text"),
     ("family", "encoding family", "text"), ("status", "status", "text"),
     ("ood_exact_match_mean", "OOD exact match %", "pct"), ("ood_token_accuracy_mean", "OOD token acc. %", "pct"),
-    ("id_exact_match_mean", "ID exact match %", "pct"),
+    ("id_exact_match_mean", "ID exact match %", "pct"), ("val_exact_match_mean", "validation exact match %", "pct"),
+    ("fit_status", "fit", "text"), ("n_fit", "seeds that fit", "num"), ("steps_mean", "mean steps", "num"),
     ("generalization_length_exact_match", "generalizes to length", "num"),
     ("rank", "rank in task", "num"), ("n_seeds", "seeds", "num"), ("n_failed", "failed seeds (count as 0)", "num"),
     ("n_errors", "errors (not counted)", "num"),
@@ -72,7 +74,20 @@ def page_data(board: pd.DataFrame, per_length: pd.DataFrame, title: str) -> dict
                    for metric in ("exact_match", "token_accuracy") for agg in ("mean", "min", "max")}}
     return {"title": title, "columns": [{"key": k, "label": lab, "kind": kind} for k, lab, kind in COLUMNS],
             "rows": rows, "curves": curves, "colors": colors, "method_order": methods,
-            "ranking": _ranking_data(board)}
+            "ranking": _ranking_data(board), "protocol": _protocol(board)}
+
+
+def _protocol(board: pd.DataFrame) -> str:
+    """The page's statement of its length bands and of the fit rule."""
+    by_bands: dict[str, list[str]] = {}
+    for _, row in board.drop_duplicates("task").iterrows():
+        by_bands.setdefault(bands(row), []).append(row.task)
+    text = "Length bands (train / validation / test): " + "; ".join(
+        f"{b}" + ("" if len(by_bands) == 1 else f" ({', '.join(tasks)})") for b, tasks in by_bands.items()) + "."
+    threshold = board.fit_threshold.dropna()
+    if len(threshold):
+        text += f" {FIT_RULE} Threshold: {100 * threshold.iloc[0]:.0f}% in-distribution exact match."
+    return text
 
 
 def _ranking_data(board: pd.DataFrame) -> dict | None:
@@ -84,6 +99,7 @@ def _ranking_data(board: pd.DataFrame) -> dict | None:
     return {"n_tasks": ranking.n_tasks, "f": round(f, 4) if math.isfinite(f) else None,
             "p": float(f"{ranking.p_value:.4g}"),
             "cd": round(ranking.critical_difference, 4), "left_out": list(ranking.left_out),
+            "unfit_tasks": list(ranking.unfit_tasks),
             "ranks": [[m, round(float(r), 4)] for m, r in ranking.average_ranks.items()],
             "groups": [list(g) for g in ranking.groups()]}
 
@@ -129,8 +145,9 @@ svg text { font: 11px system-ui, sans-serif; fill: #333; }
 </head>
 <body>
 <h1>__TITLE__</h1>
-<p class="note">One row per task &times; method: mean &plusmn; std over seeds (%). OOD: lengths above the
-training length. Click a column to sort, a task to see its accuracy-vs-length chart.</p>
+<p class="note">One row per task &times; method: mean &plusmn; std over seeds (%). OOD: the test band.
+Click a column to sort, a task to see its accuracy-vs-length chart.</p>
+<p class="note" id="protocol"></p>
 <div id="filters">
   <fieldset id="filter-level"><legend>task level</legend></fieldset>
   <fieldset id="filter-family"><legend>encoding family</legend></fieldset>
@@ -312,7 +329,8 @@ function drawRanking() {
   document.getElementById("ranking-note").textContent =
     `Average rank per method over the ${r.n_tasks} tasks every method below ran (ties share the average rank); ` +
     `Friedman test F = ${r.f === null ? "\u221e" : r.f.toFixed(2)}, p = ${r.p.toPrecision(2)}; methods joined by a thick line are not told ` +
-    `apart by the Nemenyi test (critical difference ${r.cd.toFixed(2)}).` + (r.left_out.length ? ` Left out (no score on every task): ${r.left_out.join(", ")}.` : "");
+    `apart by the Nemenyi test (critical difference ${r.cd.toFixed(2)}).` + (r.left_out.length ? ` Left out (no score on every task): ${r.left_out.join(", ")}.` : "") +
+    (r.unfit_tasks.length ? ` Tasks left out (some method did not fit there): ${r.unfit_tasks.join(", ")}.` : "");
   const k = r.ranks.length, half = Math.ceil(k / 2), W = 760, left = 230, right = W - 230;
   const H = 70 + 22 * half + 12 * r.groups.length;
   const sx = (rank) => left + (rank - 1) / Math.max(1, k - 1) * (right - left);
@@ -348,6 +366,7 @@ function drawRanking() {
 buildFilters();
 buildHeader();
 render();
+document.getElementById("protocol").textContent = DATA.protocol;
 drawRanking();
 </script>
 </body>

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from lengthbench.benchmark.files import save_figure
-from lengthbench.leaderboard.aggregate import method_order
+from lengthbench.leaderboard.aggregate import judged, method_order
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import FAMILIES, method_parts
 from lengthbench.tasks import task_names
@@ -126,18 +126,22 @@ def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = 
 def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match_mean") -> Path:
     """Tasks (columns, grouped by Chomsky level / family) x methods (rows);
     n/a cells hatched grey, failed cells marked with an x, cells that lost
-    seeds (failed, counted as 0, or errors) with a dagger."""
+    seeds (failed, counted as 0, or errors) with a dagger, cells that did not
+    fit their training lengths (``aggregate.judged``) with "nf" and a dotted
+    frame."""
     tasks = sorted(dict.fromkeys(board["task"]),
                    key=lambda t: LEVELS.index(board[board.task == t]["level"].iloc[0])
                    if board[board.task == t]["level"].iloc[0] in LEVELS else len(LEVELS))
     methods = method_order(board["method"].unique())
     grid = np.full((len(methods), len(tasks)), np.nan)
-    status, lost = {}, {}
-    for _, row in board.iterrows():
+    status, lost, unfit = {}, {}, {}
+    is_judged = judged(board)
+    for k, row in board.iterrows():
         i, j = methods.index(row.method), tasks.index(row.task)
         grid[i, j] = row[metric]
         status[i, j] = row.status
         lost[i, j] = row.n_failed + row.n_errors > 0
+        unfit[i, j] = row.status == "ok" and not is_judged[k]
     fig = Figure(figsize=(max(6.0, 2.5 + 0.8 * len(tasks)), 1.8 + 0.42 * len(methods)))
     ax = fig.subplots()
     image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
@@ -148,8 +152,10 @@ def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match
         elif st != "ok":
             ax.text(j, i, "x", ha="center", va="center", fontsize=9, color="red")
         else:
-            ax.text(j, i, f"{100 * grid[i, j]:.0f}" + ("†" if lost[i, j] else ""), ha="center", va="center",
-                    fontsize=7, color="white" if grid[i, j] < 0.6 else "black")
+            if unfit[i, j]:
+                ax.add_patch(Rectangle((j - 0.45, i - 0.45), 0.9, 0.9, fill=False, linestyle=":", edgecolor="red"))
+            ax.text(j, i, f"{100 * grid[i, j]:.0f}" + ("†" if lost[i, j] else "") + (" nf" if unfit[i, j] else ""),
+                    ha="center", va="center", fontsize=7, color="white" if grid[i, j] < 0.6 else "black")
     ax.set_xticks(range(len(tasks)), tasks, rotation=50, ha="right", fontsize=8)
     ax.set_yticks(range(len(methods)), methods, fontsize=8)
     levels = [board[board.task == t]["level"].iloc[0] for t in tasks]
@@ -161,7 +167,8 @@ def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match
         label = {"arithmetic": "arith.", "sequence": "seq."}.get(level, level) if len(cols) == 1 else level
         ax.text((cols[0] + cols[-1]) / 2, -0.7, label, ha="center", va="bottom", fontsize=7, weight="bold")
     fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label=metric.replace("_", " "))
-    ax.set_title(f"{metric.replace('_', ' ')} (%), tasks grouped by level", pad=16, fontsize=9)
+    ax.set_title(f"{metric.replace('_', ' ')} (%), tasks grouped by level; † lost seeds, nf: did not fit "
+                 "(not judged)", pad=16, fontsize=9)
     fig.tight_layout()
     return save_figure(fig, path, dpi=SAVE_DPI)
 

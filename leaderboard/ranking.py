@@ -5,7 +5,9 @@ difference, and its diagram.
 Ranks are taken within each task (1 = best OOD exact match; ties share the
 average rank) over the *complete block*: the methods that have a score on
 every task of the board (a method that is n/a or failed on some task is left
-out, and said so), since the Friedman test needs every method on every task.
+out, and said so), on the tasks where every one of them is judged
+(``aggregate.judged``: it fit), since the Friedman test needs every method on
+every task.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from lengthbench.leaderboard.aggregate import judged
 
 ALPHA = 0.05
 
@@ -31,6 +35,7 @@ class Ranking:
     p_value: float  # of the F statistic
     critical_difference: float  # Nemenyi, at ALPHA
     left_out: tuple[str, ...]  # methods without a score on every task
+    unfit_tasks: tuple[str, ...] = ()  # tasks left out: some method of the block did not fit there
 
     @property
     def n_methods(self) -> int:
@@ -75,13 +80,17 @@ def board_ranking(board: pd.DataFrame, metric: str = "ood_exact_match_mean") -> 
     ok = board[board.status == "ok"]
     tasks = list(dict.fromkeys(board.task))
     every = [m for m in dict.fromkeys(board.method) if set(ok[ok.method == m].task) == set(tasks)]
-    if len(tasks) < 2 or len(every) < 2:
+    block = board[board.method.isin(every)]
+    unfit = tuple(dict.fromkeys(block[~judged(block)].task))
+    fit_tasks = [t for t in tasks if t not in unfit]
+    if len(fit_tasks) < 2 or len(every) < 2:
         return None
-    scores = ok[ok.method.isin(every)].pivot(index="task", columns="method", values=metric)[every]
+    scores = ok[ok.method.isin(every) & ok.task.isin(fit_tasks)].pivot(index="task", columns="method",
+                                                                      values=metric)[every]
     ranking = friedman(scores)
     left_out = tuple(m for m in dict.fromkeys(board.method) if m not in every)
     return Ranking(ranking.average_ranks, ranking.n_tasks, ranking.chi2, ranking.f_statistic, ranking.p_value,
-                   ranking.critical_difference, left_out)
+                   ranking.critical_difference, left_out, unfit)
 
 
 def ranking_text(ranking: Ranking) -> str:
@@ -99,4 +108,7 @@ def ranking_text(ranking: Ranking) -> str:
               + "."]
     if ranking.left_out:
         lines += ["", "Left out (no score on every task): " + ", ".join(f"`{m}`" for m in ranking.left_out) + "."]
+    if ranking.unfit_tasks:
+        lines += ["", "Tasks left out (some method above did not fit there, so its score says nothing about "
+                  "length): " + ", ".join(f"`{t}`" for t in ranking.unfit_tasks) + "."]
     return "\n".join(lines) + "\n"

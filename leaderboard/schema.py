@@ -5,8 +5,10 @@ Bump ``SCHEMA_VERSION`` whenever a column is added, removed or changes
 meaning; the reader migrates the versions it knows (``MIGRATIONS``) and
 refuses the others. Version 3 keyed rows by *method* (``transformer/rope``,
 ``lstm``) instead of encoding; version 4 scores failed seeds as 0 and counts
-harness errors apart (``n_errors``); a version 2 or 3 file is read as version
-4 (with ``n_errors`` 0). The reader checks
+harness errors apart (``n_errors``); version 5 adds the validation band, fit
+(``n_fit``, ``fit_status``) and training steps, and its OOD columns mean the
+test band. A version 2, 3 or 4 file is read as version 5 (``n_errors`` 0, fit
+``unknown``, no validation band). The reader checks
 every cell's type and range, so an impossible value (a mean of ``inf`` or
 7.5, a negative std, 2.7 seeds) is refused with the file, row and column
 instead of turning into a confident wrong verdict in ``compare``.
@@ -26,10 +28,11 @@ from lengthbench.errors import InputError
 from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD
 from lengthbench.tasks.base import LEVELS
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 METRICS = ("exact_match", "token_accuracy")
 KEY = ("task", "method")
 STATUSES = ("ok", "not_applicable", "failed")
+FIT_STATUSES = ("fit", "partly_fit", "not_fit", "unknown", "")
 LEVEL_NAMES = (*LEVELS, "unknown")
 # A leaderboard of every task x every encoding is ~100 kB; these bound the work spent on a
 # file that is not one (a 2 MB header of duplicate columns used to hang pandas for minutes).
@@ -45,13 +48,17 @@ def _metric_columns(m: str) -> list[tuple]:
     what = m.replace("_", " ")
     return [
         (f"ood_{m}_mean", "float", FRACTION,
-         f"mean over seeds of OOD {what} (each seed: mean over lengths > L_train)"),
+         f"mean over seeds of OOD {what}: each seed's mean over the test band (lengths > validation_length; "
+         "> L_train when there is no validation band)"),
         (f"ood_{m}_std", "float", NONNEGATIVE, "sample standard deviation over seeds (empty with one seed)"),
         (f"ood_{m}_ci_low", "float", FRACTION,
          "95% Student-t interval of the mean over seeds, low end, clipped to [0, 1] (empty with one seed)"),
         (f"ood_{m}_ci_high", "float", FRACTION, "95% Student-t interval, high end"),
         (f"ood_{m}_max", "float", FRACTION, "MAX over seeds (the Deletang/Ruoss reporting convention; optimistic)"),
-        (f"id_{m}_mean", "float", FRACTION, f"mean over seeds of in-distribution {what} (lengths <= L_train)"),
+        (f"id_{m}_mean", "float", FRACTION, f"mean over seeds of in-distribution {what} (lengths <= L_train, on "
+                                            "held-out examples)"),
+        (f"val_{m}_mean", "float", FRACTION, f"mean over seeds of {what} in the validation band (where settings "
+                                             "are chosen); empty without a band"),
         (f"frac_seeds_generalize_{m}", "float", FRACTION, f"share of seeds whose OOD {what} is >= {_T}"),
         (f"generalization_length_{m}", "int", COUNT,
          f"largest tested length up to which the seed-mean {what} stays >= {_T} at every tested length"),
@@ -76,12 +83,21 @@ COLUMNS: tuple[tuple, ...] = (
     ("n_errors", "int", COUNT, "seeds whose run raised (a harness error, not the method's): not counted; the next "
                                "`run` retries them"),
     ("train_length", "int", POSITIVE, "largest training length L_train"),
-    ("test_length", "int", POSITIVE, "largest evaluated length L_test"),
+    ("validation_length", "int", COUNT, "last length of the validation band L_train+1..validation_length "
+                                        "(0: no band)"),
+    ("test_length", "int", POSITIVE, "largest evaluated length L_test (the test band ends there)"),
+    ("fit_threshold", "float", FRACTION, "a seed fits when its in-distribution exact match reaches this"),
+    ("n_fit", "int", COUNT, "seeds that fit their training lengths (a failed seed does not)"),
+    ("fit_status", "str", FIT_STATUSES, "fit (every seed) / partly_fit / not_fit / unknown (a board from before "
+                                        "fit was recorded) / empty (no seed ran); a cell is judged on length "
+                                        "generalization (ranked, averaged) only when at least half its seeds fit"),
+    ("steps_mean", "float", NONNEGATIVE, "mean training steps over seeds (fewer than the preset's steps when a "
+                                         "run stopped once it fit)"),
     *_metric_columns("exact_match"),
     *_metric_columns("token_accuracy"),
     ("rank", "float", POSITIVE,
-     "rank of the method within its task by ood_exact_match_mean (1 = best; tied methods share the average "
-     "of the ranks they span)"),
+     "rank of the method within its task by ood_exact_match_mean among the judged cells (1 = best; tied "
+     "methods share the average of the ranks they span); empty for a cell that is not judged"),
 )
 
 COLUMN_NAMES = tuple(c[0] for c in COLUMNS)
@@ -206,11 +222,18 @@ def _from_version_3(frame: pd.DataFrame) -> pd.DataFrame:
     frame = frame.copy()
     at = list(frame.columns).index("n_failed") + 1 if "n_failed" in frame.columns else len(frame.columns)
     frame.insert(at, "n_errors", "0")
+    return _from_version_4(frame)
+
+
+def _from_version_4(frame: pd.DataFrame) -> pd.DataFrame:
+    """Version 4 had no validation band and did not record fit or steps."""
+    frame = frame.assign(validation_length="0", fit_threshold="", n_fit="0", fit_status="unknown", steps_mean="",
+                         val_exact_match_mean="", val_token_accuracy_mean="")
     frame["schema_version"] = str(SCHEMA_VERSION)
     return frame
 
 
-MIGRATIONS = {"2": _from_version_2, "3": _from_version_3}
+MIGRATIONS = {"2": _from_version_2, "3": _from_version_3, "4": _from_version_4}
 
 
 def read_leaderboard(path: str | Path) -> pd.DataFrame:
@@ -228,7 +251,7 @@ def read_leaderboard(path: str | Path) -> pd.DataFrame:
     if frame.empty:
         raise LeaderboardFormatError(f"{where}: header only, no rows; {WHAT_IS_VALID}")
     versions = set(frame["schema_version"].str.strip())
-    if len(versions) == 1 and (old := versions.pop()) in MIGRATIONS and "n_errors" not in header:
+    if len(versions) == 1 and (old := versions.pop()) in MIGRATIONS and "fit_status" not in header:
         frame = MIGRATIONS[old](frame)
         header = list(frame.columns)
     for i, version in enumerate(frame["schema_version"], start=2):

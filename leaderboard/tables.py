@@ -13,13 +13,38 @@ from lengthbench.leaderboard.ranking import board_ranking, ranking_text
 
 
 def seeds_note(row: pd.Series) -> str:
-    """What a cell lost, in words ("1 of 3 failed, 1 error"), or "" for a clean cell."""
+    """What a cell lost, in words ("1 of 3 failed, 1 error, did not fit"), or
+    "" for a clean cell that fit."""
     parts = []
     if row["n_failed"]:
         parts.append(f"{int(row['n_failed'])} of {int(row['n_seeds']) or int(row['n_failed'])} failed")
     if row["n_errors"]:
         parts.append(f"{int(row['n_errors'])} error" + ("s" if row["n_errors"] > 1 else ""))
-    return ", ".join(parts)
+    fit = fit_note(row)
+    return ", ".join(parts + ([fit] if fit else []))
+
+
+def fit_note(row: pd.Series) -> str:
+    """"did not fit" / "2 of 3 fit" / "" (every seed fit, or fit unknown)."""
+    if row["fit_status"] == "not_fit":
+        return "did not fit"
+    if row["fit_status"] == "partly_fit":
+        return f"{int(row['n_fit'])} of {int(row['n_seeds'])} fit"
+    return ""
+
+
+def bands(row: pd.Series) -> str:
+    """A task's length bands, ``1..8 / 9..10 / 11..16`` (train / validation / test)."""
+    train, val, test = int(row["train_length"]), int(row["validation_length"]), int(row["test_length"])
+    if not val:
+        return f"1..{train} / {train + 1}..{test}"
+    return f"1..{train} / {train + 1}..{val} / {val + 1}..{test}"
+
+
+FIT_RULE = ("A seed fits when its in-distribution exact match on held-out examples reaches the preset's "
+            "threshold; a cell that did not fit (fewer than half its seeds fit) keeps its number and its "
+            "flag but is not judged on length generalization: it has no rank and enters no mean, rank or "
+            "verdict.")
 
 
 def cell_text(row: pd.Series) -> str:
@@ -50,16 +75,17 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
 def to_markdown(board: pd.DataFrame) -> str:
     table = pivot_table(board)
     lengths = board.drop_duplicates("task").set_index("task")
-    header = ["method"] + [
-        f"{t} ({lengths.loc[t, 'train_length']}→{lengths.loc[t, 'test_length']})" for t in table.columns
-    ]
+    header = ["method"] + [f"{t} ({bands(lengths.loc[t])})" for t in table.columns]
     rows = [[f"`{enc}`"] + list(row) for enc, row in table.iterrows()]
+    threshold = board.fit_threshold.dropna()
     parts = [
-        "OOD exact match (%), mean over seeds (± sample std when more than one seed), averaged "
-        "over every tested length > L_train; column headers give L_train→L_test."
+        "OOD exact match (%), mean over seeds (± sample std when more than one seed), averaged over every "
+        "length of the test band; column headers give the train / validation / test bands."
         + (" A seed on which the method failed (diverged, or non-finite outputs) counts as 0, as the cell says; "
            "a seed whose run raised is not counted (the next run retries it)."
-           if (board.n_failed.sum() + board.n_errors.sum()) else ""),
+           if (board.n_failed.sum() + board.n_errors.sum()) else "")
+        + (f" {FIT_RULE} Threshold: {100 * threshold.iloc[0]:.0f}% in-distribution exact match."
+           if len(threshold) else ""),
         "",
         *markdown_table(header, rows),
     ]
@@ -69,7 +95,7 @@ def to_markdown(board: pd.DataFrame) -> str:
         rows = [[f"`{r.method}`"] + [_pct(r[c]) for c in cols] + [f"{r.mean_rank:.2f}", str(int(r.n_tasks))]
                 for _, r in levels.iterrows()]
         parts += ["", "Mean OOD exact match (%) per level / family and overall, over the tasks each "
-                  "method ran; mean rank within tasks (1 = best).", "",
+                  "method ran and fit; mean rank within tasks (1 = best).", "",
                   *markdown_table(["method"] + cols + ["mean rank", "tasks"], rows)]
     ranking = board_ranking(board)
     if ranking is not None:

@@ -18,16 +18,15 @@ from lengthbench.leaderboard.schema import COLUMN_NAMES, SCHEMA_VERSION, Leaderb
 from lengthbench.leaderboard.statistics import adjust_p_values, generalization_length, t_interval, welch
 
 
-def fake_record(task, encoding, seed, curve, train_length=3, status="ok"):
+def fake_record(task, encoding, seed, curve, train_length=3, status="ok", validation_length=0):
     """A run record with a given exact-match curve (lengths 1..len(curve))."""
     per_length = [{"length": n, "status": "ok", "exact_match": em, "token_accuracy": (1 + em) / 2,
                    "n_samples": 8} for n, em in enumerate(curve, start=1)]
-    ood = [r for r in per_length if r["length"] > train_length]
-    idd = [r for r in per_length if r["length"] <= train_length]
-    summary = {f"{s}_{m}": float(np.mean([r[m] for r in rows]))
-               for s, rows in (("ood", ood), ("id", idd)) for m in ("exact_match", "token_accuracy")}
     config = replace(get_preset("smoke").run_config(task, encoding, seed), train_length=train_length,
-                     test_length=len(curve))
+                     validation_length=validation_length, test_length=len(curve))
+    splits = {s: [r for r in per_length if config.split(r["length"]) == s] for s in ("id", "val", "ood")}
+    summary = {f"{s}_{m}": float(np.mean([r[m] for r in rows]))
+               for s, rows in splits.items() if rows for m in ("exact_match", "token_accuracy")}
     return RunRecord(config, code_version="test", torch_version="", device="", host={}, started_at="",
                      status=status, per_length=per_length, summary=summary)
 
@@ -52,11 +51,13 @@ def test_statistics_columns_and_values():
     # seed-mean curve: 1, 1, 1, .967, .8, .35 -> generalizes up to length 4
     assert rope.generalization_length_exact_match == 4
     assert rope.extrapolation_ratio_exact_match == pytest.approx(4 / 3)
-    assert rope["rank"] == 1 and board[board.encoding == "nope"].iloc[0]["rank"] == 2
     nope = board[board.encoding == "nope"].iloc[0]
+    # nope's ID exact match (1, 1, 0.5) is below the 0.9 threshold: it did not fit, so it has no rank
+    assert (rope.n_fit, rope.fit_status, nope.n_fit, nope.fit_status) == (3, "fit", 0, "not_fit")
+    assert rope["rank"] == 1 and math.isnan(nope["rank"])
     assert nope.generalization_length_exact_match == 2 and math.isnan(nope.ood_exact_match_std)
     levels = level_summary(board)
-    assert list(levels.method) == ["transformer/nope", "transformer/rope"] and "sequence" in levels.columns
+    assert list(levels.method) == ["transformer/rope"] and "sequence" in levels.columns  # unfit nope: no mean
 
 
 def test_generalization_length_and_the_t_interval():
@@ -297,9 +298,9 @@ def test_friedman_finds_real_differences_and_holds_its_level_on_equal_methods():
 def test_the_leaderboard_ranks_its_complete_block_and_draws_the_diagram(tmp_path):
     from lengthbench.leaderboard.build import build_leaderboard
 
-    records = [fake_record(task, encoding, seed, curve)
+    records = [fake_record(task, encoding, seed, curve, train_length=2)
                for task, curves in (("copy", {"rope": [1, 1, 1, 0.5], "nope": [1, 1, 0.2, 0.1]}),
-                                    ("reverse_string", {"rope": [1, 1, 0.9, 0.9], "nope": [1, 0.5, 0.1, 0]}),
+                                    ("reverse_string", {"rope": [1, 1, 0.9, 0.9], "nope": [1, 1, 0.1, 0]}),
                                     ("parity_check", {"rope": [1, 1, 0.7, 0.6], "nope": [1, 1, 0.1, 0.1]}))
                for encoding, curve in curves.items() for seed in (0, 1)]
     records.append(fake_record("copy", "alibi", 0, [1, 1, 1, 1]))  # alibi ran one task only: left out
@@ -309,3 +310,53 @@ def test_the_leaderboard_ranks_its_complete_block_and_draws_the_diagram(tmp_path
     assert "Ranking over the 3 tasks every method below ran" in text
     assert "| `transformer/rope` | 1.00 |" in text and "| `transformer/nope` | 2.00 |" in text
     assert "Left out (no score on every task): `transformer/alibi`." in text
+
+
+def test_unfit_cells_are_flagged_everywhere_and_never_judged(tmp_path):
+    """One rule: a cell is judged only when at least half its seeds fit. An
+    unfit cell keeps its number with "did not fit" (md, csv, page) but has no
+    rank, no level mean, and its task leaves the Friedman ranking."""
+    from lengthbench.leaderboard.build import build_leaderboard
+    from lengthbench.leaderboard.html import page_data
+    from lengthbench.leaderboard.ranking import board_ranking
+
+    fit, unfit = [1, 1, 0.5, 0.2], [1, 0.5, 0.4, 0.3]  # train_length 2: ID exact match 1.0 vs 0.75
+    records = [fake_record(task, "rope", s, fit, train_length=2) for task in ("copy", "reverse_string",
+                                                                           "parity_check") for s in (0, 1, 2)]
+    records += [fake_record("copy", "nope", s, curve, train_length=2)
+                for s, curve in enumerate([[1, 1, 0.2, 0.1], [1, 1, 0.2, 0.1], unfit])]
+    records += [fake_record(t, "nope", s, [1, 1, 0.1, 0.1], train_length=2) for t in ("reverse_string",
+                                                                                     "parity_check") for s in range(3)]
+    records += [fake_record(t, "alibi", s, [1, 1, 0.9, 0.9], train_length=2) for t in ("copy", "reverse_string")
+                for s in range(3)]
+    records += [fake_record("parity_check", "alibi", s, unfit, train_length=2) for s in range(3)]
+    board, paths = build_leaderboard(records, tmp_path)
+    cell = board.set_index(["task", "method"])
+    assert cell.loc[("copy", "transformer/nope"), "fit_status"] == "partly_fit"  # 2 of 3: judged
+    assert cell.loc[("copy", "transformer/nope"), "rank"] == 3
+    alibi = cell.loc[("parity_check", "transformer/alibi")]
+    assert (alibi.fit_status, alibi.n_fit) == ("not_fit", 0) and math.isnan(alibi["rank"])
+    assert alibi.ood_exact_match_mean == pytest.approx(0.35)  # its number is kept
+    md = paths["md"].read_text()
+    assert "35.0 ± 0.0 (did not fit)" in md and "(2 of 3 fit)" in md
+    assert "train / validation / test bands" in md and "parity_check (1..2 / 3..4)" in md
+    assert "Tasks left out (some method above did not fit there" in md and "`parity_check`" in md
+    assert board_ranking(board).n_tasks == 2
+    levels = level_summary(board).set_index("method")
+    assert levels.loc["transformer/alibi", "n_tasks"] == 2
+    again = read_leaderboard(paths["csv"])
+    assert list(again.fit_status) == list(board.fit_status) and list(again.n_fit) == list(board.n_fit)
+    page = page_data(board, pd.DataFrame(), "t")
+    assert {r["fit_status"] for r in page["rows"]} == {"fit", "partly_fit", "not_fit"}
+    assert "fewer than half its seeds fit" in page["protocol"]
+
+
+def test_a_version_4_board_reads_as_fit_unknown_and_keeps_its_ranks(two_boards):
+    board = read_leaderboard(two_boards[0])
+    old = board.drop(columns=["validation_length", "fit_threshold", "n_fit", "fit_status", "steps_mean",
+                              "val_exact_match_mean", "val_token_accuracy_mean"]).assign(schema_version=4)
+    path = two_boards[0].with_name("v4.csv")
+    old.to_csv(path, index=False)
+    again = read_leaderboard(path)
+    assert set(again.fit_status) == {"unknown"} and list(again.columns) == list(COLUMN_NAMES)
+    assert (again["rank"].fillna(-1) == board["rank"].fillna(-1)).all()
