@@ -155,6 +155,26 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds < 172800 else f"{seconds / 86400:.1f} days"
 
 
+def protocol_lines(preset: Preset) -> list[str]:
+    """The length bands of each task and the training budget rule, as ``--plan`` prints them."""
+    by_rule: dict[str, list[str]] = {}
+    for task in preset.tasks:
+        for family, encoding in preset.methods():
+            c = preset.run_config(task, encoding or "nope", preset.seeds[0], family)
+            bands = (f"train 1..{c.train_length}, validation {c.train_length + 1}..{c.validation_length}, "
+                     f"test {c.test_start}..{c.test_length}" if c.validation_length else
+                     f"train 1..{c.train_length}, test {c.test_start}..{c.test_length} (no validation band)")
+            budget = (f"until fit (held-out ID exact match >= {c.fit_threshold:g} at {c.fit_patience} checks in a "
+                      f"row, every {c.fit_check_every} steps), at most {c.steps} steps" if c.fit_check_every
+                      else f"{c.steps} steps")
+            tasks = by_rule.setdefault(f"{bands}; budget: {budget}", [])
+            if task not in tasks:
+                tasks.append(task)
+    if len(by_rule) == 1:
+        return [f"lengths: {next(iter(by_rule))}"]
+    return [f"lengths: {rule} ({', '.join(tasks)})" for rule, tasks in by_rule.items()]
+
+
 def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: int, workers: int,
                 calibration_seconds: float, groups: list[int]) -> str:
     todo = sum(e.runs for e in estimates)
@@ -166,6 +186,7 @@ def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: i
         f"{len(preset.seeds)} seeds = {total} runs; {stored} stored (reused), {total - stored} to run "
         f"({total - stored - todo} of them n/a: recorded without training)",
         f"grouping: {_grouping(groups)}; {parallel} worker process(es) side by side",
+        *protocol_lines(preset),
         "",
         "| task | model | runs | steps | train TFLOP/run | eval TFLOP/run | train/run | eval/run |",
         "|---|---|---|---|---|---|---|---|",
@@ -174,9 +195,12 @@ def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: i
         lines.append(f"| {e.task} | {e.model} | {e.runs} | {e.steps} | "
                      f"{e.train_flops / 1e12:.3f} | {e.eval_flops / 1e12:.3f} | "
                      f"{_duration(e.train_seconds)} | {_duration(e.eval_seconds)} |")
+    until_fit = any(preset.run_config(t, e or "nope", 0, f).fit_check_every
+                    for t in preset.tasks for f, e in preset.methods())
     lines += [
         "",
-        f"useful work: {flops / 1e12:.2f} TFLOP; run time on one worker: {_duration(serial)}",
+        f"useful work: {flops / 1e12:.2f} TFLOP; run time on one worker: {_duration(serial)}"
+        + (" (at most: runs that fit stop early)" if until_fit else ""),
         f"estimated wall time on this machine: {_duration(serial / parallel)} with {parallel} worker(s) "
         f"(calibrated from {CALIBRATION_STEPS} steps per shape in {calibration_seconds:.0f} s; "
         "other load on the machine makes it longer)",

@@ -121,6 +121,11 @@ def test_plan_estimates_without_training_or_writing(tmp_path, tiny, monkeypatch,
     assert "2 tasks x 2 methods x 1 seeds = 4 runs; 0 stored (reused), 4 to run (1 of them n/a" in out
     assert "| copy | transformer | 2 | 3 |" in out and "estimated wall time on this machine:" in out
     assert "grouping: each of the 3 runs trains alone" in out
+    assert "lengths: train 1..5, validation 6..6, test 7..7; budget: 3 steps" in out
+    assert main(["run", "--preset", "full", "--tasks", "copy", "--encodings", "rope", "--models", "transformer",
+                 "--results", str(results), "--plan"]) == 0
+    assert ("budget: until fit (held-out ID exact match >= 0.9 at 2 checks in a row, every 250 steps), at most "
+            "1500 steps") in capsys.readouterr().out
     assert main(["run", *tiny, "--results", str(results), "--plan", "--group-size", "2"]) == 0
     assert "grouping: 2 stacked group(s) (1 of 2, 1 of 1 runs;" in capsys.readouterr().out
     assert not results.exists()
