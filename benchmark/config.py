@@ -145,7 +145,8 @@ class Preset:
     encoding parameters. ``families`` are the model families: the
     transformer runs once per encoding, a family without encodings once;
     ``family_settings[family]`` overrides settings (and ``model`` fields)
-    for one family, after the task's."""
+    for one family, after the task's; ``overrides`` sets run fields for
+    every cell, last (``run --select`` trains one grid per value this way)."""
 
     name: str
     description: str
@@ -158,6 +159,7 @@ class Preset:
     encoding_params: dict = field(default_factory=dict)
     families: tuple[str, ...] = (TRANSFORMER,)
     family_settings: dict = field(default_factory=dict)
+    overrides: dict = field(default_factory=dict)  # set last, over every task's and family's settings
 
     def methods(self) -> list[tuple[str, str]]:
         """(family, encoding) of every method of the grid, in grid order."""
@@ -169,7 +171,7 @@ class Preset:
         as "") for a family that takes none."""
         get_task(task)
         by_task, by_family = self.task_settings.get(task, {}), self.family_settings.get(family, {})
-        values = {"eval_seed": EVAL_SEED, **self.settings, **by_task, **by_family}
+        values = {"eval_seed": EVAL_SEED, **self.settings, **by_task, **by_family, **self.overrides}
         values.pop("model", None)
         model = replace(self.model, **{**by_task.get("model", {}), **by_family.get("model", {})})
         unknown = set(values) - RUN_FIELDS

@@ -77,6 +77,7 @@ class RunRecord:
     error: str | None = None
     traceback: str | None = None
     reason: str | None = None  # why a cell is not applicable
+    selection: dict | None = None  # the setting chosen on the validation band and its evidence (``selection``)
     schema_version: int = RECORD_SCHEMA_VERSION
 
     @classmethod
@@ -203,6 +204,10 @@ def _problem(data, path: Path) -> str | None:
         return f"method {data['method']!r} disagrees with its config ({config.method})"
     if path.stem != config.run_id:
         return f"holds the record of run {config.run_id}, not of the run its file name names"
+    selection = data.get("selection")
+    if selection is not None and not (isinstance(selection, dict) and {"field", "values", "chosen"} <= set(selection)
+                                      and selection["chosen"] == data["config"].get(selection["field"])):
+        return f"selection {selection!r} is not a choice of this run's own setting"
     if data["status"] == "ok":
         return _metrics_problem(data)
     if data["status"] == "error" and not isinstance(data.get("error"), str):

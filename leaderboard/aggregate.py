@@ -41,12 +41,24 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
             "steps_done": (r.training or {}).get("steps_done"),
             "signature": json.dumps(signature, sort_keys=True),
             "run_id": r.run_id, "failed": r.failed, **{k: (r.summary or {}).get(k) for k in SUMMARY_FIELDS},
+            **selection_texts(r.selection),
         })
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
 
 
 RUN_COLUMNS = ["task", "method", "model", "encoding", "seed", "status", "train_length", "validation_length",
-               "test_length", "fit_threshold", "steps_done", "signature", "run_id", "failed", *SUMMARY_FIELDS]
+               "test_length", "fit_threshold", "steps_done", "signature", "run_id", "failed", *SUMMARY_FIELDS,
+               "selected", "selection_evidence"]
+
+
+def selection_texts(selection: dict | None) -> dict:
+    """A record's ``run --select`` choice as the leaderboard's two text columns."""
+    if not selection:
+        return {"selected": "", "selection_evidence": ""}
+    scores = ", ".join(f"{v}: {'-' if s is None else f'{100 * s:.1f}%'}" for v, s in selection["scores"].items())
+    return {"selected": f"{selection['field']}={selection['chosen']:g}",
+            "selection_evidence": f"{scores} (validation-band exact match, seeds "
+                                  f"{','.join(map(str, selection['seeds']))})"}
 
 
 def fit_status(n_fit: int, n_seeds: int) -> str:
@@ -144,6 +156,7 @@ def leaderboard_frame(records: list[RunRecord]) -> pd.DataFrame:
             "fit_threshold": float(cell.fit_threshold.iloc[0]), "n_fit": n_fit,
             "fit_status": fit_status(n_fit, len(scored)) if len(clean) else "",
             "steps_mean": float(scored.steps_done.astype(float).mean()) if len(scored) else np.nan,
+            "selected": cell.selected.iloc[0], "selection_evidence": cell.selection_evidence.iloc[0],
         }
         lengths = per_length[(per_length.task == task) & (per_length.method == method)
                              & per_length.seed.isin(clean.seed)]

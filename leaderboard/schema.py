@@ -93,6 +93,10 @@ COLUMNS: tuple[tuple, ...] = (
                                         "generalization (ranked, averaged) only when at least half its seeds fit"),
     ("steps_mean", "float", NONNEGATIVE, "mean training steps over seeds (fewer than the preset's steps when a "
                                          "run stopped once it fit)"),
+    ("selected", "text", (), "the setting chosen for this cell on the validation band (`run --select`), e.g. "
+                             "lr=0.001; empty when nothing was chosen"),
+    ("selection_evidence", "text", (), "each value tried with its mean validation-band exact match over the "
+                                       "seeds it was chosen on"),
     *_metric_columns("exact_match"),
     *_metric_columns("token_accuracy"),
     ("rank", "float", POSITIVE,
@@ -226,9 +230,9 @@ def _from_version_3(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _from_version_4(frame: pd.DataFrame) -> pd.DataFrame:
-    """Version 4 had no validation band and did not record fit or steps."""
+    """Version 4 had no validation band and did not record fit, steps or selections."""
     frame = frame.assign(validation_length="0", fit_threshold="", n_fit="0", fit_status="unknown", steps_mean="",
-                         val_exact_match_mean="", val_token_accuracy_mean="")
+                         val_exact_match_mean="", val_token_accuracy_mean="", selected="", selection_evidence="")
     frame["schema_version"] = str(SCHEMA_VERSION)
     return frame
 

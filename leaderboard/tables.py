@@ -97,6 +97,11 @@ def to_markdown(board: pd.DataFrame) -> str:
         parts += ["", "Mean OOD exact match (%) per level / family and overall, over the tasks each "
                   "method ran and fit; mean rank within tasks (1 = best).", "",
                   *markdown_table(["method"] + cols + ["mean rank", "tasks"], rows)]
+    chosen = board[board.selected.fillna("") != ""]
+    if len(chosen):
+        rows = [[r.task, f"`{r.method}`", r.selected, r.selection_evidence] for r in chosen.itertuples()]
+        parts += ["", "Settings chosen per cell on the validation band (`run --select`); every number above is "
+                  "the chosen setting's:", "", *markdown_table(["task", "method", "chosen", "evidence"], rows)]
     ranking = board_ranking(board)
     if ranking is not None:
         parts += ["", ranking_text(ranking).rstrip("\n")]

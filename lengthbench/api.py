@@ -36,6 +36,7 @@ from lengthbench.benchmark.grid import EXECUTORS, GridInterrupted, grid_configs,
 from lengthbench.benchmark.plan import estimate, format_plan
 from lengthbench.benchmark.presets import PRESETS
 from lengthbench.benchmark.records import RunRecord
+from lengthbench.benchmark.selection import SelectionGrid, run_selection
 from lengthbench.benchmark.records import load_records as read_records
 from lengthbench.benchmark.version import __version__, code_version
 from lengthbench.errors import InputError, UnknownNameError
@@ -70,7 +71,7 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
         results: PathLike | None = None, out: PathLike | None = None, force: bool = False,
         workers: int = 0, group_size: int = 0, executor: str = "local", address: str | None = None,
         plugins: Iterable[PathLike] = (), checkpoint_every: float | None = None, progress: bool = True,
-        command: str | None = None) -> pd.DataFrame:
+        select: str | None = None, command: str | None = None) -> pd.DataFrame:
     """Train and evaluate ``preset``'s grid (optionally narrowed to ``tasks``,
     ``encodings``, model families ``models`` and ``seeds``), then build its
     leaderboard; returns the leaderboard (one row per task x method).
@@ -81,17 +82,21 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
     encoding files, contract-checked before any run. A run that fails is
     recorded in its cell (status ``error``; ``attrs["failed"]`` lists them,
     ``attrs["runs"]`` counts the grid's runs), not raised. ``workers``/``group_size`` 0 choose automatically.
+    ``select`` (``"lr=5e-4,1e-3,2e-3"``) trains the grid once per value and
+    keeps, per (task, method), the value with the best validation-band exact
+    match (``benchmark.selection``).
     ``command`` is what provenance.json records as the call (default: this
     call, written as Python)."""
     grid, plugin_files = _narrowed_grid(preset, tasks, encodings, models, seeds, plugins)
+    selection = SelectionGrid.parse(select) if select is not None else None
     if command is None:
         given = {k: v for k, v in dict(tasks=tasks, encodings=encodings, models=models, seeds=seeds,
-                                       results=results, out=out).items() if v is not None}
+                                       results=results, out=out, select=select).items() if v is not None}
         command = f"lengthbench.run({preset!r}" + "".join(f", {k}={v!r}" for k, v in given.items()) + ")"
     return _run_grid_to_leaderboard(grid, plugin_files, results=results, out=out, force=force, workers=workers,
                                     group_size=group_size, executor=executor, address=address,
                                     checkpoint_every=checkpoint_every or CHECKPOINT_EVERY_S,
-                                    progress=progress, command=command)
+                                    progress=progress, command=command, selection=selection)
 
 
 def plan(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings: Sequence[str] | None = None,
@@ -170,17 +175,20 @@ def _narrowed_grid(preset: str, tasks=None, encodings=None, models=None, seeds=N
 
 def _run_grid_to_leaderboard(grid: Preset, plugin_files: list, *, results: PathLike | None, out: PathLike | None,
                              force: bool, workers: int, group_size: int, executor: str, address: str | None,
-                             checkpoint_every: float, progress: bool, command: str) -> pd.DataFrame:
-    """Run a validated grid, then write its leaderboard files and provenance;
-    ``run`` and ``submit`` both end here."""
+                             checkpoint_every: float, progress: bool, command: str,
+                             selection: SelectionGrid | None = None) -> pd.DataFrame:
+    """Run a validated grid (once per value of ``selection``, keeping the
+    chosen records), then write its leaderboard files and provenance; ``run``
+    and ``submit`` both end here."""
     grid_configs(grid)  # every name and setting resolves before any folder is touched
     EXECUTORS[executor].check()
     results = ensure_output_dir(results or f"results/{grid.name}", "--results")
     out = ensure_output_dir(out, "--out") if out else results
     start = time.perf_counter()
-    records = run_grid(grid, results, force=force, workers=resolve_workers(workers), group_size=group_size,
-                       plugins=tuple(plugin_files), checkpoint_every=checkpoint_every, executor=executor,
-                       address=address, progress=progress)
+    options = dict(force=force, workers=resolve_workers(workers), group_size=group_size, plugins=tuple(plugin_files),
+                   checkpoint_every=checkpoint_every, executor=executor, address=address, progress=progress)
+    records = (run_selection(grid, selection, results, **options) if selection is not None
+               else run_grid(grid, results, **options))
     board, paths = build_leaderboard(records, out)
     paths["provenance"] = _write_provenance(out, command, time.perf_counter() - start, records)
     board.attrs["written"] = paths

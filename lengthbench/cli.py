@@ -105,7 +105,7 @@ def cmd_run(args) -> int:
     if args.plan:
         print(api.plan(args.preset, **axes, results=args.results, workers=args.workers, group_size=args.group_size))
         return EXIT_OK
-    return _report_run(api.run(args.preset, **axes, force=args.force, **_grid_options(args)))
+    return _report_run(api.run(args.preset, **axes, force=args.force, select=args.select, **_grid_options(args)))
 
 
 def cmd_list(args) -> int:
@@ -197,6 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--plugin", action="append",
                      help="Python file registering extra encodings (contract-checked before any run)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    run.add_argument("--select", metavar="FIELD=V1,V2,...",
+                     help="train the grid once per value of a setting (lr, weight_decay, grad_clip, steps, "
+                          "batch_size, warmup_steps) and keep, per task and method, the value with the best "
+                          "validation-band exact match; the others stay in <results>/selection")
     run.add_argument("--plan", action="store_true",
                      help="print the grid, its useful FLOPs and its estimated wall time here; train nothing")
     run.set_defaults(func=cmd_run)
