@@ -23,14 +23,16 @@ import pandas as pd
 from lengthbench.benchmark.records import RunRecord, length_frame
 from lengthbench.errors import InputError
 from lengthbench.leaderboard import published
-from lengthbench.leaderboard.aggregate import leaderboard_frame, method_order
-from lengthbench.leaderboard.tables import markdown_table
+from lengthbench.leaderboard.aggregate import judged, leaderboard_frame, method_order, runs_frame
+from lengthbench.leaderboard.statistics import paired_difference
+from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.tasks import get_task
 
 PAPERS = ("chomsky", "nope", "coupling")
 # the preset whose records each report reads
-SOURCE_PRESET = {"chomsky": "chomsky", "nope": "nope", "coupling": "suite --tasks addition,multiplication"}
+SOURCE_PRESET = {"chomsky": "chomsky", "nope": "nope", "coupling": "full --tasks addition,multiplication"}
+NOT_FIT = "did not fit (no verdict)"
 
 
 def _pct(x) -> str:
@@ -83,37 +85,46 @@ def _recurrent_verdict(theirs: str, best: float, seeds_ok: int, n_seeds: int) ->
 
 def chomsky_report(records: list[RunRecord]) -> str:
     board = leaderboard_frame(records)
-    board = board[board.status == "ok"]
+    ran = board[board.status == "ok"]
+    board = board[judged(board)]
     transformer = board[board.model == "transformer"]
-    if transformer.empty:
+    if ran[ran.model == "transformer"].empty:
         raise InputError("the chomsky report compares with the transformer, and these records hold no finished "
                          "transformer run; give the records of `lengthbench run --preset chomsky`")
-    tasks = list(dict.fromkeys(transformer.task))
+    tasks = list(dict.fromkeys(ran[ran.model == "transformer"].task))
     lines = ["# Chomsky hierarchy (Deletang et al. 2023) and randomized positions (Ruoss et al. 2023)", "",
              _setup(records), "",
-             "Score: per-token accuracy on the output, averaged over the test lengths (> L_train); "
+             "Score: per-token accuracy on the output, averaged over the test band; "
              "**max** over seeds is the papers' convention, mean ± std over seeds ours. "
-             f"Solved: score ≥ {100 * published.SOLVED:.0f}%. Sources: {published.DELETANG}; {published.RUOSS}.", ""]
+             f"Solved: score ≥ {100 * published.SOLVED:.0f}%. {FIT_RULE} "
+             f"Sources: {published.DELETANG}; {published.RUOSS}.", ""]
 
     rows, holds = [], []
     for task in tasks:
         cells = transformer[transformer.task == task]
-        best = cells.loc[cells.ood_token_accuracy_max.idxmax()]
         verdict, number = published.TRANSFORMER_FINDINGS.get(task, published.TRANSFORMER_DEFAULT)
         theirs = verdict + (f" ({_pct(number)}%)" if number is not None else "")
+        if cells.empty:
+            holds.append(NOT_FIT)
+            rows.append([task, get_task(task).level, theirs, "none fit", "", "", NOT_FIT])
+            continue
+        best = cells.loc[cells.ood_token_accuracy_max.idxmax()]
         solved = best.ood_token_accuracy_max >= published.SOLVED
         holds.append(_holds(solved, verdict))
         rows.append([task, get_task(task).level, theirs, f"`{best.encoding}`", _pct(best.ood_token_accuracy_max),
                      _mean_std(best), holds[-1]])
+    judged_tasks = len(holds) - holds.count(NOT_FIT)
     lines += ["## Transformer: best encoding per task", "",
+              "Among the encodings that fit the task's training lengths.", "",
               *markdown_table(["task", "level", "published (best encoding, max over seeds)", "our best encoding",
                                 "ours: max", "ours: mean ± std", "finding"], rows), "",
-              f"The published verdict holds on {holds.count('holds')} of {len(holds)} tasks at this scale. "
+              f"The published verdict holds on {holds.count('holds')} of the {judged_tasks} tasks where some "
+              f"encoding fit ({holds.count(NOT_FIT)} with none fit: no verdict) at this scale. "
               f"A maintainer of the reference code gives the even_pairs mean over seeds as "
               f"{_pct(published.EVEN_PAIRS_SEED_MEAN[0])} ± {_pct(published.EVEN_PAIRS_SEED_MEAN[1])} against "
               "its reported maximum: the max over seeds flatters.", ""]
 
-    recurrent = [m for m in method_order(board.method.unique()) if not m.startswith("transformer/")]
+    recurrent = [m for m in method_order(ran.method.unique()) if not m.startswith("transformer/")]
     if recurrent:
         rows = []
         for task in tasks:
@@ -123,7 +134,8 @@ def chomsky_report(records: list[RunRecord]) -> str:
             for family in recurrent:
                 cell = board[(board.task == task) & (board.method == family)]
                 if cell.empty:
-                    row.append("")
+                    unfit = ran[(ran.task == task) & (ran.method == family)]
+                    row.append(f"{_mean_std(unfit.iloc[0])}: {NOT_FIT}" if len(unfit) else "")
                     continue
                 c = cell.iloc[0]
                 theirs = published.RECURRENT_FINDINGS.get((family, task),
@@ -139,12 +151,13 @@ def chomsky_report(records: list[RunRecord]) -> str:
                   "for the cell it is given with whether it holds here (for 'solved (every seed)': every one "
                   "of our seeds ≥ 90%). Other cells: the paper's per-task table could not be sourced.", "",
                   *markdown_table(["task", "level", "transformer (best mean)", *recurrent], rows), ""]
-        regular = [t for t in tasks if get_task(t).level == "R"]
+        regular = [t for t in tasks if get_task(t).level == "R" and t in set(transformer.task)]
         if regular:
             means = board[board.task.isin(regular)].groupby("method").ood_token_accuracy_mean.mean()
             encodings = means[[m for m in means.index if m.startswith("transformer/")]]
             oracle = np.mean([transformer[transformer.task == t].ood_token_accuracy_mean.max() for t in regular])
-            for family in recurrent:
+            lines.append("Means over the regular tasks each method fit:")
+            for family in (f for f in recurrent if f in means.index):
                 beaten = int((means[family] >= encodings).sum())
                 lines.append(f"On the {len(regular)} regular tasks `{family}` averages {_pct(means[family])}% "
                              f"(mean over seeds and tasks): ≥ {beaten} of the {len(encodings)} transformer "
@@ -156,37 +169,63 @@ def chomsky_report(records: list[RunRecord]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _interval(test: dict) -> str:
+    """``+12.3 [+4.0, +20.6]`` points (no interval with one unit)."""
+    if test["n"] < 2:
+        return f"{100 * test['mean']:+.1f}" if test["n"] else ""
+    return f"{100 * test['mean']:+.1f} [{100 * test['low']:+.1f}, {100 * test['high']:+.1f}]"
+
+
 def _randomized_section(transformer: pd.DataFrame) -> list[str]:
-    rows, gains_mean, gains_max = [], [], []
+    """Randomized vs base: per base, the paired difference over the tasks where
+    both fit (each task: the difference of seed means), with its 95% t interval."""
+    rows, pooled_variant, pooled_base = [], [], []
     present = set(transformer.encoding)
     for variant, base in ((e, ENCODINGS[e].base) for e in dict.fromkeys(transformer.encoding) if e in ENCODINGS):
         if base is None or base not in present:
             continue
         pair = transformer[transformer.encoding.isin([base, variant])].pivot(
             index="task", columns="encoding", values=["ood_token_accuracy_mean", "ood_token_accuracy_max"])
-        d_mean = (pair["ood_token_accuracy_mean"][variant] - pair["ood_token_accuracy_mean"][base]).dropna()
-        d_max = (pair["ood_token_accuracy_max"][variant] - pair["ood_token_accuracy_max"][base]).dropna()
-        gains_mean += list(d_mean)
-        gains_max += list(d_max)
-        rows.append([f"`{base}`", str(len(d_mean)), f"{100 * d_mean.mean():+.1f}", f"{100 * d_max.mean():+.1f}",
-                     f"{int((d_mean > 0).sum())} / {len(d_mean)}"])
+        both = pair.dropna()
+        test = paired_difference(both["ood_token_accuracy_mean"][variant], both["ood_token_accuracy_mean"][base])
+        d_max = both["ood_token_accuracy_max"][variant] - both["ood_token_accuracy_max"][base]
+        pooled_variant += list(both["ood_token_accuracy_mean"][variant])
+        pooled_base += list(both["ood_token_accuracy_mean"][base])
+        rows.append([f"`{base}`", str(test["n"]), _interval(test), _randomized_verdict(test),
+                     f"{100 * d_max.mean():+.1f}" if len(d_max) else ""])
     if not rows:
         return []
-    rows.append(["**all**", str(len(gains_mean)), f"{100 * np.mean(gains_mean):+.1f}",
-                 f"{100 * np.mean(gains_max):+.1f}", f"{sum(g > 0 for g in gains_mean)} / {len(gains_mean)}"])
+    pooled = paired_difference(pooled_variant, pooled_base)
+    rows.append(["**all**", str(pooled["n"]), _interval(pooled), _randomized_verdict(pooled), ""])
     return ["## Randomized positions (Ruoss et al.)", "",
-            "Gain of `randomized-<base>` over `<base>` in test per-token accuracy (points), averaged over the "
-            f"tasks; published: {100 * published.RANDOMIZED_GAIN:+.1f} on average over their tasks and encodings.",
-            "", *markdown_table(["base", "tasks", "gain (mean over seeds)", "gain (max over seeds)",
-                                  "tasks where randomized is better"], rows), ""]
+            "Gain of `randomized-<base>` over `<base>` in test per-token accuracy (points): the mean over the "
+            "tasks where both fit of the difference of their seed means, with its 95% Student-t interval over "
+            "those tasks (paired by task); **all** pools every (base, task) pair (pairs share tasks, so its "
+            f"interval is optimistic). Published: {100 * published.RANDOMIZED_GAIN:+.1f} on average over their "
+            "tasks and encodings.",
+            "", *markdown_table(["base", "tasks (both fit)", "gain [95% interval]", "verdict",
+                                  "gain of the max over seeds"], rows), ""]
 
 
-def _exact_match_all_lengths(records: list[RunRecord]) -> pd.DataFrame:
-    """Per (task, encoding): exact match averaged over every evaluated length
-    (seen and unseen), then over seeds (Kazemnejad et al.'s score)."""
+def _randomized_verdict(test: dict) -> str:
+    return {"a better": "randomized better", "b better": "base better",
+            "not told apart": "not told apart"}[test["verdict"]]
+
+
+def _judged_runs(records: list[RunRecord]) -> set[tuple[str, str]]:
+    """The (task, method) cells judged on length generalization (``aggregate.judged``)."""
+    board = leaderboard_frame(records)
+    fit = board[judged(board)]
+    return set(zip(fit.task, fit.method))
+
+
+def _exact_match_per_run(records: list[RunRecord]) -> pd.DataFrame:
+    """Per run of a judged cell: exact match averaged over every evaluated
+    length (seen and unseen: Kazemnejad et al.'s score)."""
     per_length = length_frame(records)
     per_run = per_length.groupby(["task", "method", "seed"])["exact_match"].mean().reset_index()
-    return per_run.groupby(["task", "method"])["exact_match"].agg(["mean", "std", "count"]).reset_index()
+    keep = _judged_runs(records)
+    return per_run[[(t, m) in keep for t, m in zip(per_run.task, per_run.method)]]
 
 
 def reciprocal_ranks(scores: pd.DataFrame) -> pd.Series:
@@ -197,19 +236,36 @@ def reciprocal_ranks(scores: pd.DataFrame) -> pd.Series:
 
 
 def nope_report(records: list[RunRecord]) -> str:
-    scores = _exact_match_all_lengths(records)
+    per_run = _exact_match_per_run(records)
+    scores = per_run.groupby(["task", "method"])["exact_match"].agg(["mean", "std", "count"]).reset_index()
     mrr = reciprocal_ranks(scores)
     lines = ["# NoPE and the decoder-only encodings (Kazemnejad et al. 2023)", "", _setup(records), "",
-             "Score: exact match averaged over every evaluated length 1..2L (seen and unseen, their metric), "
-             f"mean over seeds; mean reciprocal rank of the encodings over the tasks. Source: {published.KAZEMNEJAD}.",
-             ""]
+             "Score: exact match averaged over every evaluated length (seen and unseen, their metric), "
+             "mean over seeds; mean reciprocal rank of the encodings over the tasks. "
+             f"{FIT_RULE} Source: {published.KAZEMNEJAD}.", ""]
     order = sorted(published.NOPE_MRR, key=lambda e: -published.NOPE_MRR[e])
     ours_order = sorted(order, key=lambda e: -mrr.get(f"transformer/{e}", 0))
     rows = [[f"`{e}`", f"{published.NOPE_MRR[e]:.2f}",
-             f"{mrr[f'transformer/{e}']:.2f}" if f"transformer/{e}" in mrr else "not run"] for e in order]
+             f"{mrr[f'transformer/{e}']:.2f}" if f"transformer/{e}" in mrr else "not run or never fit"]
+            for e in order]
     lines += ["## Mean reciprocal rank", "", *markdown_table(["encoding", "published MRR", "our MRR"], rows), "",
               f"Published order: {' > '.join(order)}. Ours: {' > '.join(ours_order)}"
               + (" (the same)." if ours_order == order else "."), ""]
+    by_unit = per_run.pivot_table(index=["task", "seed"], columns="method", values="exact_match")
+    rows = []
+    for better, worse in zip(order, order[1:]):
+        a, b = f"transformer/{better}", f"transformer/{worse}"
+        if a not in by_unit or b not in by_unit:
+            rows.append([f"`{better}` > `{worse}`", "0", "", "not run or never fit"])
+            continue
+        test = paired_difference(by_unit[a], by_unit[b])
+        verdict = {"a better": "holds", "b better": "reversed", "not told apart": "not told apart"}[test["verdict"]]
+        rows.append([f"`{better}` > `{worse}`", str(test["n"]), _interval(test), verdict])
+    lines += ["## The published order, pair by pair", "",
+              "Each adjacent pair of the published order: the difference in score (points), paired by task and "
+              "seed over the cells where both fit, with its 95% Student-t interval; it holds when the interval "
+              "lies above 0.", "",
+              *markdown_table(["published", "task x seed pairs", "difference [95% interval]", "verdict"], rows), ""]
     rows = []
     for task in dict.fromkeys(scores.task):
         for e in order:
@@ -248,8 +304,34 @@ def coupling_report(records: list[RunRecord]) -> str:
         lines += [f"## {task} (trained on 1..{train} digits)", "",
                   *markdown_table(["method"] + [f"length {n}" + (" (2×)" if n == 2 * train else "")
                                                  for n in lengths], rows),
-                  "", "Cells list each seed's exact match (%), seeds in order.", ""]
+                  "", "Cells list each seed's exact match (%), seeds in order.", "",
+                  *_coupled_versus_others(records, task), ""]
     return "\n".join(lines) + "\n"
+
+
+def _coupled_versus_others(records: list[RunRecord], task: str) -> list[str]:
+    """Cho et al.'s claim, tested: `coupled` against each other method on the
+    test band's exact match, paired by seed, where both fit."""
+    runs = runs_frame(records)
+    runs = runs[(runs.task == task) & (runs.status.isin(["ok", "diverged"]))]
+    keep = _judged_runs(records)
+    score = runs.assign(ood=runs.ood_exact_match.where(~runs.failed, 0.0)).pivot_table(
+        index="seed", columns="method", values="ood")
+    coupled = "transformer/coupled"
+    if coupled not in score:
+        return []
+    rows = []
+    for method in method_order(m for m in score.columns if m != coupled):
+        if (task, coupled) not in keep or (task, method) not in keep:
+            rows.append([f"`{method}`", "", NOT_FIT])
+            continue
+        test = paired_difference(score[coupled], score[method])
+        verdict = {"a better": "coupled better", "b better": "coupled worse",
+                   "not told apart": "not told apart"}[test["verdict"]]
+        rows.append([f"`{method}`", _interval(test), verdict])
+    return ["`coupled` against each method: test-band exact match difference (points), paired by seed, with its "
+            "95% Student-t interval (cells where both fit).", "",
+            *markdown_table(["versus", "coupled − other [95% interval]", "verdict"], rows)]
 
 
 REPORTS = {"chomsky": chomsky_report, "nope": nope_report, "coupling": coupling_report}

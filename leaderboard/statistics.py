@@ -21,17 +21,31 @@ CORRECTIONS = {"bh": "Benjamini-Hochberg (false discovery rate)",
 DEFAULT_CORRECTION = "bh"
 
 
-def t_interval(values, level: float = 0.95) -> tuple[float, float]:
+def t_interval(values, level: float = 0.95, bounds: tuple[float, float] = (0.0, 1.0)) -> tuple[float, float]:
     """Student-t interval of the mean over seeds, ``mean +- t(1 - a/2, n - 1) s / sqrt(n)``,
-    clipped to [0, 1], the metrics' range (which keeps its coverage). Exact under normality
-    at any n; a percentile bootstrap of 3 values spans at most their range and covers ~76%
-    of the time for a nominal 95%. Fewer than two values have no interval (NaN, NaN)."""
+    clipped to ``bounds``, the metrics' range [0, 1] (which keeps its coverage; differences
+    of metrics lie in [-1, 1]). Exact under normality at any n; a percentile bootstrap of 3
+    values spans at most their range and covers ~76% of the time for a nominal 95%. Fewer
+    than two values have no interval (NaN, NaN)."""
     values = np.asarray(values, dtype=float)
     if values.size < 2:
         return math.nan, math.nan
     mean, half = float(values.mean()), float(stats.t.ppf(1 - (1 - level) / 2, values.size - 1)
                                              * values.std(ddof=1) / math.sqrt(values.size))
-    return max(0.0, mean - half), min(1.0, mean + half)
+    return max(bounds[0], mean - half), min(bounds[1], mean + half)
+
+
+def paired_difference(a, b, level: float = 0.95) -> dict:
+    """Mean of the paired differences ``a - b`` (one per unit: a task, or a
+    task and seed) with its Student-t interval, and the verdict it supports:
+    ``a better`` / ``b better`` when the interval excludes 0, else ``not told
+    apart`` (also with fewer than two units)."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    d = d[~np.isnan(d)]
+    low, high = t_interval(d, level, bounds=(-1.0, 1.0))
+    verdict = "a better" if low > 0 else ("b better" if high < 0 else "not told apart")
+    return {"mean": float(d.mean()) if d.size else math.nan, "low": low, "high": high, "n": int(d.size),
+            "verdict": verdict}
 
 
 def generalization_length(lengths, scores, threshold: float = GENERALIZE_THRESHOLD) -> int:

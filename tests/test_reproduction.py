@@ -24,7 +24,8 @@ def record(task, method, seed, token_acc, exact=None, train_length=2):
                for part, ood in (("ood", True), ("id", False)) for m in ("exact_match", "token_accuracy")}
     family, _, encoding = method.partition("/")
     config = replace(get_preset("smoke").run_config(task, encoding, seed, family), train_length=train_length,
-                     test_length=len(token_acc), steps=10, batch_size=4, lr=1e-3, model=ModelSize(**MODEL))
+                     validation_length=0, test_length=len(token_acc), steps=10, batch_size=4, lr=1e-3,
+                     model=ModelSize(**MODEL))
     return RunRecord(config, "test", "", "", {}, "", status="ok", per_length=per_length, summary=summary)
 
 
@@ -59,8 +60,9 @@ def test_chomsky_report_uses_max_over_seeds_and_states_each_finding():
     # the LSTM solves with one seed of two: "every seed" does not hold
     assert "1/2 seeds solve); published: solved (every seed), does not hold" in text
     assert "`lstm` averages 90.0% (mean over seeds and tasks): ≥ 2 of the 2 transformer encodings" in text
-    # randomized gain over the two tasks: (60 - 72.5 + 50 - 96) / 2 = -29.25 mean over seeds
-    assert "| `rope` | 2 | -29.2 |" in text or "| `rope` | 2 | -29.3 |" in text
+    # randomized gain over the two tasks: (60 - 72.5 + 50 - 96) / 2 = -29.25 mean over seeds; two tasks
+    # give a t interval (t = 12.7) wider than the range: not told apart
+    assert "| `rope` | 2 | -29.2 [-100.0, +100.0] | not told apart | -40.5 |" in text
 
 
 def test_reproduce_cli_writes_the_report(capsys, tmp_path):
@@ -70,7 +72,7 @@ def test_reproduce_cli_writes_the_report(capsys, tmp_path):
     assert "Mean reciprocal rank" in (tmp_path / "o" / "reproduction.md").read_text()
     assert main(["reproduce", "nope", "--results", str(tmp_path / "missing")]) == 2
     assert main(["reproduce", "coupling", "--results", str(tmp_path / "o")]) == 2  # no records there
-    assert "--preset suite --tasks addition,multiplication" in capsys.readouterr().err
+    assert "--preset full --tasks addition,multiplication" in capsys.readouterr().err
 
 
 def test_chomsky_report_without_transformer_runs_is_refused(capsys, tmp_path):
@@ -79,3 +81,57 @@ def test_chomsky_report_without_transformer_runs_is_refused(capsys, tmp_path):
     assert main(["reproduce", "chomsky", "--results", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "hold no finished transformer run" in err and "\n" not in err
+
+
+def test_paired_difference_by_hand():
+    from lengthbench.leaderboard.statistics import paired_difference
+
+    test = paired_difference([0.5, 0.7, 0.9, 0.6], [0.1, 0.2, 0.4, 0.3])  # differences .4 .5 .5 .3
+    half = 3.182446 * np.std([0.4, 0.5, 0.5, 0.3], ddof=1) / 2  # t(0.975, 3)
+    assert test["mean"] == pytest.approx(0.425) and test["n"] == 4
+    assert (test["low"], test["high"]) == pytest.approx((0.425 - half, 0.425 + half), rel=1e-5)
+    assert test["verdict"] == "a better"
+    assert paired_difference([0.1, 0.5], [0.4, 0.2])["verdict"] == "not told apart"
+    assert paired_difference([0.1, 0.2, 0.1], [0.5, 0.6, 0.55])["verdict"] == "b better"
+
+
+def test_cells_that_did_not_fit_get_no_verdict():
+    """ID token accuracy = exact match here; below 90% on the trained lengths 1..2 means not fit."""
+    records = [record("even_pairs", "transformer/rope", s, [1, 0.5, 0.2, 0.2]) for s in range(2)]
+    records += [record("cycle_navigation", "transformer/rope", s, [1, 1, 0.96, 0.96]) for s in range(2)]
+    records += [record("even_pairs", "transformer/randomized-rope", s, [1, 1, 0.6, 0.6]) for s in range(2)]
+    records += [record("cycle_navigation", "transformer/randomized-rope", s, [1, 1, 0.5, 0.5]) for s in range(2)]
+    records += [record(t, "lstm", s, [1, 0.4, 0.1, 0.1]) for t in ("even_pairs", "cycle_navigation")
+                for s in range(2)]
+    text = chomsky_report(records)
+    # even_pairs: rope did not fit, so the best fitted encoding there is randomized-rope
+    assert "| even_pairs | R | solved | `randomized-rope` | 60.0 |" in text
+    assert "10.0 ± 0.0: did not fit (no verdict)" in text  # the lstm cells
+    assert "| `rope` | 1 | -46.0 | not told apart | -46.0 |" in text  # one task with both fit: no interval
+    records += [record("even_pairs", "transformer/randomized-rope", s, [1, 0.5, 0.2, 0.2]) for s in range(2, 4)]
+    records = [r for r in records if not (r.task == "even_pairs" and r.seed < 2 and "randomized" in r.method)]
+    text = chomsky_report(records)
+    assert "| even_pairs | R | solved | none fit |  |  | did not fit (no verdict) |" in text
+    assert "holds on 0 of the 1 tasks where some encoding fit (1 with none fit: no verdict)" in text
+
+
+def test_the_nope_order_is_tested_pair_by_pair():
+    curves = {"nope": [1, 1, 0.9, 0.8], "t5": [1, 1, 0.5, 0.4], "alibi": [1, 1, 0.6, 0.3],
+              "rope": [1, 1, 0.2, 0.1], "sinusoidal": [1, 0.5, 0, 0]}  # sinusoidal did not fit
+    records = [record(t, f"transformer/{e}", s, [min(1, x + 0.01 * s) for x in curve])
+               for t in ("copy", "reverse_string") for e, curve in curves.items() for s in range(3)]
+    text = nope_report(records)
+    assert "| `nope` > `t5` | 6 | +20.0 [+20.0, +20.0] | holds |" in text
+    assert "| `t5` > `alibi` | 6 | +0.0 [+0.0, +0.0] | not told apart |" in text
+    assert "| `rope` > `sinusoidal` | 0 |  | not run or never fit |" in text
+
+
+def test_the_coupling_claim_is_tested_by_seed():
+    from lengthbench.leaderboard.reproduction import coupling_report
+
+    records = [record("addition", "transformer/coupled", s, [1, 1, 0.9 + 0.01 * s, 0.8]) for s in range(3)]
+    records += [record("addition", "transformer/nope", s, [1, 1, 0.1 * s, 0]) for s in range(3)]  # d = .85 .805 .76
+    records += [record("addition", "transformer/rope", s, [1, 0.2, 0, 0]) for s in range(3)]  # did not fit
+    text = coupling_report(records)
+    assert "| `transformer/nope` | +80.5 [+69.3, +91.7] | coupled better |" in text
+    assert "| `transformer/rope` |  | did not fit (no verdict) |" in text
