@@ -212,9 +212,23 @@ def _write_provenance(out_dir: Path, command: str, seconds: float, records: list
     })
 
 
-def _records_of(results: PathLike) -> list[RunRecord]:
-    """Every validated record in the folder ``results``; refused with one line
-    when it is not a folder of records."""
+def of_preset(records: list[RunRecord], preset: str | None, where: PathLike) -> list[RunRecord]:
+    """The records of ``preset``'s grid cells only (all with None): a preset
+    whose cells are another's (``suite`` in ``full``) is built from its records."""
+    if preset is None:
+        return records
+    ids = {config.run_id for config in grid_configs(PRESETS[preset])}
+    mine = [r for r in records if r.run_id in ids]
+    if not mine:
+        raise InputError(f"{str(where)!r} holds no record of preset {preset!r}'s grid; run "
+                         f"`lengthbench run --preset {preset}` (or give the folder of a preset that contains it)")
+    return mine
+
+
+def _records_of(results: PathLike, preset: str | None = None) -> list[RunRecord]:
+    """Every validated record in the folder ``results`` (of ``preset``'s grid
+    only, when given); refused with one line when it is not a folder of
+    records."""
     folder = Path(results)
     if not folder.is_dir():
         what = "is a file, not a folder" if folder.exists() else "does not exist"
@@ -223,7 +237,7 @@ def _records_of(results: PathLike) -> list[RunRecord]:
     if not records:
         raise InputError(f"results {str(results)!r} holds no run records "
                          "(<task>__<encoding>__seed<k>__<hash>.json); run `lengthbench run` first")
-    return records
+    return of_preset(records, preset, results)
 
 
 def _flat(prefix: str, values: dict) -> dict:
@@ -269,12 +283,22 @@ def load_records(results: PathLike) -> pd.DataFrame:
     return frame.astype({"length": "Int64", "n_samples": "Int64"})
 
 
-def load_leaderboard(results: PathLike, out: PathLike | None = None) -> pd.DataFrame:
+def load_leaderboard(results: PathLike, out: PathLike | None = None, reference: bool = False,
+                     preset: str | None = None) -> pd.DataFrame:
     """The leaderboard of the records in ``results``: one row per task x
     method, the columns of ``leaderboard.csv`` (mean, std and Student-t interval
     over seeds, per-length curves summarized, rank). With ``out`` the
-    leaderboard files (csv, md, levels, plots, html) are written there."""
-    records = _records_of(results)
+    leaderboard files (csv, md, levels, plots, html) are written there. With
+    ``reference``, records made from uncommitted code (``+g<commit>.dirty``)
+    are refused: a shipped reference comes from committed code only. With
+    ``preset``, only the records of that preset's grid count."""
+    records = _records_of(results, preset)
+    if reference:
+        dirty = sorted(r.run_id for r in records if r.code_version.endswith(".dirty"))
+        if dirty:
+            raise InputError(f"{len(dirty)} record(s) in {str(results)!r} were made from uncommitted code (e.g. "
+                             f"{dirty[0]}.json); a reference is built from committed code only: commit, then rerun "
+                             "those cells (move their records aside first)")
     if out is None:
         return leaderboard_frame(records)
     board, paths = build_leaderboard(records, ensure_output_dir(out, "--out"))
@@ -312,10 +336,11 @@ def compare_text(diff: pd.DataFrame) -> str:
             + f" (multiple-comparison correction: {diff.correction.iloc[0] if len(diff) else DEFAULT_CORRECTION})")
 
 
-def reproduce(paper: str, results: PathLike, out: PathLike | None = None) -> str:
+def reproduce(paper: str, results: PathLike, out: PathLike | None = None, preset: str | None = None) -> str:
     """The published-vs-ours report of a founding paper (``REPORTS``) from the
-    records in ``results``; written to ``out`` (default: ``results``) as
-    ``reproduction.md``, whose path is the text's last line."""
+    records in ``results`` (of ``preset``'s grid only, when given); written to
+    ``out`` (default: ``results``) as ``reproduction.md``, whose path is the
+    text's last line."""
     if paper not in REPORTS:
         raise UnknownNameError("paper", paper, REPORTS)
     folder = Path(results)
@@ -326,6 +351,7 @@ def reproduce(paper: str, results: PathLike, out: PathLike | None = None) -> str
     records = read_records(folder)
     if not records:
         raise InputError(f"--results {str(results)!r} holds no run records; run {source} first")
+    records = of_preset(records, preset, results)
     target = ensure_output_dir(out, "--out") if out else ensure_output_dir(folder, "--results")
     text = REPORTS[paper](records)
     return text + f"wrote reproduction: {write_text(target / 'reproduction.md', text)}"

@@ -115,14 +115,15 @@ def cmd_list(args) -> int:
 
 
 def cmd_leaderboard(args) -> int:
-    board = api.load_leaderboard(args.results, out=args.out or args.results)
+    board = api.load_leaderboard(args.results, out=args.out or args.results, reference=args.reference,
+                                 preset=args.preset)
     print(api.leaderboard_text(board))
     _print_written(board.attrs["written"])
     return EXIT_OK
 
 
 def cmd_reproduce(args) -> int:
-    print(api.reproduce(args.paper, args.results, args.out))
+    print(api.reproduce(args.paper, args.results, args.out, preset=args.preset))
     return EXIT_OK
 
 
@@ -214,11 +215,17 @@ def build_parser() -> argparse.ArgumentParser:
                      help="chomsky (Deletang/Ruoss), nope (Kazemnejad), coupling (Cho)")
     rep.add_argument("--results", required=True, help="records folder (e.g. of `run --preset chomsky`)")
     rep.add_argument("--out", help="folder for reproduction.md (default: the records folder)")
+    rep.add_argument("--preset", help="only the records of this preset's grid (e.g. chomsky's cells from full's "
+                                      "records)")
     rep.set_defaults(func=cmd_reproduce)
 
     board = sub.add_parser("leaderboard", help="build leaderboard files from run records")
     board.add_argument("--results", default="results/quick", help="records folder")
     board.add_argument("--out", help="output folder (default: the records folder)")
+    board.add_argument("--preset", help="only the records of this preset's grid (e.g. suite's cells from full's "
+                                        "records)")
+    board.add_argument("--reference", action="store_true",
+                       help="refuse records made from uncommitted code (how the shipped references are built)")
     board.set_defaults(func=cmd_leaderboard)
     chk = sub.add_parser("check", help="run the encodings a Python file registers through the contract")
     chk.add_argument("path", help="Python file that registers encodings with @register_encoding")

@@ -32,3 +32,35 @@ def test_reproduction_reports_rebuild_from_their_records(folder):
 
     records = load_records(folder / "records")
     assert REPORTS[folder.name](records) == (folder / "reproduction.md").read_text()
+
+
+def test_a_reference_build_refuses_records_of_uncommitted_code_and_takes_a_presets_cells(tmp_path, capsys):
+    import json
+
+    from lengthbench.cli import main
+
+    results = tmp_path / "r"
+    assert main(["run", "--preset", "smoke", "--tasks", "copy", "--encodings", "nope,rope", "--results", str(results),
+                 "--no-progress", "--workers", "1"]) == 0
+    for path in results.glob("copy__*.json"):
+        data = json.loads(path.read_text())
+        path.write_text(json.dumps({**data, "code_version": data["code_version"].split("+")[0] + "+gabc.dirty"}))
+    capsys.readouterr()
+    assert main(["leaderboard", "--results", str(results), "--reference"]) == 2
+    assert "2 record(s) in" in capsys.readouterr().err
+    assert main(["leaderboard", "--results", str(results)]) == 0  # not a reference build: allowed
+    from dataclasses import replace
+
+    from lengthbench.benchmark.presets import PRESETS, register_preset
+
+    register_preset(replace(PRESETS["smoke"], name="smoke-rope", tasks=("copy",), encodings=("rope",)))
+    try:
+        assert main(["leaderboard", "--results", str(results), "--preset", "smoke-rope", "--out",
+                     str(tmp_path / "o")]) == 0
+        board = (tmp_path / "o" / "leaderboard.csv").read_text()
+        assert "transformer/rope" in board and "transformer/nope" not in board
+        capsys.readouterr()
+        assert main(["leaderboard", "--results", str(results), "--preset", "quick"]) == 2
+        assert "holds no record of preset 'quick'" in capsys.readouterr().err
+    finally:
+        PRESETS.remove("smoke-rope")
