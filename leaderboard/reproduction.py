@@ -45,21 +45,32 @@ def _mean_std(row) -> str:
 
 
 def _describe(config: dict) -> str:
-    model = config["model"]
-    return (f"train lengths 1..{config['train_length']}, test up to {config['test_length']}, {config['steps']} "
-            f"steps of batch {config['batch_size']}, lr {config['lr']:g}, d_model {model['d_model']}, "
+    model, train, val = config["model"], config["train_length"], config.get("validation_length", 0)
+    bands = (f"train lengths 1..{train}, validation {train + 1}..{val}, test {val + 1}..{config['test_length']}"
+             if val else f"train lengths 1..{train}, test {train + 1}..{config['test_length']}")
+    budget = (f"until fit, at most {config['steps']} steps" if config.get("fit_check_every")
+              else f"{config['steps']} steps")
+    return (f"{bands}, {budget} of batch {config['batch_size']}, lr {config['lr']:g}, d_model {model['d_model']}, "
             f"{model['n_layers']} layer(s), {model['n_heads']} heads")
 
 
 def _setup(records: list[RunRecord]) -> str:
-    """The setting of most runs, the tasks that differ, and the seeds."""
+    """The setting of most runs, the other settings (with the families and
+    tasks that use them), and the seeds."""
     described = pd.Series([_describe(r.config.to_dict()) for r in records])
     common = described.mode()[0]
-    other = sorted({(r.task, d) for r, d in zip(records, described) if d != common})
-    seeds = sorted({r.seed for r in records})
+    tasks = set(r.task for r in records)
+    other: dict[str, tuple[set, set]] = {}
+    for r, d in zip(records, described):
+        if d != common:
+            families, on = other.setdefault(d, (set(), set()))
+            families.add(r.config.family)
+            on.add(r.task)
     text = f"Setting: {common}"
-    if other:
-        text += "; " + "; ".join(f"{task}: {d}" for task, d in other)
+    for d, (families, on) in other.items():
+        where = "" if on == tasks else f" on {', '.join(sorted(on))}"
+        text += f"; {', '.join(sorted(families))}{where}: {d}"
+    seeds = sorted({r.seed for r in records})
     return text + f". Seeds {', '.join(map(str, seeds))}; recurrent families use d_model as their hidden size."
 
 
