@@ -19,6 +19,7 @@ The others (``plan``, ``submit``, ``check``, ``reproduce``, ``perf``,
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timezone
@@ -45,6 +46,7 @@ from lengthbench.leaderboard.build import build_leaderboard
 from lengthbench.leaderboard.compare import METRICS, compare_frames, summary_counts, write_compare
 from lengthbench.leaderboard.compare import to_markdown as compare_markdown
 from lengthbench.leaderboard.reproduction import REPORTS, SOURCE_PRESET
+from lengthbench.leaderboard.reference_notes import reference_readme
 from lengthbench.leaderboard.schema import read_leaderboard
 from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION
 from lengthbench.leaderboard.submission import ranking_text, write_submission
@@ -291,7 +293,9 @@ def load_leaderboard(results: PathLike, out: PathLike | None = None, reference: 
     leaderboard files (csv, md, levels, plots, html) are written there. With
     ``reference``, records made from uncommitted code (``+g<commit>.dirty``)
     are refused: a shipped reference comes from committed code only. With
-    ``preset``, only the records of that preset's grid count."""
+    ``preset``, only the records of that preset's grid count. A reference
+    build also writes the folder's ``README.md`` (``reference_notes``) and
+    ``reference.json`` (where its records are, for the rebuild test)."""
     records = _records_of(results, preset)
     if reference:
         dirty = sorted(r.run_id for r in records if r.code_version.endswith(".dirty"))
@@ -301,7 +305,14 @@ def load_leaderboard(results: PathLike, out: PathLike | None = None, reference: 
                              "those cells (move their records aside first)")
     if out is None:
         return leaderboard_frame(records)
-    board, paths = build_leaderboard(records, ensure_output_dir(out, "--out"))
+    out = ensure_output_dir(out, "--out")
+    board, paths = build_leaderboard(records, out)
+    if reference:
+        rebuild = (f"lengthbench leaderboard --reference --results {results} --out {out}"
+                   + (f" --preset {preset}" if preset else ""))
+        paths["readme"] = write_text(out / "README.md", reference_readme(out.name, records, board, out, rebuild))
+        paths["reference"] = write_json(out / "reference.json", {"records": os.path.relpath(results, out),
+                                                                  "preset": preset, "rebuild": rebuild})
     board.attrs["written"] = paths
     return board
 

@@ -1,6 +1,7 @@
 """The shipped reference leaderboards are what their shipped records give:
 every record passes validation and the tables rebuild byte for byte."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,16 +14,35 @@ from lengthbench.leaderboard.tables import write_tables
 REFERENCE = Path(__file__).resolve().parent.parent / "leaderboard" / "reference"
 
 
-@pytest.mark.parametrize("folder", sorted(p for p in REFERENCE.iterdir() if (p / "records").is_dir()),
-                         ids=lambda p: p.name)
+def _records(folder: Path) -> list:
+    """A reference folder's records: its own, or (``reference.json``) those of
+    another folder's preset grid."""
+    from lengthbench.api import of_preset
+
+    source = json.loads((folder / "reference.json").read_text()) if (folder / "reference.json").exists() else {}
+    where = folder / source.get("records", "records")
+    return of_preset(load_records(where), source.get("preset"), where)
+
+
+FOLDERS = sorted(p for p in REFERENCE.iterdir() if (p / "records").is_dir() or (p / "reference.json").exists())
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
 def test_reference_tables_rebuild_from_their_records(folder, tmp_path):
-    records = load_records(folder / "records")
+    records = _records(folder)
     assert records
-    paths = write_tables(leaderboard_frame(records), tmp_path)
+    board = leaderboard_frame(records)
+    paths = write_tables(board, tmp_path)
     for kind in ("csv", "md", "levels_csv"):
         assert paths[kind].read_bytes() == (folder / paths[kind].name).read_bytes(), paths[kind].name
-    page = render_html(leaderboard_frame(records), length_frame(records), f"lengthbench leaderboard: {folder.name}")
+    page = render_html(board, length_frame(records), f"lengthbench leaderboard: {folder.name}")
     assert page == (folder / "leaderboard.html").read_text()
+    if (folder / "reference.json").exists():  # a reference build: committed code only, and its README
+        from lengthbench.leaderboard.reference_notes import reference_readme
+
+        assert not [r.run_id for r in records if r.code_version.endswith(".dirty")]
+        rebuild = json.loads((folder / "reference.json").read_text())["rebuild"]
+        assert reference_readme(folder.name, records, board, folder, rebuild) == (folder / "README.md").read_text()
 
 
 @pytest.mark.parametrize("folder", sorted(p for p in REFERENCE.iterdir() if (p / "reproduction.md").exists()),
@@ -30,8 +50,7 @@ def test_reference_tables_rebuild_from_their_records(folder, tmp_path):
 def test_reproduction_reports_rebuild_from_their_records(folder):
     from lengthbench.leaderboard.reproduction import REPORTS
 
-    records = load_records(folder / "records")
-    assert REPORTS[folder.name](records) == (folder / "reproduction.md").read_text()
+    assert REPORTS[folder.name](_records(folder)) == (folder / "reproduction.md").read_text()
 
 
 def test_a_reference_build_refuses_records_of_uncommitted_code_and_takes_a_presets_cells(tmp_path, capsys):
@@ -49,6 +68,16 @@ def test_a_reference_build_refuses_records_of_uncommitted_code_and_takes_a_prese
     assert main(["leaderboard", "--results", str(results), "--reference"]) == 2
     assert "2 record(s) in" in capsys.readouterr().err
     assert main(["leaderboard", "--results", str(results)]) == 0  # not a reference build: allowed
+    for path in results.glob("copy__*.json"):
+        data = json.loads(path.read_text())
+        path.write_text(json.dumps({**data, "code_version": data["code_version"].split("+")[0] + "+gabc"}))
+    out = results  # where the run wrote its provenance.json
+    assert main(["leaderboard", "--results", str(results), "--reference"]) == 0
+    readme = (out / "README.md").read_text()
+    assert "Code: `0.3.0+gabc` (committed code only" in readme
+    assert "2 of 2 cells that ran did not fit" in readme and "| `transformer/rope` | copy |" in readme
+    assert "`lengthbench run --preset smoke --tasks copy --encodings nope,rope" in readme  # its provenance
+    assert json.loads((out / "reference.json").read_text())["records"] == "."
     from dataclasses import replace
 
     from lengthbench.benchmark.presets import PRESETS, register_preset

@@ -1,0 +1,86 @@
+"""The README of a shipped reference folder: how its numbers were made.
+
+Everything in it is read from the records (code versions, devices, hosts,
+settings, selections, fit) and from the ``provenance*.json`` files of the
+runs that made them (commands, wall times), so it cannot drift from them;
+``lengthbench leaderboard --reference`` writes it, and a test rebuilds it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from lengthbench.benchmark.records import RunRecord
+from lengthbench.leaderboard.aggregate import judged
+from lengthbench.leaderboard.tables import bands, markdown_table
+
+
+def _provenances(folder: Path) -> list[dict]:
+    found = []
+    for path in sorted(Path(folder).glob("provenance*.json")):
+        try:
+            found.append({"file": path.name, **json.loads(path.read_text())})
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _budget(record: RunRecord) -> str:
+    c = record.config
+    if c.fit_check_every:
+        return (f"until fit (held-out ID exact match ≥ {c.fit_threshold:g} at {c.fit_patience} checks in a row, every "
+                f"{c.fit_check_every} steps), at most {c.steps} steps of {c.batch_size}")
+    return f"{c.steps} steps of {c.batch_size}"
+
+
+def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, folder: Path, rebuild: str) -> str:
+    """The folder's README text."""
+    ran = [r for r in records if r.status != "not_applicable"]
+    lines = [f"# Reference: `{name}`", "",
+             f"{len(records)} run records ({len(ran)} trained, {len(records) - len(ran)} not applicable) of "
+             f"{board.task.nunique()} tasks × {board.method.nunique()} methods, seeds "
+             f"{', '.join(map(str, sorted({r.seed for r in records})))}.", "", "## How it was made", ""]
+    provenances = _provenances(folder)
+    if provenances:
+        rows = [[f"`{p.get('command', '')}`", str(p.get("runs", "")), f"{p.get('wall_time_s_this_invocation', '')}",
+                 p["file"]] for p in provenances]
+        lines += markdown_table(["command", "runs", "wall time (s)", "provenance"], rows) + [""]
+        total = sum(float(p.get("wall_time_s_this_invocation") or 0) for p in provenances)
+        lines += [f"Wall time of those commands: {total:.0f} s ({total / 3600:.2f} h)."]
+    hosts = sorted({f"{r.device} ({r.host.get('machine', '')}, Python {r.host.get('python', '')}, torch "
+                    f"{r.torch_version})" for r in ran})
+    lines += [f"Summed run time of the records: {sum(r.wall_time_s or 0 for r in ran) / 3600:.2f} h "
+              "(each run's share of its group's time).",
+              f"Code: {', '.join(f'`{v}`' for v in sorted({r.code_version for r in records}))} "
+              "(committed code only: the build refuses records of uncommitted code).",
+              f"Machine: {'; '.join(hosts) or 'none ran'}.", "", "## Protocol", ""]
+    settings = {}
+    for r in ran:
+        row = board[(board.task == r.task) & (board.method == r.method)].iloc[0]
+        c = r.config
+        key = (f"{bands(row)}; {_budget(r)}; lr {c.lr:g}, weight decay {c.weight_decay:g}; d_model "
+               f"{c.model.d_model}, {c.model.n_layers} layer(s), {c.model.n_heads} heads; {c.eval_samples} "
+               "evaluation examples per length")
+        settings.setdefault(key, set()).add(c.family)
+    lines += [f"- {', '.join(sorted(families))}: {key} (train / validation / test)"
+              for key, families in settings.items()]
+    chosen = board[board.selected.fillna("") != ""]
+    lines += ["", "## Selection", "",
+              (f"{len(chosen)} cells chose a setting on the validation band (`run --select`): see the table in "
+               "`leaderboard.md`." if len(chosen) else
+               "None: no setting was chosen per cell, and no preset setting was chosen on a test length.")]
+    ok = board[board.status == "ok"]
+    unfit = ok[~judged(ok)]
+    lines += ["", "## Fit", "",
+              f"{len(unfit)} of {len(ok)} cells that ran did not fit their training lengths (fewer than half their "
+              "seeds reached the threshold); they keep their numbers, flagged, and are not judged "
+              f"({int((ok.fit_status == 'partly_fit').sum())} cells fit on some seeds only)."]
+    if len(unfit):
+        by_method = unfit.groupby("method").task.apply(lambda t: ", ".join(t))
+        lines += ["", *markdown_table(["method", "tasks it did not fit"],
+                                      [[f"`{m}`", tasks] for m, tasks in by_method.items()])]
+    lines += ["", "## Rebuild", "", f"`{rebuild}` rebuilds every table, figure and this README from the records.", ""]
+    return "\n".join(lines)
