@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,7 +27,8 @@ import pandas as pd
 
 from lengthbench.benchmark.grid import resolve_workers, run_grid
 from lengthbench.benchmark.presets import get_preset
-from lengthbench.benchmark.records import length_frame
+from lengthbench.benchmark.provenance import write_provenance
+from lengthbench.benchmark.records import length_frame, load_records
 
 TASKS = ("parity_check", "even_pairs", "reverse_string", "copy", "stack_manipulation", "bucket_sort")
 BASES = ("t5", "kerple-log", "kerple-power")
@@ -70,7 +72,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--results", default="results/saturation", help="records folder (default results/saturation)")
     parser.add_argument("--workers", type=int, default=0, help="parallel run processes (0 = auto)")
     args = parser.parse_args(argv)
-    print(report(measure(Path(args.results), args.workers)))
+    start = time.perf_counter()
+    frame = measure(Path(args.results), args.workers)
+    text = report(frame)
+    records = [r for folder in sorted(Path(args.results).glob("max_len_*")) for r in load_records(folder)]
+    write_provenance(Path(args.results), "python -m lengthbench.benchmark.saturation " + " ".join(argv),
+                     time.perf_counter() - start, records)
+    print(text)
     return 0
 
 

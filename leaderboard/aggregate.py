@@ -8,9 +8,18 @@ import json
 import numpy as np
 import pandas as pd
 
-from lengthbench.benchmark.records import SUMMARY_FIELDS, RunRecord, distinct_runs, length_frame
+from lengthbench.benchmark.records import (
+    SUMMARY_FIELDS,
+    RunRecord,
+    distinct_runs,
+    length_frame,
+)
 from lengthbench.leaderboard.schema import COLUMN_NAMES, METRICS, SCHEMA_VERSION
-from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD, generalization_length, t_interval
+from lengthbench.leaderboard.statistics import (
+    GENERALIZE_THRESHOLD,
+    generalization_length,
+    t_interval,
+)
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import FAMILIES, TRANSFORMER, method_name
 from lengthbench.tasks import TASKS, task_names

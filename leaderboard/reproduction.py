@@ -23,7 +23,12 @@ import pandas as pd
 from lengthbench.benchmark.records import RunRecord, length_frame
 from lengthbench.errors import InputError
 from lengthbench.leaderboard import published
-from lengthbench.leaderboard.aggregate import judged, leaderboard_frame, method_order, runs_frame
+from lengthbench.leaderboard.aggregate import (
+    judged,
+    leaderboard_frame,
+    method_order,
+    runs_frame,
+)
 from lengthbench.leaderboard.statistics import paired_difference
 from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.models.encodings import ENCODINGS

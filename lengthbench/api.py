@@ -22,7 +22,6 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -31,22 +30,33 @@ from lengthbench.benchmark import bench_generation as generation_bench
 from lengthbench.benchmark import perf as perf_bench
 from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S
 from lengthbench.benchmark.config import Preset
-from lengthbench.benchmark.device import hardware_description
 from lengthbench.benchmark.files import ensure_output_dir, write_json, write_text
-from lengthbench.benchmark.grid import EXECUTORS, GridInterrupted, grid_configs, resolve_workers, run_grid
+from lengthbench.benchmark.grid import (
+    EXECUTORS,
+    GridInterrupted,
+    grid_configs,
+    resolve_workers,
+    run_grid,
+)
 from lengthbench.benchmark.plan import estimate, format_plan
 from lengthbench.benchmark.presets import PRESETS
+from lengthbench.benchmark.provenance import write_provenance
 from lengthbench.benchmark.records import RunRecord
-from lengthbench.benchmark.selection import SelectionGrid, run_selection
 from lengthbench.benchmark.records import load_records as read_records
-from lengthbench.benchmark.version import __version__, code_version
+from lengthbench.benchmark.selection import SelectionGrid, run_selection
+from lengthbench.benchmark.version import __version__
 from lengthbench.errors import InputError, UnknownNameError
 from lengthbench.leaderboard.aggregate import leaderboard_frame
 from lengthbench.leaderboard.build import build_leaderboard
-from lengthbench.leaderboard.compare import METRICS, compare_frames, summary_counts, write_compare
+from lengthbench.leaderboard.compare import (
+    METRICS,
+    compare_frames,
+    summary_counts,
+    write_compare,
+)
 from lengthbench.leaderboard.compare import to_markdown as compare_markdown
-from lengthbench.leaderboard.reproduction import REPORTS, SOURCE_PRESET
 from lengthbench.leaderboard.reference_notes import reference_readme
+from lengthbench.leaderboard.reproduction import REPORTS, SOURCE_PRESET
 from lengthbench.leaderboard.schema import read_leaderboard
 from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION
 from lengthbench.leaderboard.submission import ranking_text, write_submission
@@ -54,7 +64,12 @@ from lengthbench.leaderboard.tables import to_markdown as leaderboard_markdown
 from lengthbench.models.contract import ContractReport
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import FAMILIES
-from lengthbench.models.plugins import PluginFile, check_plugins, contract_failure, load_entry_points
+from lengthbench.models.plugins import (
+    PluginFile,
+    check_plugins,
+    contract_failure,
+    load_entry_points,
+)
 from lengthbench.tasks import TASKS
 from lengthbench.tasks.listing import tasks_table
 
@@ -192,26 +207,12 @@ def _run_grid_to_leaderboard(grid: Preset, plugin_files: list, *, results: PathL
     records = (run_selection(grid, selection, results, **options) if selection is not None
                else run_grid(grid, results, **options))
     board, paths = build_leaderboard(records, out)
-    paths["provenance"] = _write_provenance(out, command, time.perf_counter() - start, records)
+    paths["provenance"] = write_provenance(out, command, time.perf_counter() - start, records)
     board.attrs["written"] = paths
     board.attrs["runs"] = len(records)
     board.attrs["failed"] = [{"task": r.task, "method": r.method, "seed": r.seed, "error": r.error}
                              for r in records if r.status == "error"]
     return board
-
-
-def _write_provenance(out_dir: Path, command: str, seconds: float, records: list[RunRecord]) -> Path:
-    """Beside a leaderboard: the exact command, code version, hardware, time."""
-    return write_json(Path(out_dir) / "provenance.json", {
-        "command": command,
-        "code_version": code_version(),
-        "hardware": hardware_description(),
-        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "wall_time_s_this_invocation": round(seconds, 1),
-        "runs": len(records),
-        "run_wall_time_s_total": round(sum(r.wall_time_s or 0 for r in records), 1),
-        "run_code_versions": sorted({r.code_version for r in records}),
-    })
 
 
 def of_preset(records: list[RunRecord], preset: str | None, where: PathLike) -> list[RunRecord]:
