@@ -31,6 +31,8 @@ a CPU variant whose cells are ``full``'s (its records are shipped), and a
   variants of four, and the recurrent baselines, 3 seeds.
 * ``nope``: Kazemnejad et al. 2023's encodings (NoPE, T5 bias, ALiBi, RoPE,
   sinusoidal APE) on copy, reverse, addition and parity.
+* ``coupling``: Cho et al. 2024's tasks (addition, N x 2 multiplication) x
+  every encoding.
 * ``chomsky-paper``, ``nope-paper``, ``coupling-paper``: the published protocols.
 """
 
@@ -184,6 +186,9 @@ register_preset(_part_of_full(
 register_preset(_part_of_full(
     "nope", "Kazemnejad et al. reproduction at the laptop budget: 4 tasks x their 5 encodings x 3 seeds: part "
     "of `full`", NOPE_TASKS, NOPE_PAPER_ENCODINGS))
+register_preset(_part_of_full(
+    "coupling", "Cho et al. reproduction at the laptop budget: addition and Nx2 multiplication x every encoding x "
+    "3 seeds: part of `full`", ("addition", "multiplication"), ENCODINGS.names()))
 
 
 # The published protocols (GPU-sized; `run --plan` gives the cost). Differences we keep: our

@@ -36,7 +36,7 @@ from lengthbench.tasks import get_task
 
 PAPERS = ("chomsky", "nope", "coupling")
 # the preset whose records each report reads
-SOURCE_PRESET = {"chomsky": "chomsky", "nope": "nope", "coupling": "full --tasks addition,multiplication"}
+SOURCE_PRESET = {"chomsky": "chomsky", "nope": "nope", "coupling": "coupling"}
 NOT_FIT = "did not fit (no verdict)"
 
 

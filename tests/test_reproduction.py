@@ -72,7 +72,7 @@ def test_reproduce_cli_writes_the_report(capsys, tmp_path):
     assert "Mean reciprocal rank" in (tmp_path / "o" / "reproduction.md").read_text()
     assert main(["reproduce", "nope", "--results", str(tmp_path / "missing")]) == 2
     assert main(["reproduce", "coupling", "--results", str(tmp_path / "o")]) == 2  # no records there
-    assert "--preset full --tasks addition,multiplication" in capsys.readouterr().err
+    assert "--preset coupling" in capsys.readouterr().err
 
 
 def test_chomsky_report_without_transformer_runs_is_refused(capsys, tmp_path):
