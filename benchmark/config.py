@@ -160,6 +160,7 @@ class Preset:
     families: tuple[str, ...] = (TRANSFORMER,)
     family_settings: dict = field(default_factory=dict)
     overrides: dict = field(default_factory=dict)  # set last, over every task's and family's settings
+    select: str = ""  # a `run --select` the preset makes by default ("lr=5e-4,1e-3,2e-3"), chosen on validation
 
     def methods(self) -> list[tuple[str, str]]:
         """(family, encoding) of every method of the grid, in grid order."""

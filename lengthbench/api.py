@@ -99,12 +99,13 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
     encoding files, contract-checked before any run. A run that fails is
     recorded in its cell (status ``error``; ``attrs["failed"]`` lists them,
     ``attrs["runs"]`` counts the grid's runs), not raised. ``workers``/``group_size`` 0 choose automatically.
-    ``select`` (``"lr=5e-4,1e-3,2e-3"``) trains the grid once per value and
-    keeps, per (task, method), the value with the best validation-band exact
-    match (``benchmark.selection``).
+    ``select`` (``"lr=5e-4,1e-3,2e-3"``; default: the preset's own ``select``)
+    trains the grid once per value and keeps, per (task, method), the value
+    with the best validation-band exact match (``benchmark.selection``).
     ``command`` is what provenance.json records as the call (default: this
     call, written as Python)."""
     grid, plugin_files = _narrowed_grid(preset, tasks, encodings, models, seeds, plugins)
+    select = select if select is not None else (grid.select or None)
     selection = SelectionGrid.parse(select) if select is not None else None
     if command is None:
         given = {k: v for k, v in dict(tasks=tasks, encodings=encodings, models=models, seeds=seeds,
@@ -129,7 +130,12 @@ def plan(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings
     workers = resolve_workers(workers)
     start = time.perf_counter()
     estimates, total, stored, groups = estimate(grid, folder, workers, group_size)
-    return format_plan(grid, estimates, total, stored, workers, time.perf_counter() - start, groups)
+    text = format_plan(grid, estimates, total, stored, workers, time.perf_counter() - start, groups)
+    if grid.select:
+        choice = SelectionGrid.parse(grid.select)
+        text += (f"\nselection: {choice.describe()} (the preset's own select): the grid trains once per value, "
+                 f"{len(choice.values)}x the estimate above (in {folder / 'selection'})")
+    return text
 
 
 def submit(path: PathLike, preset: str = "quick", *, name: str | None = None, results: PathLike | None = None,

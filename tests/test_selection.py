@@ -89,3 +89,21 @@ def test_run_select_end_to_end(tmp_path, capsys):
     capsys.readouterr()
     assert main([*argv, "--select", "lr=1e-3"]) == 2
     assert "at least two values" in capsys.readouterr().err
+
+
+def test_a_preset_can_make_its_own_selection(tmp_path, capsys):
+    from lengthbench.benchmark.presets import PRESETS, register_preset
+
+    register_preset(replace(PRESETS["smoke"], name="smoke-select", tasks=("parity_check",), encodings=("rope",),
+                            select="lr=1e-3,3e-3"))
+    try:
+        results = tmp_path / "res"
+        assert main(["run", "--preset", "smoke-select", "--results", str(results), "--plan"]) == 0
+        assert "selection: lr=0.001,0.003 (the preset's own select): the grid trains once per value, 2x" in \
+            capsys.readouterr().out
+        assert main(["run", "--preset", "smoke-select", "--results", str(results), "--no-progress",
+                     "--workers", "1"]) == 0
+        [path] = results.glob("parity_check__rope__seed0__*.json")
+        assert json.loads(path.read_text())["selection"]["values"] == [1e-3, 3e-3]
+    finally:
+        PRESETS.remove("smoke-select")
