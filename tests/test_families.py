@@ -133,4 +133,5 @@ def test_a_schema_2_leaderboard_reads_as_transformer_methods_of_the_current_sche
     assert old.read_text().startswith("schema_version,task,level,encoding,")
     board = read_leaderboard(old)
     assert set(board.method) == {f"transformer/{e}" for e in board.encoding}
-    assert set(board.model) == {"transformer"} and set(board.schema_version) == {4} and set(board.n_errors) == {0}
+    assert set(board.model) == {"transformer"} and set(board.schema_version) == {5} and set(board.n_errors) == {0}
+    assert set(board.fit_status) == {"unknown"}  # a board from before fit was recorded
