@@ -22,6 +22,7 @@ import json
 import sys
 from pathlib import Path
 
+from lengthbench.errors import InputError
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import FAMILIES
 from lengthbench.tasks import TASKS
@@ -79,6 +80,21 @@ def unrecorded_changes() -> list[str]:
     """Components whose version or source differs from ``code_digests.json``."""
     recorded = json.loads(TABLE.read_text()) if TABLE.exists() else {}
     return [name for name, now in components().items() if recorded.get(name) != now]
+
+
+def check_unchanged(configs) -> None:
+    """Refuse (``InputError``, one line) to run ``configs`` while a component
+    they use changed its source without a version bump recorded in the table:
+    a changed generator, encoding or trainer must never silently reuse old
+    records."""
+    used = {"trainer"}
+    for c in configs:
+        used |= {f"task:{c.task}", f"family:{c.family}"} | ({f"encoding:{c.encoding}"} if c.encoding else set())
+    changed = sorted(set(unrecorded_changes()) & used)
+    if changed:
+        raise InputError(f"the source of {', '.join(changed)} changed since {TABLE.name} was written, with no "
+                         "version bump recorded: bump its version if results change, then run `python -m "
+                         "lengthbench.benchmark.versions --update`")
 
 
 def main(argv: list[str]) -> int:

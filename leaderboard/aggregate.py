@@ -14,6 +14,7 @@ from lengthbench.benchmark.records import (
     distinct_runs,
     length_frame,
 )
+from lengthbench.errors import InputError
 from lengthbench.leaderboard.schema import COLUMN_NAMES, METRICS, SCHEMA_VERSION
 from lengthbench.leaderboard.statistics import (
     GENERALIZE_THRESHOLD,
@@ -26,8 +27,9 @@ from lengthbench.tasks import TASKS, task_names
 from lengthbench.tasks.base import LEVELS
 
 
-class MixedConfigError(ValueError):
-    """Records of one (task, method) cell were produced by different settings."""
+class MixedConfigError(InputError):
+    """Records of one (task, method) cell were produced by different settings
+    (the CLI: one line naming the cells, exit 2)."""
 
 
 def _level(task: str) -> str:
@@ -94,14 +96,18 @@ def _check_single_config(runs: pd.DataFrame) -> None:
         task, method = mixed.index[0]
         cell = runs[(runs.task == task) & (runs.method == method)]
         ids = cell["run_id"].tolist()
+        others = [f"{t}/{m}" for t, m in mixed.index[1:]]
+        more = (f" (and {len(others)} more cell(s): {', '.join(others[:5])}{', ...' if len(others) > 5 else ''})"
+                if others else "")
         versions = {json.dumps(json.loads(sig).get("code_versions", {}), sort_keys=True) for sig in cell.signature}
         if len(versions) > 1:
             raise MixedConfigError(
-                f"runs of {task}/{method} were made by different code versions ({', '.join(sorted(versions))}; "
-                f"{', '.join(ids)}); move the stale records out of the folder, or rerun the grid"
+                f"runs of {task}/{method}{more} were made by different code versions "
+                f"({', '.join(sorted(versions))}; {', '.join(ids)}); move the stale records out of the folder, or "
+                "rerun the grid"
             )
         raise MixedConfigError(
-            f"runs of {task}/{method} use different settings ({', '.join(ids)}); "
+            f"runs of {task}/{method}{more} use different settings ({', '.join(ids)}); "
             "keep one preset's records per results folder"
         )
 

@@ -45,6 +45,7 @@ from lengthbench.benchmark.records import RunRecord
 from lengthbench.benchmark.records import load_records as read_records
 from lengthbench.benchmark.selection import SelectionGrid, run_selection
 from lengthbench.benchmark.version import __version__
+from lengthbench.benchmark.versions import check_unchanged
 from lengthbench.errors import InputError, UnknownNameError
 from lengthbench.leaderboard.aggregate import leaderboard_frame
 from lengthbench.leaderboard.build import build_leaderboard
@@ -203,7 +204,7 @@ def _run_grid_to_leaderboard(grid: Preset, plugin_files: list, *, results: PathL
     """Run a validated grid (once per value of ``selection``, keeping the
     chosen records), then write its leaderboard files and provenance; ``run``
     and ``submit`` both end here."""
-    grid_configs(grid)  # every name and setting resolves before any folder is touched
+    check_unchanged(grid_configs(grid))  # every name and setting resolves, and no source drifted, before any run
     EXECUTORS[executor].check()
     results = ensure_output_dir(results or f"results/{grid.name}", "--results")
     out = ensure_output_dir(out, "--out") if out else results

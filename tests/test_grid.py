@@ -12,6 +12,7 @@ from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.grid import grid_configs, run_grid
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.records import RunRecord, read_record, write_record
+from lengthbench.cli import main
 
 
 def test_grid_writes_records_and_resume_skips(tmp_path, tiny_preset, monkeypatch):
@@ -200,7 +201,7 @@ def test_adding_seeds_to_stored_runs_builds_a_leaderboard(tmp_path, tiny_preset)
     assert board.n_seeds.tolist() == [2]
 
 
-def test_mixed_settings_are_refused(tmp_path, tiny_preset):
+def test_mixed_settings_are_refused(tmp_path, tiny_preset, capsys):
     from dataclasses import replace
 
     from lengthbench.leaderboard.aggregate import MixedConfigError, leaderboard_frame
@@ -211,3 +212,8 @@ def test_mixed_settings_are_refused(tmp_path, tiny_preset):
     second = run_grid(other, tmp_path / "b", progress=False)
     with pytest.raises(MixedConfigError, match="runs of copy/transformer/nope use different settings"):
         leaderboard_frame(first + second)
+    for record in second:  # the CLI: one line, exit 2
+        write_record(tmp_path / "a", record)
+    assert main(["leaderboard", "--results", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("lengthbench: error: runs of copy/transformer/nope use different")

@@ -50,3 +50,20 @@ def test_a_bumped_task_reruns_its_cells_and_reuses_the_others(tmp_path, tiny_pre
     with pytest.raises(MixedConfigError, match="made by different code versions"):
         leaderboard_frame(load_records(tmp_path))  # old and new copy records side by side
     assert len(grid_configs(tiny_preset)) == len(second)
+
+
+def test_run_refuses_a_grid_whose_sources_drifted_and_runs_one_that_did_not(tmp_path, monkeypatch, capsys):
+    from lengthbench.cli import main
+
+    module = Path(versions.inspect.getfile(type(get_task("copy")))).resolve()
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes",
+                        lambda self: real(self) + b"\n# edited sampler\n" if self == module else real(self))
+    results = tmp_path / "r"
+    argv = ["run", "--preset", "smoke", "--encodings", "nope", "--seeds", "0", "--results", str(results),
+            "--no-progress", "--workers", "1"]
+    assert main([*argv, "--tasks", "copy,parity_check"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("lengthbench: error: the source of task:copy changed since code_digests.json")
+    assert not results.exists() or not list(results.glob("*.json"))  # nothing ran
+    assert main([*argv, "--tasks", "parity_check"]) == 0  # copy is not in this grid
