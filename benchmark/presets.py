@@ -9,7 +9,7 @@ test length.
   checks the machinery, its numbers mean nothing.
 * ``quick``: the README's main job, about 10-15 minutes on 2 cores; sized so
   that two published effects show (randomized positions beat their base on
-  ``reverse_string``/``copy``; coupling extends ``addition`` past L_train).
+  ``parity_check``/``reverse_string``; coupling extends ``addition`` past L_train).
 * ``arithmetic``: addition only, 2000 steps of 128 with the wide one-layer
   model; it chooses its learning rate per method on the validation band
   (``select``: lr 5e-4, 1e-3 or 2e-3).

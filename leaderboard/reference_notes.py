@@ -57,21 +57,25 @@ def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, f
               f"Code: {', '.join(f'`{v}`' for v in sorted({r.code_version for r in records}))} "
               "(committed code only: the build refuses records of uncommitted code).",
               f"Machine: {'; '.join(hosts) or 'none ran'}.", "", "## Protocol", ""]
-    settings = {}
+    settings: dict[str, tuple[set, set]] = {}
     for r in ran:
         row = board[(board.task == r.task) & (board.method == r.method)].iloc[0]
         c = r.config
         key = (f"{bands(row)}; {_budget(r)}; lr {c.lr:g}, weight decay {c.weight_decay:g}; d_model "
                f"{c.model.d_model}, {c.model.n_layers} layer(s), {c.model.n_heads} heads; {c.eval_samples} "
                "evaluation examples per length")
-        settings.setdefault(key, set()).add(c.family)
-    lines += [f"- {', '.join(sorted(families))}: {key} (train / validation / test)"
-              for key, families in settings.items()]
+        families, tasks = settings.setdefault(key, (set(), set()))
+        families.add(c.family)
+        tasks.add(c.task)
+    every_task = {r.task for r in ran}
+    lines += [f"- {', '.join(sorted(families))}" + ("" if tasks == every_task else f" on {', '.join(sorted(tasks))}")
+              + f": {key} (train / validation / test)" for key, (families, tasks) in settings.items()]
     chosen = board[board.selected.fillna("") != ""]
     lines += ["", "## Selection", "",
               (f"{len(chosen)} cells chose a setting on the validation band (`run --select`): see the table in "
                "`leaderboard.md`." if len(chosen) else
-               "None: no setting was chosen per cell, and no preset setting was chosen on a test length.")]
+               "None: no setting was chosen per cell (`run --select`); the preset's settings and where they "
+               "came from are in `benchmark/presets.py`.")]
     ok = board[board.status == "ok"]
     unfit = ok[~judged(ok)]
     lines += ["", "## Fit", "",
