@@ -281,6 +281,23 @@ def test_friedman_by_hand_and_against_scipy():
     assert friedman(untied).chi2 == pytest.approx(stats.friedmanchisquare(*untied.T.to_numpy()).statistic)
 
 
+def test_friedman_reproduces_demsars_worked_example():
+    """Demšar (2006), section 3.2.2: four C4.5 variants on 14 data sets, average
+    ranks 3.143, 2.000, 2.893, 1.964 give chi2_F = 9.28, F_F = 3.69 (F(3, 39),
+    critical value 2.85: rejected) and the Nemenyi CD 1.25. The statistics
+    depend on the ranks only; these 14 rank rows have exactly those averages."""
+    from lengthbench.leaderboard.ranking import friedman
+
+    ranks = [[1, 4, 2, 3], [4, 2, 3, 1], [4, 1, 3, 2], [4, 1, 3, 2], [3, 1, 4, 2], [4, 1, 2, 3], [4, 1, 3, 2],
+             [1, 4, 3, 2], [3, 1, 4, 2], [2, 4, 3, 1], [4, 3, 2, 1], [2, 1, 4, 3], [4, 3, 2, 1], [4, 1, 2.5, 2.5]]
+    scores = -pd.DataFrame(ranks, columns=["C4.5", "C4.5+m", "C4.5+cf", "C4.5+m+cf"])  # higher is better
+    ranking = friedman(scores)
+    assert ranking.average_ranks.round(3).to_dict() == {"C4.5+m+cf": 1.964, "C4.5+m": 2.0, "C4.5+cf": 2.893,
+                                                          "C4.5": 3.143}
+    assert round(ranking.chi2, 2) == 9.28 and round(ranking.f_statistic, 2) == 3.69
+    assert ranking.p_value < 0.05 and round(ranking.critical_difference, 2) == 1.25
+
+
 def test_friedman_finds_real_differences_and_holds_its_level_on_equal_methods():
     from lengthbench.leaderboard.ranking import friedman
 
