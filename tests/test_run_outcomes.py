@@ -184,5 +184,5 @@ def test_a_failed_seed_counts_as_zero_and_says_so_everywhere(tmp_path, tiny_pres
     with_error = leaderboard_frame([records[0], errored, records[2]]).iloc[0]
     assert with_error.n_seeds == 2 and with_error.n_errors == 1 and with_error.n_failed == 0  # not scored
     text = to_markdown(leaderboard_frame([records[0], records[1], diverged]))
-    assert "(1 of 3 failed)" in text and "counts as 0" in text
+    assert "(1 of 3 failed, did not fit)" in text and "counts as 0" in text  # 3 steps: nothing fits
     assert "failed" not in to_markdown(leaderboard_frame(records)) and clean.n_failed == 0
