@@ -27,6 +27,7 @@ def atomic_path(path: str | Path):
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     os.close(fd)
     try:
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600; others sharing the folder must read it
         yield Path(tmp)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
@@ -37,6 +38,13 @@ def atomic_path(path: str | Path):
             raise OutputError(f"could not write {path}: {err.strerror or err}; "
                               "the previous file is unchanged") from err
         raise
+
+
+def current_umask() -> int:
+    """The process umask (read by setting it and putting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_text(path: str | Path, text: str) -> Path:

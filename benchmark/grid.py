@@ -29,6 +29,7 @@ from lengthbench.benchmark.executors import Executor, GroupJob, local_executor
 from lengthbench.benchmark.ray_executor import RayExecutor, require_ray
 from lengthbench.benchmark.records import (
     RunRecord,
+    UnreadableRecord,
     load_finished,
     record_path,
     stale_records,
@@ -189,12 +190,21 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
     Path(results_dir).mkdir(parents=True, exist_ok=True)
     records: dict[str, RunRecord] = {}
     todo = []
+    unreadable = []
     for config in configs:
-        stored = None if force else load_finished(results_dir, config.run_id)
+        try:
+            stored = None if force else load_finished(results_dir, config.run_id)
+        except UnreadableRecord as err:
+            unreadable.append(str(err))
+            continue
         if stored is not None:
             records[config.run_id] = stored
         else:
             todo.append(config)
+    if unreadable:
+        raise InputError(f"{len(unreadable)} record(s) cannot be read by this user, so their cells can be neither "
+                         f"reused nor safely rerun ({'; '.join(unreadable[:3])}{'; ...' if len(unreadable) > 3 else ''}"
+                         "); ask their owner to make them readable (or run with another --results)")
     stored_count = len(records)
     log.info("%d runs in grid, %d stored, %d to run", len(configs), stored_count, len(todo))
     stale = [path.name for config in todo for path in stale_records(results_dir, config)]

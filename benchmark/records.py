@@ -53,6 +53,11 @@ class RecordError(InputError):
     """A record file that is not a valid run record for its file name."""
 
 
+class UnreadableRecord(InputError):
+    """A record this process may not read (another user's, say): never taken
+    for an invalid one, so never set aside nor retrained."""
+
+
 @dataclass
 class RunRecord:
     """One run: its configuration (which fixes its identity), where and by
@@ -247,7 +252,13 @@ def read_record(path: Path) -> RunRecord:
     """Load and validate one record file (the one reader); ``RecordError`` names the file."""
     path = Path(path)
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        raw = path.read_bytes()
+    except PermissionError as err:
+        raise UnreadableRecord(f"{path}: {err.strerror or err}") from None
+    except OSError as err:
+        raise RecordError(f"{path}: not a readable run record ({err})") from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise RecordError(f"{path}: not a readable run record ({err})") from None
     problem = _problem(data, path)
