@@ -7,24 +7,33 @@ place: of two processes racing for it, exactly one succeeds, and nobody
 sees it half-written), holding its host, pid and start time, and keeps its modification time fresh while it works (a
 heartbeat). Another process skips a claimed run and later collects its
 record. A claim is stale, and may be taken over, when its owner is a dead
-process on this host, or when its heartbeat is older than ``STALE_AFTER_S``
-(an owner on another host that stopped). The driver removes a claim after
-writing the run's record, so a run is never left both unclaimed and
-unrecorded while someone works on it.
+process on this host, when its heartbeat is older than ``STALE_AFTER_S``
+(an owner on another host that stopped), or when this process has watched
+it unchanged (modification time, size and content) for ``STALE_AFTER_S`` on
+its own clock: so a claim with any content (empty, not JSON, a list, wrong
+fields) or a time in the future is never waited on forever, and is named
+once in a warning. The driver removes a claim after writing the run's
+record, so a run is never left both unclaimed and unrecorded while someone
+works on it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import threading
 import time
 from pathlib import Path
 
+log = logging.getLogger(__name__)
+
 HEARTBEAT_S = 20.0  # how often an owner refreshes its claims
 STALE_AFTER_S = 120.0  # a claim not refreshed for this long belongs to a stopped owner
 CLAIM_SUFFIX = ".claim"
+_watched: dict[Path, tuple[tuple, float]] = {}  # claim path -> (what it looked like, since when, monotonic)
+_warned: set[Path] = set()
 
 
 def claim_path(results_dir: Path, run_id: str) -> Path:
@@ -35,30 +44,63 @@ def _owner() -> dict:
     return {"host": socket.gethostname(), "pid": os.getpid(), "claimed_at": time.time()}
 
 
+def _owner_problem(owner) -> str | None:
+    """Why parsed claim content is not an owner record, or None."""
+    if not isinstance(owner, dict):
+        return f"a JSON {type(owner).__name__}, not a claim"
+    if not isinstance(owner.get("host"), str) or isinstance(owner.get("pid"), bool) \
+            or not isinstance(owner.get("pid"), int):
+        return "no host name and process id"
+    return None
+
+
 def _alive(owner: dict) -> bool:
-    if owner.get("host") != socket.gethostname():
+    if owner["host"] != socket.gethostname():
         return True  # another host: only the heartbeat can tell
     try:
-        os.kill(int(owner["pid"]), 0)
+        os.kill(owner["pid"], 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, KeyError, TypeError, ValueError):
+    except (PermissionError, OverflowError, ValueError):
         return True
     return True
 
 
+def _unchanged_for(path: Path, look: tuple) -> float:
+    """How long (this process's clock) the claim has looked like ``look``."""
+    now = time.monotonic()
+    seen = _watched.get(path)
+    if seen is None or seen[0] != look:
+        _watched[path] = (look, now)
+        return 0.0
+    return now - seen[1]
+
+
 def is_stale(path: Path) -> bool:
-    """True when the claim at ``path`` has no live owner. A claim appears
-    whole (``try_claim`` links a written file into place), so an unreadable
-    one is damaged; it counts as stale once its heartbeat is old."""
+    """True when the claim at ``path`` has no live owner: its owner is a dead
+    process here, its heartbeat is old, or it has not changed while this
+    process watched it for ``STALE_AFTER_S`` (any content, any clock)."""
     try:
-        age = time.time() - path.stat().st_mtime
-        owner = json.loads(path.read_text())
+        info = path.stat()
+        raw = path.read_bytes()
     except FileNotFoundError:
         return False
-    except (OSError, ValueError):
-        return age > STALE_AFTER_S
-    return age > STALE_AFTER_S or not _alive(owner)
+    except OSError:
+        return True  # a claim we cannot read cannot be one we must respect
+    quiet = _unchanged_for(path, (info.st_mtime_ns, info.st_size, raw))
+    age = time.time() - info.st_mtime
+    try:
+        owner = json.loads(raw.decode("utf-8"))
+        problem = _owner_problem(owner)
+    except (UnicodeDecodeError, ValueError):
+        problem = "not JSON" if raw.strip() else "empty"
+    if problem is not None:
+        if path not in _warned:
+            _warned.add(path)
+            log.warning("claim %s is damaged (%s); it is taken over once it stays unchanged for %.0f s",
+                        path, problem, STALE_AFTER_S)
+        return age > STALE_AFTER_S or quiet > STALE_AFTER_S
+    return age > STALE_AFTER_S or quiet > STALE_AFTER_S or not _alive(owner)
 
 
 def try_claim(results_dir: Path, run_id: str) -> bool:
@@ -106,7 +148,8 @@ def release_abandoned(results_dir: Path) -> None:
             owner = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        if owner.get("host") == socket.gethostname() and (owner.get("pid") == os.getpid() or not _alive(owner)):
+        if _owner_problem(owner) is None and owner["host"] == socket.gethostname() \
+                and (owner["pid"] == os.getpid() or not _alive(owner)):
             _remove(path)
 
 

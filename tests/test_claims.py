@@ -5,6 +5,7 @@ folder split the grid and train every cell once."""
 from __future__ import annotations
 
 import json
+import logging
 import multiprocessing
 import os
 import re
@@ -15,6 +16,9 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
+import lengthbench.benchmark.claims as claims
 from lengthbench.benchmark.claims import STALE_AFTER_S, Heartbeat, claim_path, held_elsewhere, release, try_claim
 from lengthbench.benchmark.grid import grid_configs, run_grid
 
@@ -116,3 +120,59 @@ def test_two_drivers_on_one_folder_split_the_grid(tmp_path):
     assert len(records) == 8 and not list((tmp_path / "results").glob("*.claim"))
     pids = [json.loads(p.read_text())["host"]["pid"] for p in records]
     assert sorted(pids.count(d.pid) for d in drivers) == sorted(trained)  # each record names its trainer
+
+
+DAMAGED = {
+    "empty": b"",
+    "not-json": b"\x00\x01 not a claim",
+    "a-list": b"[1, 2]",
+    "null": b"null",
+    "a-number": b"42",
+    "no-fields": b"{}",
+    "wrong-types": b'{"host": 5, "pid": "abc"}',
+    "bool-pid": b'{"host": "another-node", "pid": true}',
+}
+
+
+@pytest.mark.parametrize("shape", list(DAMAGED))
+def test_a_damaged_claim_never_crashes_and_is_taken_over_in_bounded_time(tmp_path, shape, monkeypatch, caplog):
+    monkeypatch.setattr(claims, "STALE_AFTER_S", 0.3)
+    path = claim_path(tmp_path, f"run-{shape}")
+    path.write_bytes(DAMAGED[shape])
+    with caplog.at_level(logging.WARNING):
+        assert held_elsewhere(tmp_path, f"run-{shape}")  # fresh: respected for now
+        time.sleep(0.4)
+        assert not held_elsewhere(tmp_path, f"run-{shape}")  # unchanged while watched: stale
+        assert try_claim(tmp_path, f"run-{shape}")
+    assert json.loads(path.read_text())["pid"] == os.getpid()
+    warnings = [r.getMessage() for r in caplog.records if "damaged" in r.getMessage()]
+    assert len(warnings) == 1 and str(path) in warnings[0]  # one warning naming the file
+
+
+def test_a_claim_from_the_future_is_not_waited_on_forever(tmp_path, monkeypatch):
+    monkeypatch.setattr(claims, "STALE_AFTER_S", 0.3)
+    path = claim_path(tmp_path, "future")
+    path.write_text(json.dumps({"host": "another-node", "pid": 1, "claimed_at": time.time() + 86400}))
+    os.utime(path, (time.time() + 86400, time.time() + 86400))  # a clock a day ahead
+    assert held_elsewhere(tmp_path, "future")
+    time.sleep(0.4)
+    assert not held_elsewhere(tmp_path, "future") and try_claim(tmp_path, "future")
+
+
+def test_a_live_remote_claim_that_keeps_beating_is_respected(tmp_path, monkeypatch):
+    monkeypatch.setattr(claims, "STALE_AFTER_S", 0.3)
+    path = claim_path(tmp_path, "beating")
+    path.write_text(json.dumps({"host": "another-node", "pid": 1}))
+    for _ in range(4):
+        time.sleep(0.15)
+        os.utime(path)  # its owner's heartbeat
+        assert held_elsewhere(tmp_path, "beating")
+
+
+def test_a_driver_trains_a_cell_whose_claim_is_garbage(tmp_path, tiny_preset, monkeypatch):
+    monkeypatch.setattr(claims, "STALE_AFTER_S", 1.0)
+    preset = tiny_preset.with_grid(tasks=["copy"], encodings=["nope"])
+    [config] = grid_configs(preset)
+    claim_path(tmp_path, config.run_id).write_bytes(b"[]")
+    [record] = run_grid(preset, tmp_path, progress=False, workers=1)
+    assert record.status == "ok" and not claim_path(tmp_path, config.run_id).exists()
