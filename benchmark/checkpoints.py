@@ -7,18 +7,31 @@ diverged, the next step) is saved atomically every ``every_s`` seconds to
 rerun that trains the same runs as one group resumes from it, so its records
 equal those of an uninterrupted run. A checkpoint is deleted once every run
 it holds has a record.
+
+It fails safe. It holds the ids of its runs (each with its config hash) and
+is used only by exactly those runs: one copied or renamed from other runs is
+ignored with a warning. One that cannot be loaded (truncated, not a torch
+file, missing keys, a pickle the safe loader refuses) is moved aside to
+``<file>.invalid`` with a warning, and training starts from step 0. One that
+cannot be written (disk full, a file-size limit) leaves the previous one in
+place, warns once, and training goes on. Drivers sharing the folder may
+create and remove it at any time without breaking each other.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from pathlib import Path
 
 import torch
 
 from lengthbench.benchmark.files import atomic_path, write_json
+
+log = logging.getLogger(__name__)
+STATE_KEYS = ("step", "model", "optimizer", "data_rngs", "position_rngs", "losses", "diverged_at", "run_ids")
 
 CHECKPOINT_EVERY_S = 300.0  # a few minutes of work
 FOLDER = "checkpoints"
@@ -34,29 +47,64 @@ class Checkpoint:
         self.path, self.index = self.folder / f"{key}.pt", self.folder / f"{key}.json"
         self.every_s = every_s
         self.last = time.monotonic()
+        self.write_failed = False
 
     def load(self) -> dict | None:
-        """The saved state of exactly these runs, or None."""
+        """The saved state of exactly these runs, or None (none saved, another
+        runs', or unloadable: moved aside)."""
         if not self.path.exists():
             return None
-        state = torch.load(self.path, map_location="cpu", weights_only=True)
-        return state if state.get("run_ids") == self.run_ids else None
+        try:
+            state = torch.load(self.path, map_location="cpu", weights_only=True)
+            missing = [k for k in STATE_KEYS if k not in state] if isinstance(state, dict) else ["all"]
+            if missing:
+                raise ValueError(f"it lacks {', '.join(missing)}")
+        except Exception as err:  # noqa: BLE001  (any unloadable file: a truncated zip, a refused pickle, ...)
+            self.set_aside(f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+            return None
+        if state["run_ids"] != self.run_ids:
+            log.warning("checkpoint %s holds other runs (%s), not this group's; training from step 0",
+                        self.path, ", ".join(map(str, state["run_ids"]))[:200])
+            return None
+        return state
+
+    def set_aside(self, why: str) -> None:
+        """Move an unusable checkpoint to ``<file>.invalid`` (kept for inspection) and say so."""
+        aside = self.path.with_name(self.path.name + ".invalid")
+        try:
+            self.path.replace(aside)
+        except OSError:
+            pass
+        log.warning("checkpoint %s cannot be used (%s); moved to %s, training from step 0", self.path, why,
+                    aside.name)
 
     def due(self) -> bool:
         return time.monotonic() - self.last >= self.every_s
 
     def save(self, state: dict) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        write_json(self.index, {"run_ids": self.run_ids})
-        with atomic_path(self.path) as tmp:
-            torch.save({**state, "run_ids": self.run_ids}, tmp)
+        """Save atomically; a failed write keeps the previous checkpoint, warns
+        once, and lets training go on (the next due save tries again)."""
         self.last = time.monotonic()
+        try:  # staged in the results folder: another driver may remove the empty checkpoints folder any time
+            write_json(self.index, {"run_ids": self.run_ids}, staging=self.folder.parent)
+            with atomic_path(self.path, staging=self.folder.parent) as tmp:
+                torch.save({**state, "run_ids": self.run_ids}, tmp)
+        except (OSError, RuntimeError) as err:  # torch's writer reports a full disk as a RuntimeError
+            if not self.write_failed:
+                self.write_failed = True
+                log.warning("checkpoint %s could not be written (%s); training goes on, the previous checkpoint "
+                            "(if any) is kept", self.path, err)
 
 
 def remove_finished(results_dir: Path, finished: set[str]) -> None:
-    """Delete the checkpoints whose runs all have records now."""
+    """Delete the checkpoints whose runs all have records now, and the folder
+    once it is empty (another driver may be creating or clearing it too)."""
     folder = Path(results_dir) / FOLDER
-    for index in folder.glob("*.json"):
+    try:
+        indexes = list(folder.glob("*.json"))
+    except OSError:  # the folder went away while listed
+        return
+    for index in indexes:
         try:
             run_ids = set(json.loads(index.read_text())["run_ids"])
         except (OSError, ValueError, KeyError, TypeError):
@@ -64,5 +112,7 @@ def remove_finished(results_dir: Path, finished: set[str]) -> None:
         if run_ids <= finished:
             index.with_suffix(".pt").unlink(missing_ok=True)
             index.unlink(missing_ok=True)
-    if folder.exists() and not any(folder.iterdir()):
-        folder.rmdir()
+    try:
+        folder.rmdir()  # only when empty: another driver's checkpoint keeps it
+    except OSError:
+        pass

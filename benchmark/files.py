@@ -17,21 +17,34 @@ from pathlib import Path
 
 from lengthbench.errors import InputError, OutputError
 
+RENAME_ATTEMPTS = 20  # into a folder that other processes may remove (``atomic_path(staging=)``)
+
 
 @contextmanager
-def atomic_path(path: str | Path):
+def atomic_path(path: str | Path, staging: Path | None = None):
     """Yield a temp path beside ``path`` (same suffix, so writers that infer a
     format from it work); on success rename it over ``path``, on any failure
-    remove it and leave ``path`` as it was."""
+    remove it and leave ``path`` as it was. With ``staging`` (a folder on the
+    same file system that stays), the temp file is written there and
+    ``path``'s folder is (re)created for the rename: for a folder other
+    processes may remove whenever it is empty."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    fd, tmp = tempfile.mkstemp(dir=staging or path.parent, prefix=".tmp-", suffix=path.suffix)
     os.close(fd)
     try:
         os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600; others sharing the folder must read it
         yield Path(tmp)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        for attempt in range(RENAME_ATTEMPTS if staging else 1):
+            if staging:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.replace(tmp, path)
+                break
+            except FileNotFoundError:
+                if attempt + 1 == (RENAME_ATTEMPTS if staging else 1):
+                    raise
     except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(err, OSError) and not isinstance(err, OutputError):
@@ -47,14 +60,14 @@ def current_umask() -> int:
     return mask
 
 
-def write_text(path: str | Path, text: str) -> Path:
-    with atomic_path(path) as tmp:
+def write_text(path: str | Path, text: str, staging: Path | None = None) -> Path:
+    with atomic_path(path, staging) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return Path(path)
 
 
-def write_json(path: str | Path, data) -> Path:
-    return write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+def write_json(path: str | Path, data, staging: Path | None = None) -> Path:
+    return write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n", staging)
 
 
 def write_csv(path: str | Path, frame) -> Path:

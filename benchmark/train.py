@@ -10,6 +10,7 @@ update never depend on the other runs."""
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import math
@@ -114,21 +115,33 @@ def train_group(model: RunStack, task: Task, configs: list[RunConfig], device: t
     active = list(range(len(configs)))
     start = 0
     saved = checkpoint.load() if checkpoint is not None else None
-    if saved is not None and not _same_shapes(model, saved["model"]):
-        log.warning("checkpoint %s holds a model of another layout (saved by other code); training from step 0",
-                    checkpoint.path)
-        saved = None
     if saved is not None:
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        for rng, state in zip(rngs, saved["data_rngs"]):
-            rng.bit_generator.state = state
-        for gen, state in zip(gens, saved["position_rngs"]):
-            gen.set_state(state)
-        losses, start = saved["losses"], saved["step"]
-        diverged_at = {int(r): at for r, at in saved["diverged_at"].items()}
-        fit_at = {int(r): at for r, at in saved.get("fit_at", {}).items()}
-        fit_checks = saved.get("fit_checks", fit_checks)
+        fresh = copy.deepcopy(model.state_dict())
+        try:
+            if not _same_shapes(model, saved["model"]):
+                raise ValueError("a model of another layout (saved by other code)")
+            model.load_state_dict(saved["model"])
+            optimizer.load_state_dict(saved["optimizer"])
+            for rng, state in zip(rngs, saved["data_rngs"], strict=True):
+                rng.bit_generator.state = state
+            for gen, state in zip(gens, saved["position_rngs"], strict=True):
+                gen.set_state(state)
+            losses, start = [list(map(float, run)) for run in saved["losses"]], int(saved["step"])
+            diverged_at = {int(r): int(at) for r, at in saved["diverged_at"].items()}
+            fit_at = {int(r): int(at) for r, at in saved.get("fit_at", {}).items()}
+            fit_checks = saved.get("fit_checks", fit_checks)
+            if len(losses) != len(configs) or not 0 < start < schedule.steps:
+                raise ValueError(f"{len(losses)} runs at step {start}")
+        except Exception as err:  # noqa: BLE001  (a damaged state: start over, never lose the run)
+            checkpoint.set_aside(f"its state does not load: {type(err).__name__}: {err}")
+            model.load_state_dict(fresh)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=schedule.lr, weight_decay=schedule.weight_decay)
+            rngs = [data_rng(c.seed) for c in configs]
+            gens = [position_generator(c.seed, device) for c in configs]
+            losses, start, diverged_at, fit_at = [[] for _ in configs], 0, {}, {}
+            fit_checks = [[] for _ in configs]
+            saved = None
+    if saved is not None:
         active = [r for r in active if r not in diverged_at and r not in fit_at]
         log.info("%s: resumed %d run(s) from their checkpoint at step %d of %d", schedule.task, len(configs),
                  start, schedule.steps)
@@ -221,9 +234,10 @@ def _restore(model: RunStack, frozen: dict[int, list[torch.Tensor]]) -> None:
         torch._foreach_copy_(model.run_parameters(r), saved)
 
 
-def _same_shapes(model: RunStack, state: dict) -> bool:
+def _same_shapes(model: RunStack, state) -> bool:
     own = model.state_dict()
-    return set(own) == set(state) and all(own[k].shape == state[k].shape for k in own)
+    return (isinstance(state, dict) and set(own) == set(state)
+            and all(isinstance(state[k], torch.Tensor) and own[k].shape == state[k].shape for k in own))
 
 
 def clip_per_run(model: RunStack, max_norm: float) -> None:

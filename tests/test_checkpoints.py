@@ -5,15 +5,18 @@ uninterrupted run gets."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,3 +75,123 @@ def test_a_killed_run_resumes_from_its_checkpoint_to_the_same_record(tmp_path):
         assert again[key] == first[key], key
     assert not (results / "checkpoints").exists()  # deleted once the record is written
     assert not list(results.glob("*.claim"))
+
+
+# --- failing safe: a checkpoint never costs a run ---------------------------------------------------------------
+
+def _group():
+    from dataclasses import replace
+
+    from lengthbench.benchmark.presets import get_preset
+
+    preset = get_preset("smoke")
+    return [replace(preset.run_config("copy", e, 0), steps=40) for e in ("nope", "rope")]
+
+
+def _train(configs, results, every_s=1e9):
+    from lengthbench.benchmark.checkpoints import Checkpoint
+    from lengthbench.benchmark.train import build_group, train_group
+    from lengthbench.tasks import get_task
+
+    task, cpu = get_task("copy"), torch.device("cpu")
+    checkpoint = Checkpoint(results, [c.run_id for c in configs], every_s)
+    return train_group(build_group(configs, task, cpu), task, configs, cpu, checkpoint=checkpoint), checkpoint
+
+
+class Pickled:
+    """Not a tensor: the safe loader refuses it (it would run code on load)."""
+
+
+def _damage(kind: str, path: Path, ids: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "truncated":
+        torch.save({"step": 5, "model": {}, "run_ids": ids}, path)
+        path.write_bytes(path.read_bytes()[:40])
+    elif kind == "not-torch":
+        path.write_text("this is not a checkpoint\n")
+    elif kind == "missing-keys":
+        torch.save({"step": 5, "run_ids": ids}, path)
+    elif kind == "refused-pickle":
+        torch.save({"step": 5, "run_ids": ids, "payload": Pickled()}, path)
+    elif kind == "bad-state":
+        torch.save({k: ([] if k != "run_ids" else ids) for k in ("step", "model", "optimizer", "data_rngs",
+                                                                  "position_rngs", "losses", "diverged_at",
+                                                                  "run_ids")}, path)
+
+
+@pytest.mark.parametrize("kind", ["truncated", "not-torch", "missing-keys", "refused-pickle", "bad-state"])
+def test_an_unloadable_checkpoint_is_set_aside_and_training_starts_over(tmp_path, kind, caplog):
+    configs = _group()
+    clean, _ = _train(configs, tmp_path / "clean")
+    _, checkpoint = _train(configs, tmp_path / "damaged", every_s=1e9)
+    _damage(kind, checkpoint.path, checkpoint.run_ids)
+    with caplog.at_level(logging.WARNING):
+        again, _ = _train(configs, tmp_path / "damaged")
+    assert [r.step_losses for r in again] == [r.step_losses for r in clean]  # from step 0, not an error
+    assert not checkpoint.path.exists() and checkpoint.path.with_name(checkpoint.path.name + ".invalid").exists()
+    warnings = [r.getMessage() for r in caplog.records if "cannot be used" in r.getMessage()]
+    assert len(warnings) == 1 and str(checkpoint.path) in warnings[0]
+
+
+def test_a_checkpoint_of_other_runs_is_ignored_with_a_warning(tmp_path, caplog):
+    from dataclasses import replace
+
+    configs = _group()
+    _, theirs = _train([replace(c, seed=1) for c in configs], tmp_path, every_s=0)  # saved every step
+    assert theirs.path.exists()
+    _, mine = _train(configs, tmp_path / "unused")
+    mine.path.parent.mkdir(parents=True, exist_ok=True)
+    theirs_copy = (tmp_path / "checkpoints" / theirs.path.name).read_bytes()
+    clean, _ = _train(configs, tmp_path / "clean")
+    target = tmp_path / "mine"
+    (target / "checkpoints").mkdir(parents=True)
+    (target / "checkpoints" / mine.path.name).write_bytes(theirs_copy)  # copied and renamed
+    with caplog.at_level(logging.WARNING):
+        again, _ = _train(configs, target)
+    assert [r.step_losses for r in again] == [r.step_losses for r in clean]
+    assert any("holds other runs" in r.getMessage() for r in caplog.records)
+
+
+def test_a_checkpoint_that_cannot_be_written_never_loses_the_run(tmp_path):
+    """A real file-size limit (ulimit -f): checkpoints fail to write, the run
+    finishes with its record and one warning."""
+    script = tmp_path / "lb.py"
+    script.write_text(SCRIPT)
+    results = tmp_path / "res"
+    argv = [sys.executable, str(script), "run", "--preset", "long", "--results", str(results), "--workers", "1",
+            "--no-progress", "--checkpoint-every", "0.05"]
+    limit_kib = 60  # records and tables fit; the model and optimizer state does not
+    done = subprocess.run(["bash", "-c", f"ulimit -f {limit_kib} && exec \"$@\"", "bash", *argv], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert _record(results)["status"] == "ok"
+    assert done.stderr.count("could not be written") == 1
+
+
+def test_drivers_creating_and_removing_the_folder_do_not_break_each_other(tmp_path):
+    """One driver keeps removing the folder when it is empty (its own runs
+    finished) while another keeps creating it for new checkpoints."""
+    from lengthbench.benchmark.checkpoints import Checkpoint, remove_finished
+
+    stop, errors = threading.Event(), []
+
+    def sweep():
+        while not stop.is_set():
+            try:
+                remove_finished(tmp_path, set())
+            except Exception as err:  # noqa: BLE001
+                errors.append(err)
+
+    sweeper = threading.Thread(target=sweep)
+    sweeper.start()
+    failed = []
+    try:
+        for i in range(300):
+            checkpoint = Checkpoint(tmp_path, [f"copy__nope__seed{i}__1"], 0)
+            checkpoint.save({"step": 1})
+            failed += [i] if checkpoint.write_failed or not checkpoint.path.exists() else []
+            remove_finished(tmp_path, {f"copy__nope__seed{i}__1"})
+    finally:
+        stop.set()
+        sweeper.join()
+    assert errors == [] and failed == []
