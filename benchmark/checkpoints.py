@@ -28,13 +28,14 @@ from pathlib import Path
 
 import torch
 
-from lengthbench.benchmark.files import atomic_path, write_json
+from lengthbench.benchmark.files import atomic_path, file_problem, write_json
 
 log = logging.getLogger(__name__)
 STATE_KEYS = ("step", "model", "optimizer", "data_rngs", "position_rngs", "losses", "diverged_at", "run_ids")
 
 CHECKPOINT_EVERY_S = 300.0  # a few minutes of work
 FOLDER = "checkpoints"
+MAX_CHECKPOINT_BYTES = 16 << 30  # far above any group's model and optimizer state
 
 
 class Checkpoint:
@@ -52,9 +53,12 @@ class Checkpoint:
     def load(self) -> dict | None:
         """The saved state of exactly these runs, or None (none saved, another
         runs', or unloadable: moved aside)."""
-        if not self.path.exists():
+        problem = file_problem(self.path, MAX_CHECKPOINT_BYTES)
+        if problem == "no such file":
             return None
         try:
+            if problem is not None:
+                raise ValueError(problem)
             state = torch.load(self.path, map_location="cpu", weights_only=True)
             missing = [k for k in STATE_KEYS if k not in state] if isinstance(state, dict) else ["all"]
             if missing:
@@ -105,6 +109,8 @@ def remove_finished(results_dir: Path, finished: set[str]) -> None:
     except OSError:  # the folder went away while listed
         return
     for index in indexes:
+        if file_problem(index, 1 << 20):
+            continue
         try:
             run_ids = set(json.loads(index.read_text())["run_ids"])
         except (OSError, ValueError, KeyError, TypeError):

@@ -27,11 +27,14 @@ import threading
 import time
 from pathlib import Path
 
+from lengthbench.benchmark.files import file_problem
+
 log = logging.getLogger(__name__)
 
 HEARTBEAT_S = 20.0  # how often an owner refreshes its claims
 STALE_AFTER_S = 120.0  # a claim not refreshed for this long belongs to a stopped owner
 CLAIM_SUFFIX = ".claim"
+MAX_CLAIM_BYTES = 4096  # a claim is ~60 bytes
 _watched: dict[Path, tuple[tuple, float]] = {}  # claim path -> (what it looked like, since when, monotonic)
 _warned: set[Path] = set()
 
@@ -80,6 +83,14 @@ def is_stale(path: Path) -> bool:
     """True when the claim at ``path`` has no live owner: its owner is a dead
     process here, its heartbeat is old, or it has not changed while this
     process watched it for ``STALE_AFTER_S`` (any content, any clock)."""
+    problem = file_problem(path, MAX_CLAIM_BYTES)
+    if problem == "no such file":
+        return False
+    if problem is not None:  # a FIFO, a folder, a huge file: never opened, never a claim to respect
+        if path not in _warned:
+            _warned.add(path)
+            log.warning("claim %s is %s; it does not hold its run", path, problem)
+        return True
     try:
         info = path.stat()
         raw = path.read_bytes()
@@ -144,6 +155,8 @@ def release_abandoned(results_dir: Path) -> None:
     """Remove the claims of this process and of dead processes on this host
     (after an interrupt: its runs were not finished and will not be)."""
     for path in Path(results_dir).glob(f"*{CLAIM_SUFFIX}"):
+        if file_problem(path, MAX_CLAIM_BYTES):
+            continue
         try:
             owner = json.loads(path.read_text())
         except (OSError, ValueError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -99,13 +100,35 @@ def ensure_output_dir(path: str | Path, flag: str) -> Path:
     return path
 
 
-def check_input_file(path: str | Path, what: str) -> Path:
-    """Raise an ``InputError`` unless ``path`` is a readable regular file."""
+def file_problem(path: str | Path, max_bytes: int) -> str | None:
+    """Why ``path`` (through any symlink) is not a regular file of at most
+    ``max_bytes`` bytes, or None. It only stats the file: a FIFO or a device is
+    never opened (opening a FIFO blocks until a writer comes)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as err:
+        return f"cannot be inspected ({err.strerror or err})"
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a device"),
+             (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
+    for test, kind in kinds:
+        if test(info.st_mode):
+            return f"{kind}, not a regular file"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    if info.st_size > max_bytes:
+        return f"{info.st_size} bytes, more than such a file ever holds ({max_bytes} at most)"
+    return None
+
+
+def check_input_file(path: str | Path, what: str, max_bytes: int = 1 << 30) -> Path:
+    """Raise an ``InputError`` unless ``path`` is a readable regular file of
+    at most ``max_bytes`` bytes (checked before it is opened)."""
     path = Path(path)
-    if not path.exists():
-        raise InputError(f"{what} {str(path)!r}: no such file")
-    if path.is_dir():
-        raise InputError(f"{what} {str(path)!r} is a folder; give a file")
+    problem = file_problem(path, max_bytes)
+    if problem is not None:
+        raise InputError(f"{what} {str(path)!r}: {problem}; give a {what}")
     try:
         with open(path, "rb"):
             pass

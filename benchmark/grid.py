@@ -202,9 +202,9 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
         else:
             todo.append(config)
     if unreadable:
-        raise InputError(f"{len(unreadable)} record(s) cannot be read by this user, so their cells can be neither "
-                         f"reused nor safely rerun ({'; '.join(unreadable[:3])}{'; ...' if len(unreadable) > 3 else ''}"
-                         "); ask their owner to make them readable (or run with another --results)")
+        raise InputError(f"{len(unreadable)} record(s) cannot be read, so their cells can be neither reused nor "
+                         f"safely rerun ({'; '.join(unreadable[:3])}{'; ...' if len(unreadable) > 3 else ''}); make "
+                         "them readable regular files, move them out of the folder, or use another --results")
     stored_count = len(records)
     log.info("%d runs in grid, %d stored, %d to run", len(configs), stored_count, len(todo))
     stale = [path.name for config in todo for path in stale_records(results_dir, config)]

@@ -32,7 +32,7 @@ import torch
 
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.device import device_description
-from lengthbench.benchmark.files import write_json
+from lengthbench.benchmark.files import file_problem, write_json
 from lengthbench.benchmark.version import code_version
 from lengthbench.errors import InputError
 
@@ -54,8 +54,12 @@ class RecordError(InputError):
 
 
 class UnreadableRecord(InputError):
-    """A record this process may not read (another user's, say): never taken
-    for an invalid one, so never set aside nor retrained."""
+    """A record file this process cannot or must not read: another user's, a
+    FIFO, a device, a folder, or one far larger than any record. Never taken
+    for an invalid record, so never set aside nor retrained."""
+
+
+MAX_RECORD_BYTES = 4 << 20  # a record is a few kB (a 500-length evaluation ~100 kB)
 
 
 @dataclass
@@ -251,6 +255,9 @@ _STORED = tuple(f.name for f in fields(RunRecord) if f.name != "config")
 def read_record(path: Path) -> RunRecord:
     """Load and validate one record file (the one reader); ``RecordError`` names the file."""
     path = Path(path)
+    problem = file_problem(path, MAX_RECORD_BYTES)
+    if problem is not None and problem != "no such file":
+        raise UnreadableRecord(f"{path}: {problem}")
     try:
         raw = path.read_bytes()
     except PermissionError as err:
@@ -305,7 +312,7 @@ def stale_records(results_dir: Path, config: RunConfig) -> list[Path]:
     own.pop("code_versions", None)
     stale = []
     for path in Path(results_dir).glob(f"{config.task}__{config.label}__seed{config.seed}__*.json"):
-        if path.stem == config.run_id:
+        if path.stem == config.run_id or file_problem(path, MAX_RECORD_BYTES):
             continue
         try:
             other = dict(json.loads(path.read_text())["config"])

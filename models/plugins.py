@@ -11,6 +11,7 @@ every command refuses.
 from __future__ import annotations
 
 import hashlib
+import stat
 import importlib.util
 import sys
 import traceback
@@ -100,14 +101,28 @@ def _import_file(path: Path, key: str) -> list[str]:
     return module.__lengthbench_registered__
 
 
+MAX_PLUGIN_BYTES = 1 << 20  # an encoding file is a few kB of Python
+
+
+def _file_problem(path: Path) -> str | None:
+    """Why ``path`` is not a regular file of plausible size (a FIFO is never opened), or None."""
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):
+        return "a folder, not a file" if stat.S_ISDIR(info.st_mode) else "not a regular file (a FIFO or a device)"
+    if info.st_size > MAX_PLUGIN_BYTES:
+        return f"{info.st_size} bytes, far more than an encoding file ({MAX_PLUGIN_BYTES} at most)"
+    return None
+
+
 def load_plugin(plugin: PluginFile) -> list[str]:
     """Import ``plugin.path`` (once per process) and return the encoding names
     it contributes: its own, or ``plugin.rename`` for its single encoding."""
     path = Path(plugin.path).resolve()
     if not path.exists():
         raise PluginError(f"encoding file {plugin.path!r} does not exist")
-    if not path.is_file():
-        raise PluginError(f"encoding file {plugin.path!r} is not a file; give a .py file")
+    problem = _file_problem(path)
+    if problem is not None:
+        raise PluginError(f"encoding file {plugin.path!r} is {problem}; give a .py file")
     key = f"lengthbench_plugin_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
     if key in sys.modules:
         names = list(sys.modules[key].__lengthbench_registered__)

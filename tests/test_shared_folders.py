@@ -87,7 +87,8 @@ def test_a_record_this_user_cannot_read_is_reported_and_kept(shared, umask):
     done = _as_nobody([*SMOKE, "--results", str(results)], home)
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("lengthbench: error: 1 record(s) cannot be read by this user") and record.name in last
+    assert last.startswith("lengthbench: error: 1 record(s) cannot be read") and record.name in last
+    assert "Permission denied" in last
     assert record.read_bytes() == before and not list(results.glob("*.invalid"))
     assert sorted(p.name for p in results.glob("copy__*.json")) == [record.name]  # nothing retrained
     board = _as_nobody(["leaderboard", "--results", str(results), "--out", str(home / "b")], home)
