@@ -71,9 +71,31 @@ def write_json(path: str | Path, data, staging: Path | None = None) -> Path:
     return write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n", staging)
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet would run as a formula (OWASP)
+
+
+def guard_formula(value):
+    """A text cell a spreadsheet would run as a formula, prefixed with ``'``
+    (OWASP's CSV-injection advice), as is one that already looks guarded (so
+    that ``unguard_formula`` inverts it exactly); anything else unchanged."""
+    if isinstance(value, str) and value.lstrip("'").startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def unguard_formula(value):
+    """``guard_formula`` undone: lengthbench reads its own CSVs back exactly."""
+    if isinstance(value, str) and value.startswith("'") and value.lstrip("'").startswith(FORMULA_STARTS):
+        return value[1:]
+    return value
+
+
 def write_csv(path: str | Path, frame) -> Path:
-    """A pandas frame as CSV, in the one float format every table uses."""
-    return write_text(path, frame.to_csv(index=False, float_format="%.6g"))
+    """A pandas frame as CSV, in the one float format every table uses, with
+    text cells guarded against formula injection (``guard_formula``)."""
+    text_columns = [c for c in frame.columns if frame[c].map(lambda v: isinstance(v, str)).any()]
+    guarded = frame.assign(**{c: frame[c].map(guard_formula) for c in text_columns})
+    return write_text(path, guarded.to_csv(index=False, float_format="%.6g"))
 
 
 def save_figure(fig, path: str | Path, **kwargs) -> Path:

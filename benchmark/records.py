@@ -35,6 +35,7 @@ from lengthbench.benchmark.device import device_description
 from lengthbench.benchmark.files import file_problem, write_json
 from lengthbench.benchmark.version import code_version
 from lengthbench.errors import InputError
+from lengthbench.registry import name_problem
 
 RECORD_SCHEMA_VERSION = 1
 STATUSES = ("ok", "diverged", "error", "not_applicable")
@@ -206,6 +207,10 @@ def _problem(data, path: Path) -> str | None:
         return f"its config is not a run configuration ({err})"
     if data["config_hash"] != config_hash:
         return f"config_hash {data['config_hash']!r} does not match its config (hash {config_hash})"
+    for what, name in (("task", config.task), ("encoding", config.encoding), ("family", config.family)):
+        problem = name_problem(name) if name or what != "encoding" else None
+        if problem is not None:
+            return f"its {what} name {problem}"
     stated = (data["task"], data["encoding"], data["seed"])
     if stated != (config.task, config.encoding, config.seed) or data["run_id"] != config.run_id:
         return f"task/encoding/seed/run_id disagree with its config (run {config.run_id})"

@@ -106,7 +106,7 @@ def _ranking_data(board: pd.DataFrame) -> dict | None:
 
 def render_html(board: pd.DataFrame, per_length: pd.DataFrame, title: str) -> str:
     data = json.dumps(page_data(board, per_length, title), separators=(",", ":"), allow_nan=False)
-    data = data.replace("</", "<\\/")  # the JSON sits inside a <script> element
+    data = data.replace("<", "\\u003c")  # inline in <script>: no "</script", "<!--" or "<script" can end it
     return TEMPLATE.replace("__TITLE__", html.escape(title)).replace("__DATA__", data)
 
 

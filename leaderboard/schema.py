@@ -23,9 +23,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from lengthbench.benchmark.files import check_input_file
+from lengthbench.benchmark.files import check_input_file, unguard_formula
 from lengthbench.errors import InputError
 from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD
+from lengthbench.registry import name_problem
 from lengthbench.tasks.base import LEVELS
 
 SCHEMA_VERSION = 5
@@ -210,6 +211,21 @@ def _check_rows(frame: pd.DataFrame, where: str) -> None:
                                              "status ok; valid: a number in [0, 1]")
 
 
+def _check_names(frame: pd.DataFrame, where: str) -> None:
+    """Task, model, encoding and method names follow the registration rule
+    (so no formula, markup or path comes back from a CSV as a name)."""
+    for i, row in enumerate(frame.itertuples(index=False)):
+        parts = [("task", row.task), ("model", row.model)] + ([("encoding", row.encoding)] if row.encoding else [])
+        for column, name in parts:
+            problem = name_problem(name)
+            if problem is not None:
+                raise LeaderboardFormatError(f"{where}: row {i + 2}, column {column!r}: {problem}")
+        expected = f"{row.model}/{row.encoding}" if row.encoding else row.model
+        if row.method != expected:
+            raise LeaderboardFormatError(f"{where}: row {i + 2}, column 'method': {row.method[:80]!r} is not "
+                                         f"{expected!r}, the method of its model and encoding")
+
+
 def _from_version_2(frame: pd.DataFrame) -> pd.DataFrame:
     """Version 2 had only transformer rows, keyed by encoding."""
     frame = frame.copy()
@@ -254,6 +270,7 @@ def read_leaderboard(path: str | Path) -> pd.DataFrame:
         raise LeaderboardFormatError(f"{where}: not a CSV ({str(err).splitlines()[0]}); {WHAT_IS_VALID}") from None
     if frame.empty:
         raise LeaderboardFormatError(f"{where}: header only, no rows; {WHAT_IS_VALID}")
+    frame = frame.apply(lambda column: column.map(unguard_formula))
     versions = set(frame["schema_version"].str.strip())
     if len(versions) == 1 and (old := versions.pop()) in MIGRATIONS and "fit_status" not in header:
         frame = MIGRATIONS[old](frame)
@@ -270,6 +287,7 @@ def read_leaderboard(path: str | Path) -> pd.DataFrame:
     for name, kind, valid, _ in COLUMNS:
         _check_column(frame, where, name, kind, valid)
     _check_rows(frame, where)
+    _check_names(frame, where)
     duplicated = frame.duplicated(list(KEY), keep="first")
     if duplicated.any():
         i = int(duplicated.to_numpy().nonzero()[0][0])

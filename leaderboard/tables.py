@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -67,9 +68,16 @@ def pivot_table(board: pd.DataFrame) -> pd.DataFrame:
     return table.reindex(index=method_order(table.index), columns=tasks).fillna("")
 
 
+def markdown_cell(text) -> str:
+    """One table cell's text, escaped for Markdown: a ``|`` or a line break
+    cannot split the table, and nothing in it opens an HTML tag or comment."""
+    text = re.sub(r"\s*[\r\n]+\s*", " ", str(text)).replace("|", "\\|")
+    return re.sub(r"<(?=[A-Za-z!/?])", "&lt;", text)
+
+
 def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return lines + ["| " + " | ".join(r) + " |" for r in rows]
+    lines = ["| " + " | ".join(map(markdown_cell, header)) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(map(markdown_cell, r)) + " |" for r in rows]
 
 
 def to_markdown(board: pd.DataFrame) -> str:

@@ -10,12 +10,29 @@ nothing depends on the order modules happen to be imported in.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from typing import Generic, TypeVar
 
 from lengthbench.errors import InputError, UnknownNameError
 
 Entry = TypeVar("Entry")
+
+# Task, encoding and family names become leaderboard keys, page data and record file names
+# (``task__encoding__seed0__hash``): letters, digits and . + - _, no "__", a letter or digit first
+# (so no spreadsheet formula, markup or path), and short enough for any file system.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.+-]|_(?!_))*")
+MAX_NAME_LENGTH = 64
+
+
+def name_problem(name) -> str | None:
+    """Why ``name`` cannot be a task, encoding or family name, or None."""
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name) or name.endswith("_"):
+        return (f"{name!r} is not valid; use letters, digits and . + - _ (no '__', no spaces or slashes), "
+                "starting with a letter or digit")
+    if len(name) > MAX_NAME_LENGTH:
+        return f"{name[:20]!r}... is {len(name)} characters long; at most {MAX_NAME_LENGTH}"
+    return None
 
 
 class Registry(Generic[Entry]):

@@ -17,7 +17,6 @@ Names are leaderboard row keys, so they are stable once registered.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -25,7 +24,7 @@ import torch
 from torch import nn
 
 from lengthbench.errors import InputError
-from lengthbench.registry import Registry
+from lengthbench.registry import Registry, name_problem
 
 # The scale of the token embeddings (their init std) and of every absolute position embedding
 # added to them: one scale, so that neither signal drowns the other (a unit-amplitude sinusoid
@@ -119,14 +118,10 @@ BUILT_IN_ORDER = (
     "coupled", "abacus",
 )
 ENCODINGS: Registry[EncodingEntry] = Registry("encoding", order=BUILT_IN_ORDER)
-# Names become leaderboard keys and record file names (``task__encoding__seed0__hash``).
-NAME_PATTERN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.+-]|_(?!_))*")
-
-
 def check_encoding_name(name) -> str:
-    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name) or name.endswith("_"):
-        raise InputError(f"encoding name {name!r} is not valid; use letters, digits and . + - _ "
-                         "(no '__', no spaces or slashes), starting with a letter or digit")
+    problem = name_problem(name)
+    if problem is not None:
+        raise InputError(f"encoding name {problem}")
     return name
 
 
