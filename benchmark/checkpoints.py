@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from lengthbench.benchmark.files import atomic_path, file_problem, write_json
+from lengthbench.benchmark.files import atomic_path, file_problem, folder_lock, write_json
 
 log = logging.getLogger(__name__)
 STATE_KEYS = ("step", "model", "optimizer", "data_rngs", "position_rngs", "losses", "diverged_at", "run_ids")
@@ -118,7 +118,8 @@ def remove_finished(results_dir: Path, finished: set[str]) -> None:
         if run_ids <= finished:
             index.with_suffix(".pt").unlink(missing_ok=True)
             index.unlink(missing_ok=True)
-    try:
-        folder.rmdir()  # only when empty: another driver's checkpoint keeps it
-    except OSError:
-        pass
+    with folder_lock(Path(results_dir), exclusive=True):  # never between a writer's mkdir and its rename
+        try:
+            folder.rmdir()  # only when empty: another driver's checkpoint keeps it
+        except OSError:
+            pass

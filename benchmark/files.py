@@ -9,6 +9,7 @@ input file costs nothing.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import stat
@@ -37,21 +38,46 @@ def atomic_path(path: str | Path, staging: Path | None = None):
         yield Path(tmp)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
-        for attempt in range(RENAME_ATTEMPTS if staging else 1):
-            if staging:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.replace(tmp, path)
-                break
-            except FileNotFoundError:
-                if attempt + 1 == (RENAME_ATTEMPTS if staging else 1):
-                    raise
+        with folder_lock(staging, exclusive=False):
+            for attempt in range(RENAME_ATTEMPTS if staging else 1):
+                if staging:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.replace(tmp, path)
+                    break
+                except FileNotFoundError:
+                    if attempt + 1 == (RENAME_ATTEMPTS if staging else 1):
+                        raise
     except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(err, OSError) and not isinstance(err, OutputError):
             raise OutputError(f"could not write {path}: {err.strerror or err}; "
                               "the previous file is unchanged") from err
         raise
+
+
+@contextmanager
+def folder_lock(folder: Path | None, exclusive: bool):
+    """Hold an advisory lock on ``folder`` itself (flock on the directory):
+    writers share it while they (re)create a subfolder and rename into it, a
+    remover holds it alone while it removes that subfolder once empty, so
+    neither can break the other. Where nothing is given or the file system
+    cannot lock a directory (some network mounts), nothing is held and the
+    writer's rename retries cover the race."""
+    try:
+        fd = os.open(folder, os.O_RDONLY) if folder is not None else None
+    except OSError:
+        fd = None
+    try:
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            except OSError:
+                pass
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def current_umask() -> int:
