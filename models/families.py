@@ -2,7 +2,7 @@
 
 A *method* is what a leaderboard row ranks: ``transformer/<encoding>`` for
 the transformer family (which takes a position encoding) and the family name
-alone for families that take none (``lstm``, ``rnn``, ``stack-rnn``, ``tape-rnn``).
+alone for families that take none (``lstm``, ``rnn``, ``stack-rnn``, ``tape-rnn``, ``ssm``).
 
 A family registers one builder, ``build(vocab_size, size, runs) -> RunStack``:
 it makes the models of a group of runs that share vocabulary and size (one
@@ -94,7 +94,7 @@ class FamilyEntry:
 
 
 # Leaderboard row order of the built-in families; third-party families follow as they register.
-FAMILY_ORDER = (TRANSFORMER, "rnn", "lstm", "stack-rnn", "tape-rnn")
+FAMILY_ORDER = (TRANSFORMER, "rnn", "lstm", "stack-rnn", "tape-rnn", "ssm")
 FAMILIES: Registry[FamilyEntry] = Registry("model family", order=FAMILY_ORDER)
 
 
