@@ -177,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--encodings", type=_csv, help="comma-separated subset of encodings (of the transformer)")
     run.add_argument("--models", type=_csv,
                      help="comma-separated model families, e.g. transformer,lstm (default: the preset's; "
-                          "`lengthbench list models`)")
+                          "lengthbench list models names them)")
     run.add_argument("--seeds", type=_seeds, help="comma-separated seeds >= 0 (default: the preset's)")
     run.add_argument("--results", help="records folder (default results/<preset>)")
     run.add_argument("--out", help="leaderboard folder (default: the records folder)")
@@ -207,13 +207,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     lst = sub.add_parser("list", help="list tasks, encodings, model families or presets")
-    lst.add_argument("what", choices=("tasks", "encodings", "models", "presets"))
+    lst.add_argument("what", choices=("tasks", "encodings", "models", "presets"),
+                     help="what to list: tasks, encodings, models (the model families) or presets (as data)")
     lst.set_defaults(func=cmd_list)
 
     rep = sub.add_parser("reproduce", help="published-vs-ours table of a founding paper from run records")
     rep.add_argument("paper", choices=tuple(api.REPORTS),
                      help="chomsky (Deletang/Ruoss), nope (Kazemnejad), coupling (Cho)")
-    rep.add_argument("--results", required=True, help="records folder (e.g. of `run --preset chomsky`)")
+    rep.add_argument("--results", required=True, help="records folder (e.g. of run --preset chomsky, or of full)")
     rep.add_argument("--out", help="folder for reproduction.md (default: the records folder)")
     rep.add_argument("--preset", help="only the records of this preset's grid (e.g. chomsky's cells from full's "
                                       "records)")
@@ -235,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     sbm.add_argument("path", help="Python file that registers the encoding")
     sbm.add_argument("--preset", default="quick", help=f"one of: {', '.join(api.PRESETS)} (default quick)")
     sbm.add_argument("--name", help="leaderboard name for the file's (single) encoding")
-    sbm.add_argument("--results", help="records folder (default results/<preset>, shared with `run`)")
+    sbm.add_argument("--results", help="records folder (default results/<preset>, shared with run)")
     sbm.add_argument("--out", help="leaderboard folder (default: the records folder)")
     sbm.add_argument("--workers", type=workers, default=0, help="parallel run processes (0 = auto)")
     sbm.add_argument("--group-size", type=group_size, default=0,
@@ -280,6 +281,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also time the groups under bfloat16 autocast and compare smoke's metrics to fp32")
     prf.add_argument("--out", default="results/perf.json", help="JSON report (default results/perf.json)")
     prf.set_defaults(func=cmd_perf)
+    for action in sub._choices_actions:  # each command's --help opens with its one-line summary
+        command = sub.choices[action.dest]
+        command.description = command.description or action.help
+        command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                             help="log progress details (also accepted before the command)")
     return parser
 
 

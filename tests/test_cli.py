@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from lengthbench.cli import main
+from lengthbench.cli import build_parser, main
 from lengthbench.leaderboard.schema import COLUMN_NAMES
 
 
@@ -41,3 +41,9 @@ def test_run_then_leaderboard(capsys, tmp_path, tiny_preset, monkeypatch):
     assert main(["leaderboard", "--results", str(results), "--out", str(out)]) == 0
     assert (out / "leaderboard.csv").read_text() == first
     assert "| `transformer/nope` |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("argv", "verbose"), [(["list", "tasks"], False), (["-v", "list", "tasks"], True),
+                                               (["list", "tasks", "-v"], True), (["list", "tasks", "--verbose"], True)])
+def test_verbose_goes_before_or_after_the_command(argv, verbose):
+    assert build_parser().parse_args(argv).verbose is verbose

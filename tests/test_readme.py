@@ -32,10 +32,34 @@ def test_every_encoding_preset_and_column_documented():
         assert f"| `{family}` |" in README, family
 
 
+def _commands() -> dict:
+    return next(a for a in build_parser()._actions if a.dest == "command").choices
+
+
 def test_every_subcommand_documented():
-    sub = next(a for a in build_parser()._actions if a.dest == "command")
-    for name in sub.choices:
+    for name in _commands():
         assert f"lengthbench {name}" in README, name
+
+
+def test_the_command_table_names_every_option_of_every_command():
+    """The README's row for a command lists each of its options (the table is
+    checked against the parser, so a new flag cannot go undocumented)."""
+    rows = {line.split("`")[1].split()[1]: line for line in README.splitlines() if line.startswith("| `lengthbench ")}
+    missing = [f"{name} {option}" for name, command in _commands().items() for action in command._actions
+               for option in action.option_strings[-1:] if option not in ("--help", "--verbose")
+               and option not in rows.get(name, "")]
+    assert missing == [], missing
+
+
+def test_every_option_has_plain_text_help():
+    """Help for every option and positional of every command, with no
+    Markdown or reStructuredText markup (a terminal shows it raw)."""
+    parser = build_parser()
+    texts = [(None, parser.description)]
+    for name, command in _commands().items():
+        texts += [(name, command.description)] + [(f"{name} {a.dest}", a.help) for a in command._actions]
+    assert all(text and "`" not in text and "**" not in text for _, text in texts), \
+        [where for where, text in texts if not text or "`" in text or "**" in text]
 
 
 def test_two_commands_first():
