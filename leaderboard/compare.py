@@ -90,11 +90,19 @@ def to_markdown(diff: pd.DataFrame, name_a: str, name_b: str) -> str:
 
 
 def plot_compare(diff: pd.DataFrame, path: Path) -> Path:
+    return save_figure(compare_figure(diff), path, dpi=SAVE_DPI)
+
+
+def compare_figure(diff: pd.DataFrame) -> Figure:
+    """Each tested cell's delta with its 95% CI, one row per cell; the figure
+    is as wide as its longest row label needs, so every label stays inside."""
     both = diff[diff.delta.notna()].copy()
     both["order"] = both.method.map({m: i for i, m in enumerate(method_order(both.method.unique()))})
     both = both.sort_values(["task", "order"])
     colors = method_colors(both.method.unique())
-    fig = Figure(figsize=(7, 1 + 0.28 * max(1, len(both))))
+    labels = [f"{r.task} / {r.method}" for _, r in both.iterrows()]
+    label_inches = 0.065 * max((len(label) for label in labels), default=0)  # 7-point text
+    fig = Figure(figsize=(5 + label_inches, 1.4 + 0.28 * max(1, len(both))))
     ax = fig.subplots()
     y = np.arange(len(both))[::-1]
     for yi, (_, r) in zip(y, both.iterrows()):
@@ -104,12 +112,12 @@ def plot_compare(diff: pd.DataFrame, path: Path) -> Path:
         if r.verdict in ("improved", "worse"):
             ax.text(100 * r.delta, yi + 0.2, "*", ha="center", fontsize=10)
     ax.axvline(0, color="0.3", lw=1)
-    ax.set_yticks(y, [f"{r.task} / {r.method}" for _, r in both.iterrows()], fontsize=7)
+    ax.set_yticks(y, labels, fontsize=7)
     ax.set_xlabel(f"delta B - A, OOD {both.metric.iloc[0].replace('_', ' ') if len(both) else ''} "
-                  f"(percentage points; bars: 95% CI; *: corrected p < {ALPHA})")
+                  f"(percentage points)\nbars: 95% CI; *: corrected p < {ALPHA}", fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    return save_figure(fig, path, dpi=SAVE_DPI)
+    return fig
 
 
 def write_compare(diff: pd.DataFrame, out_dir: Path, name_a: str, name_b: str) -> dict[str, Path]:

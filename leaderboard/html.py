@@ -55,11 +55,13 @@ def page_data(board: pd.DataFrame, per_length: pd.DataFrame, title: str) -> dict
     colors = {m: to_hex(c) for m, c in method_colors(methods).items()}
     rows = []
     for _, r in board.iterrows():
-        row = {key: _clean(r[key]) for key, _, _ in COLUMNS if key in board.columns}
+        na = r.status == "not_applicable"  # no number of such a cell means anything: shown as n/a
+        row = {key: None if na and kind != "text" else _clean(r[key]) for key, _, kind in COLUMNS
+               if key in board.columns}
         row["family"] = method_family(r.method, r.encoding)
         for key, _, kind in COLUMNS:
             if kind == "pct":
-                row[key.replace("_mean", "_std")] = _clean(r.get(key.replace("_mean", "_std")))
+                row[key.replace("_mean", "_std")] = None if na else _clean(r.get(key.replace("_mean", "_std")))
         rows.append(row)
     curves = {}
     if not per_length.empty:
@@ -240,6 +242,9 @@ function render() {
         td.append(b);
       } else if (col.key === "method") {
         td.append(el("span", { class: "swatch", style: "background:" + DATA.colors[v] }), v);
+      } else if (r.status === "not_applicable" && col.kind !== "text") {
+        td.className = "num";
+        td.textContent = "n/a";
       } else if (col.kind === "pct") {
         td.className = "num";
         const std = r[col.key.replace("_mean", "_std")];

@@ -7,6 +7,7 @@ backend and open figures alone.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import matplotlib
@@ -18,58 +19,58 @@ from matplotlib.patches import Rectangle
 from lengthbench.benchmark.files import save_figure
 from lengthbench.leaderboard.aggregate import judged, method_order
 from lengthbench.models.encodings import ENCODINGS
-from lengthbench.models.families import FAMILIES, method_parts
+from lengthbench.models.families import FAMILY_ORDER, method_parts
 from lengthbench.tasks import task_names
 from lengthbench.tasks.base import LEVELS
 
 SAVE_DPI = 110
 
 
-def encoding_colors(names) -> dict[str, tuple]:
-    """A fixed colour per encoding in every figure: each built-in family gets
-    a hue of ``tab20`` (registry order), its ``randomized-`` variant the light
-    shade of the same hue; other encodings get ``Dark2`` colours by name."""
-    palette = matplotlib.colormaps["tab20"].colors
-    hues = [n for n, entry in ENCODINGS.items() if entry.base is None][:10]
-    extra = matplotlib.colormaps["Dark2"].colors
-
-    def base(name):
-        entry = ENCODINGS.get(name)
-        return entry.base if entry is not None and entry.base is not None else name
-
-    others = sorted(n for n in names if base(n) not in hues)
-    colors = {}
-    for name in names:
-        if base(name) in hues:
-            colors[name] = palette[2 * hues.index(base(name)) + (name != base(name))]
-        else:
-            colors[name] = extra[others.index(name) % len(extra)]
-    return colors
+def _pairs(palette: str, starts) -> list[tuple[tuple, tuple]]:
+    colors = matplotlib.colormaps[palette].colors
+    return [(colors[i], colors[i + 1]) for i in starts]
 
 
+# (dark, light) shades of one hue per built-in base encoding, in registry order: tab20's ten
+# pairs, then three of tab20b's (hues tab20 lacks); a randomized variant takes the light shade.
+HUE_PAIRS = _pairs("tab20", range(0, 20, 2)) + _pairs("tab20b", (0, 8, 12))
+OTHER_COLORS = matplotlib.colormaps["Dark2"].colors  # plugin encodings and families, by a hash of the name
 FAMILY_COLORS = ("black", "0.45", "saddlebrown", "darkolivegreen", "indigo", "darkred")
 
 
+def _hashed(name: str) -> tuple:
+    """A colour that depends on the name alone (never on which other names are drawn)."""
+    return OTHER_COLORS[int(hashlib.sha256(name.encode()).hexdigest(), 16) % len(OTHER_COLORS)]
+
+
+def encoding_color(name: str) -> tuple:
+    """The colour of an encoding in every figure and page, whatever else is
+    drawn: a built-in base encoding's hue (dark shade), its ``randomized-``
+    variant the light shade of that hue; any other encoding a colour from its name."""
+    entry = ENCODINGS.get(name)
+    base = entry.base if entry is not None and entry.base is not None else name
+    built_in = [n for n, e in ENCODINGS.items() if e.base is None and e.source == "built-in"]
+    if base in built_in[:len(HUE_PAIRS)]:
+        return HUE_PAIRS[built_in.index(base)][name != base]
+    return _hashed(name)
+
+
+def method_color(name: str) -> tuple:
+    """The colour of a leaderboard method: its encoding's for a transformer
+    method, a fixed dark tone per built-in family, else a colour from its name."""
+    family, encoding = method_parts(name)
+    if encoding:
+        return encoding_color(encoding)
+    return FAMILY_COLORS[FAMILY_ORDER.index(family)] if family in FAMILY_ORDER else _hashed(name)
+
+
 def method_colors(names) -> dict[str, tuple]:
-    """A fixed colour per method: a method with an encoding takes its
-    encoding's colour (``encoding_colors``), the other families dark tones
-    in registry order."""
-    names = list(names)
-    encodings = {name: method_parts(name)[1] for name in names}
-    by_encoding = encoding_colors([e for e in encodings.values() if e])
-    families = FAMILIES.names()
-    colors = {}
-    for name in names:
-        if encodings[name]:
-            colors[name] = by_encoding[encodings[name]]
-        else:
-            at = families.index(name) if name in families else len(families) + sorted(names).index(name)
-            colors[name] = FAMILY_COLORS[at % len(FAMILY_COLORS)]
-    return colors
+    return {name: method_color(name) for name in names}
 
 
 LEGEND_COLUMN_INCHES = 2.6  # room for a long method name (transformer/randomized-kerple-power)
 LEGEND_ROW_INCHES = 0.24
+TITLE_INCHES = 0.35  # a band above the panels for the figure's title, so no panel title runs into it
 
 
 def accuracy_vs_length_figure(per_length: pd.DataFrame, metric: str = "exact_match"):
@@ -86,7 +87,7 @@ def accuracy_vs_length_figure(per_length: pd.DataFrame, metric: str = "exact_mat
     width = max(7.5, 4.2 * cols)
     legend_columns = max(1, min(len(methods), int(width // LEGEND_COLUMN_INCHES)))
     legend_height = LEGEND_ROW_INCHES * -(-len(methods) // legend_columns) + 0.2
-    height = 3.2 * rows + 0.6 + legend_height
+    height = TITLE_INCHES + 3.2 * rows + 0.6 + legend_height
     fig = Figure(figsize=(width, height))
     axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
     colors = method_colors(methods)
@@ -114,8 +115,8 @@ def accuracy_vs_length_figure(per_length: pd.DataFrame, metric: str = "exact_mat
                loc="lower center", ncol=legend_columns, frameon=False,
                bbox_to_anchor=(0.5, 0.0), fontsize=9)
     fig.suptitle(f"{metric.replace('_', ' ')} vs length (dashed: L_train; shaded: seed range)",
-                 fontsize=10)
-    fig.tight_layout(rect=(0, legend_height / height, 1, 1))
+                 fontsize=10, y=1 - 0.08 / height, va="top")
+    fig.tight_layout(rect=(0, legend_height / height, 1, 1 - TITLE_INCHES / height))  # panels below the title band
     return fig
 
 
@@ -124,6 +125,10 @@ def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = 
 
 
 def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match_mean") -> Path:
+    return save_figure(heatmap_figure(board, metric), path, dpi=SAVE_DPI)
+
+
+def heatmap_figure(board: pd.DataFrame, metric: str = "ood_exact_match_mean") -> Figure:
     """Tasks (columns, grouped by Chomsky level / family) x methods (rows);
     n/a cells hatched grey, failed cells marked with an x, cells that lost
     seeds (failed, counted as 0, or errors) with a dagger, cells that did not
@@ -144,7 +149,8 @@ def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match
         unfit[i, j] = row.status == "ok" and not is_judged[k]
     fig = Figure(figsize=(max(6.0, 2.5 + 0.8 * len(tasks)), 1.8 + 0.42 * len(methods)))
     ax = fig.subplots()
-    image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    grid = 100 * grid  # cells and colour bar in percent
+    image = ax.imshow(grid, vmin=0, vmax=100, cmap="viridis", aspect="auto")
     for (i, j), st in status.items():
         if st == "not_applicable":
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.85", hatch="//", edgecolor="0.6"))
@@ -154,8 +160,8 @@ def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match
         else:
             if unfit[i, j]:
                 ax.add_patch(Rectangle((j - 0.45, i - 0.45), 0.9, 0.9, fill=False, linestyle=":", edgecolor="red"))
-            ax.text(j, i, f"{100 * grid[i, j]:.0f}" + ("†" if lost[i, j] else "") + (" nf" if unfit[i, j] else ""),
-                    ha="center", va="center", fontsize=7, color="white" if grid[i, j] < 0.6 else "black")
+            ax.text(j, i, f"{grid[i, j]:.0f}" + ("†" if lost[i, j] else "") + (" nf" if unfit[i, j] else ""),
+                    ha="center", va="center", fontsize=7, color="white" if grid[i, j] < 60 else "black")
     ax.set_xticks(range(len(tasks)), tasks, rotation=50, ha="right", fontsize=8)
     ax.set_yticks(range(len(methods)), methods, fontsize=8)
     levels = [board[board.task == t]["level"].iloc[0] for t in tasks]
@@ -166,11 +172,11 @@ def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match
         cols = [j for j, lv in enumerate(levels) if lv == level]
         label = {"arithmetic": "arith.", "sequence": "seq."}.get(level, level) if len(cols) == 1 else level
         ax.text((cols[0] + cols[-1]) / 2, -0.7, label, ha="center", va="bottom", fontsize=7, weight="bold")
-    fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label=metric.replace("_", " "))
-    ax.set_title(f"{metric.replace('_', ' ')} (%), tasks grouped by level; † lost seeds, nf: did not fit "
+    fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label=f"{metric.replace('_', ' ')} (%)")
+    ax.set_title(f"{metric.replace('_', ' ')} (%), tasks grouped by level\n† lost seeds; nf: did not fit "
                  "(not judged)", pad=16, fontsize=9)
     fig.tight_layout()
-    return save_figure(fig, path, dpi=SAVE_DPI)
+    return fig
 
 
 def plot_critical_difference(ranking, path: Path) -> Path:

@@ -65,7 +65,7 @@ def rows(page) -> list[tuple[str, str]]:
 def column(page, key: str) -> list[float | None]:
     """The column's numbers in row order; None for an empty (n/a) cell."""
     texts = [c.inner_text().split("±")[0].strip() for c in page.query_selector_all(f"#board tbody td[data-key='{key}']")]
-    return [float(t) if t else None for t in texts]
+    return [float(t) if t and t != "n/a" else None for t in texts]
 
 
 def sorted_with_blanks_last(values, reverse=False) -> bool:
@@ -84,6 +84,13 @@ def test_the_page_loads_every_row_with_no_error_and_no_network(page_of_quick):
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "leaderboard.png"), full_page=True)
     assert errors == [] and requests == []
+
+
+def test_a_not_applicable_cell_says_n_a_in_every_number_column(page_of_quick):
+    page, board, *_ = page_of_quick
+    [na] = board[board.status == "not_applicable"][["task", "method"]].itertuples(index=False)
+    cells = page.query_selector_all(f"#board tbody tr[data-task='{na.task}'][data-method='{na.method}'] td.num")
+    assert len(cells) > 5 and {c.inner_text() for c in cells} == {"n/a"}
 
 
 def test_sorting_by_a_column_reorders_the_rows(page_of_quick):

@@ -377,3 +377,97 @@ def test_a_version_4_board_reads_as_fit_unknown_and_keeps_its_ranks(two_boards):
     again = read_leaderboard(path)
     assert set(again.fit_status) == {"unknown"} and list(again.columns) == list(COLUMN_NAMES)
     assert (again["rank"].fillna(-1) == board["rank"].fillna(-1)).all()
+
+
+def _text_boxes(fig):
+    """Every visible text of ``fig`` with its box on the canvas, drawn as saved."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from lengthbench.leaderboard.plots import SAVE_DPI
+
+    FigureCanvasAgg(fig)
+    fig.set_dpi(SAVE_DPI)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    texts = [t for t in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_window_extent"))
+             if t.get_visible() and t.get_text().strip()]
+    return {t: t.get_window_extent(renderer) for t in texts}, fig.bbox
+
+
+def _inside(box, image) -> bool:
+    return image.x0 - 1 <= box.x0 and box.x1 <= image.x1 + 1 and image.y0 - 1 <= box.y0 and box.y1 <= image.y1 + 1
+
+
+def _drawn_inside(fig) -> bool:
+    """Everything drawn (titles, labels, tick labels, colour bar) lies inside the saved image."""
+    drawn, image = fig.get_tightbbox(fig.canvas.get_renderer()), fig.bbox_inches
+    tolerance = 0.01  # inches
+    return (image.x0 - tolerance <= drawn.x0 and drawn.x1 <= image.x1 + tolerance
+            and image.y0 - tolerance <= drawn.y0 and drawn.y1 <= image.y1 + tolerance)
+
+
+def _quick_board():
+    from pathlib import Path
+
+    from lengthbench.benchmark.records import load_records
+    from lengthbench.leaderboard.aggregate import leaderboard_frame as frame
+
+    root = Path(__file__).resolve().parent.parent
+    return frame(load_records(root / "leaderboard/reference/quick/records"))
+
+
+@pytest.mark.parametrize("n_tasks", [1, 4, 8, 19])
+def test_the_curves_figure_title_clears_every_panel_title(n_tasks):
+    from lengthbench.leaderboard.plots import accuracy_vs_length_figure
+    from lengthbench.tasks import task_names
+
+    per_length = pd.DataFrame([
+        {"task": task, "method": "transformer/rope", "seed": 0, "train_length": 3, "length": n, "exact_match": 0.5}
+        for task in task_names()[:n_tasks] for n in range(1, 7)])
+    fig = accuracy_vs_length_figure(per_length)
+    boxes, image = _text_boxes(fig)
+    title = boxes[fig._suptitle]
+    assert _inside(title, image)
+    for ax in fig.axes:
+        assert not title.overlaps(ax.get_tightbbox(fig.canvas.get_renderer())), ax.get_title()
+
+
+def test_the_compare_figure_keeps_every_label_inside_the_image():
+    from lengthbench.leaderboard.compare import compare_figure
+
+    board = _quick_board()
+    other = board.copy()
+    other["task"] = other["task"].replace({"copy": "a_task_with_a_very_long_name_indeed"})
+    diff = compare_frames(board.assign(n_seeds=3, ood_exact_match_std=0.1),
+                          other.assign(n_seeds=3, ood_exact_match_std=0.1,
+                                       ood_exact_match_mean=other.ood_exact_match_mean * 0.9))
+    fig = compare_figure(diff)
+    _text_boxes(fig)
+    assert _drawn_inside(fig) and len(fig.axes[0].get_yticklabels()) == len(diff.dropna(subset=["delta"]))
+
+
+def test_the_heatmap_colour_bar_is_in_the_cells_unit():
+    from lengthbench.leaderboard.plots import heatmap_figure
+
+    fig = heatmap_figure(_quick_board())
+    colorbar = fig.axes[-1]
+    assert colorbar.get_ylim() == (0.0, 100.0) and "(%)" in colorbar.get_ylabel()
+    _text_boxes(fig)
+    assert _drawn_inside(fig)
+
+
+def test_a_method_has_one_colour_whatever_else_is_drawn():
+    """Stable across presets, figures and pages: a method's colour depends on
+    the method alone, and the built-in methods all differ."""
+    from lengthbench.benchmark.presets import PRESETS
+    from lengthbench.leaderboard.plots import method_colors
+    from lengthbench.models.families import method_name
+
+    grids = [[method_name(*m) for m in PRESETS[name].methods()] for name in PRESETS]
+    grids += [["transformer/coupled"], ["my-plugin", "lstm"]]
+    seen = {}
+    for methods in grids:
+        for method, color in method_colors(methods).items():
+            assert seen.setdefault(method, color) == color, method
+    full = grids[list(PRESETS).index("full")]
+    assert len({str(seen[m]) for m in full}) == len(full)
