@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
@@ -37,6 +38,10 @@ def _level(task: str) -> str:
     return entry.level if entry is not None else "unknown"
 
 
+# A cell's protocol: every config field but those that name the cell (task, method) or the run (seed).
+PROTOCOL_EXCLUDES = ("task", "encoding", "family", "seed")
+
+
 def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
     """One row per distinct run with its status and summary metrics (the
     metric columns exist, empty, even when no run finished)."""
@@ -44,6 +49,7 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
     for r in distinct_runs(records):
         config = r.config.to_dict()
         signature = {k: v for k, v in config.items() if k != "seed"}
+        settings = {k: v for k, v in asdict(r.config).items() if k not in PROTOCOL_EXCLUDES}
         rows.append({
             "task": r.task, "method": r.method, "model": r.config.family,
             "encoding": r.encoding, "seed": r.seed, "status": r.status,
@@ -51,6 +57,7 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
             "test_length": r.config.test_length, "fit_threshold": r.config.fit_threshold,
             "steps_done": (r.training or {}).get("steps_done"),
             "signature": json.dumps(signature, sort_keys=True),
+            "protocol": json.dumps(settings, sort_keys=True, separators=(",", ":")),
             "run_id": r.run_id, "failed": r.failed, **{k: (r.summary or {}).get(k) for k in SUMMARY_FIELDS},
             **selection_texts(r.selection),
         })
@@ -58,7 +65,7 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
 
 
 RUN_COLUMNS = ["task", "method", "model", "encoding", "seed", "status", "train_length", "validation_length",
-               "test_length", "fit_threshold", "steps_done", "signature", "run_id", "failed", *SUMMARY_FIELDS,
+               "test_length", "fit_threshold", "steps_done", "signature", "protocol", "run_id", "failed", *SUMMARY_FIELDS,
                "selected", "selection_evidence"]
 
 
@@ -172,6 +179,7 @@ def leaderboard_frame(records: list[RunRecord]) -> pd.DataFrame:
             "fit_status": fit_status(n_fit, len(scored)) if len(clean) else "",
             "steps_mean": float(scored.steps_done.astype(float).mean()) if len(scored) else np.nan,
             "selected": cell.selected.iloc[0], "selection_evidence": cell.selection_evidence.iloc[0],
+            "protocol": cell.protocol.iloc[0],
         }
         lengths = per_length[(per_length.task == task) & (per_length.method == method)
                              & per_length.seed.isin(clean.seed)]

@@ -6,12 +6,21 @@ each side), two-sided, with a Welch-Satterthwaite 95% CI of the delta. One
 comparison tests every cell at once, so the p-values are corrected for
 multiple comparisons (Benjamini-Hochberg by default; ``--correction``). A
 cell is "improved"/"worse" when its corrected p < alpha; "unchanged"
-otherwise; cells with fewer than two seeds on a side cannot be tested and
-count as "untested".
+otherwise; "identical" when both sides hold the same numbers; cells with
+fewer than two seeds on a side cannot be tested ("untested"), and a cell
+that is not applicable on a side says so ("not_applicable").
+
+Only like is compared with like: each cell's ``protocol`` (its settings,
+schema version 6) must be the same on both sides, or the comparison is
+refused with the differing fields named (``ProtocolMismatch``); with
+``allow_mismatch`` it goes ahead and every output states the mismatch. A
+board from before version 6 has no protocol: its lengths are checked.
 """
 
 from __future__ import annotations
 
+import json
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -29,14 +38,73 @@ from lengthbench.leaderboard.tables import markdown_table
 ALPHA = 0.05
 METRICS = ("exact_match", "token_accuracy")
 COLUMNS = ["task", "method", "metric", "mean_a", "mean_b", "n_a", "n_b", "delta", "se", "df", "t",
-           "p_value", "p_adjusted", "correction", "ci_low", "ci_high", "verdict", "note"]
-VERDICTS = ("improved", "worse", "unchanged", "untested", "only_in_a", "only_in_b")
+           "p_value", "p_adjusted", "correction", "ci_low", "ci_high", "verdict", "note", "protocol_mismatch"]
+VERDICTS = ("improved", "worse", "unchanged", "identical", "untested", "not_applicable", "only_in_a", "only_in_b")
+# What a board without protocols (schema < 6) still says about its cells' settings.
+LENGTH_FIELDS = ("train_length", "validation_length", "test_length")
+
+
+class ProtocolMismatch(InputError):
+    """Two leaderboards whose shared cells were made under different settings."""
+
+
+def _flat(settings: dict, prefix: str = "") -> dict:
+    """``{"model": {"d_model": 64}}`` as ``{"model.d_model": 64}``."""
+    out = {}
+    for key, value in settings.items():
+        if isinstance(value, dict) and value:
+            out |= _flat(value, f"{prefix}{key}.")
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _settings(row, side: str) -> dict:
+    text = row[f"protocol_{side}"]
+    if isinstance(text, str) and text:
+        return _flat(json.loads(text))
+    return {name: row[f"{name}_{side}"] for name in LENGTH_FIELDS}
+
+
+def protocol_differences(row) -> dict[str, tuple]:
+    """The settings of a merged row's two sides that differ: field -> (A's, B's)."""
+    a, b = _settings(row, "a"), _settings(row, "b")
+    if not (isinstance(row["protocol_a"], str) and row["protocol_a"]) or not (
+            isinstance(row["protocol_b"], str) and row["protocol_b"]):
+        a, b = ({k: v for k, v in side.items() if k in LENGTH_FIELDS} for side in (a, b))
+    return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+
+
+def describe_differences(differences: dict[str, tuple]) -> str:
+    return "; ".join(f"{k} {_value(va)} vs {_value(vb)}" for k, (va, vb) in differences.items())
+
+
+def _value(v) -> str:
+    return "(unset)" if v is None else (f"{v:g}" if isinstance(v, float) else str(v))
+
+
+def mismatch_summary(diff: pd.DataFrame) -> str:
+    """One line: in how many shared cells the protocols differ, and in which fields."""
+    shared = diff[~diff.verdict.isin(("only_in_a", "only_in_b"))]
+    differing = shared[shared.protocol_mismatch.fillna("") != ""]
+    if differing.empty:
+        return ""
+    fields = {}
+    for text in differing.protocol_mismatch:
+        for part in text.split("; "):
+            fields.setdefault(part.split(" ", 1)[0], part)
+    shown = list(fields.values())
+    return (f"protocols differ in {len(differing)} of {len(shared)} shared cells: " + "; ".join(shown[:6])
+            + (f"; and {len(shown) - 6} more field(s)" if len(shown) > 6 else ""))
 
 
 def compare_frames(a: pd.DataFrame, b: pd.DataFrame, metric: str = "exact_match",
-                   alpha: float = ALPHA, correction: str = DEFAULT_CORRECTION) -> pd.DataFrame:
+                   alpha: float = ALPHA, correction: str = DEFAULT_CORRECTION,
+                   allow_mismatch: bool = False) -> pd.DataFrame:
     """One row per (task, method) present in either table; ``p_adjusted`` is
-    the p-value after ``correction`` over all tested cells, and decides the verdict."""
+    the p-value after ``correction`` over all tested cells, and decides the
+    verdict. Refuses (``ProtocolMismatch``) shared cells made under different
+    protocols unless ``allow_mismatch``."""
     if correction not in CORRECTIONS:
         raise InputError(f"correction {correction!r} is not known; valid: {', '.join(CORRECTIONS)}")
     col = f"ood_{metric}"
@@ -46,36 +114,69 @@ def compare_frames(a: pd.DataFrame, b: pd.DataFrame, metric: str = "exact_match"
         row = {"task": r.task, "method": r.method, "metric": metric, "correction": correction}
         if r._merge != "both":
             row["verdict"] = "only_in_a" if r._merge == "left_only" else "only_in_b"
+            rows.append(row)
+            continue
+        row["protocol_mismatch"] = describe_differences(protocol_differences(r))
+        if "not_applicable" in (r.status_a, r.status_b):
+            row.update(verdict="not_applicable", note=f"status {r.status_a} -> {r.status_b}")
         elif r.status_a != "ok" or r.status_b != "ok":
             row.update(verdict="untested", note=f"status {r.status_a} -> {r.status_b}")
         else:
-            row.update(mean_a=r[f"{col}_mean_a"], mean_b=r[f"{col}_mean_b"], n_a=int(r.n_seeds_a),
-                       n_b=int(r.n_seeds_b),
-                       **welch(r[f"{col}_mean_a"], r[f"{col}_std_a"], int(r.n_seeds_a),
-                               r[f"{col}_mean_b"], r[f"{col}_std_b"], int(r.n_seeds_b)))
+            sides = [(r[f"{col}_mean_{s}"], r[f"{col}_std_{s}"], int(r[f"n_seeds_{s}"])) for s in "ab"]
+            row.update(mean_a=sides[0][0], mean_b=sides[1][0], n_a=sides[0][2], n_b=sides[1][2],
+                       **welch(*sides[0], *sides[1]))
+            if _same(sides[0], sides[1]):
+                row["verdict"] = "identical"
         rows.append(row)
     diff = pd.DataFrame(rows).reindex(columns=COLUMNS)
     diff["verdict"] = diff.verdict.astype(object)
+    diff["protocol_mismatch"] = diff.protocol_mismatch.fillna("").astype(object)
+    mismatch = mismatch_summary(diff)
+    if mismatch and not allow_mismatch:
+        raise ProtocolMismatch(f"A and B were not made under the same protocol: {mismatch}; compare like with "
+                               "like (the same preset's settings), or pass --allow-mismatch (allow_mismatch=True) "
+                               "to compare anyway, and every output states the mismatch")
     diff["p_adjusted"] = adjust_p_values(diff.p_value.to_numpy(dtype=float), correction)
     significant = diff.p_adjusted < alpha
     tested = diff.verdict.isna()
     diff.loc[tested, "verdict"] = np.select(
         [diff.p_adjusted[tested].isna(), significant[tested] & (diff.delta[tested] > 0),
          significant[tested] & (diff.delta[tested] < 0)], ["untested", "improved", "worse"], "unchanged")
+    diff.attrs["mismatch"] = mismatch
     return diff
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    """Both sides hold the same mean, std (both empty counts as the same) and seed count."""
+    return a[0] == b[0] and a[2] == b[2] and (a[1] == b[1] or (pd.isna(a[1]) and pd.isna(b[1])))
 
 
 def summary_counts(diff: pd.DataFrame) -> dict[str, int]:
     return {v: int((diff.verdict == v).sum()) for v in VERDICTS}
 
 
-def to_markdown(diff: pd.DataFrame, name_a: str, name_b: str) -> str:
+def summary_text(diff: pd.DataFrame) -> str:
+    """The verdict counts in words; "identical" when every cell of both sides agrees."""
     counts = summary_counts(diff)
-    lines = [f"# {name_b} vs {name_a}", "",
-             f"Delta = B - A of OOD {diff.metric.iloc[0].replace('_', ' ')} (percentage points); "
-             f"Welch's t-test from per-seed mean, std and n; alpha = {ALPHA} on p corrected for "
-             f"{int(diff.p_value.notna().sum())} tested cells: {CORRECTIONS[diff.correction.iloc[0]]}.", "",
-             "Summary: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()), ""]
+    if len(diff) and counts["identical"] + counts["not_applicable"] == len(diff) and counts["identical"]:
+        na = counts["not_applicable"]
+        return (f"identical: the two leaderboards hold the same numbers in all {len(diff)} cells"
+                + (f" ({na} not applicable on a side)" if na else ""))
+    return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items() if v)
+
+
+def to_markdown(diff: pd.DataFrame, name_a: str, name_b: str) -> str:
+    tested = int(diff.p_value.notna().sum())
+    method = (f"alpha = {ALPHA} on p corrected for {tested} tested cell{'s' if tested != 1 else ''}: "
+              f"{CORRECTIONS[diff.correction.iloc[0]]}." if tested else
+              "no cell could be tested: a test needs at least two seeds on both sides.")
+    lines = [f"# {name_b} vs {name_a}", ""]
+    if diff.attrs.get("mismatch"):
+        lines += [f"**Not like with like** (compared with --allow-mismatch): {diff.attrs['mismatch']}. "
+                  "Each row's `protocol_mismatch` in compare.csv names its differences.", ""]
+    lines += [f"Delta = B - A of OOD {diff.metric.iloc[0].replace('_', ' ')} (percentage points); "
+              f"Welch's t-test from per-seed mean, std and n; {method}", "",
+              f"Summary: {summary_text(diff)}", ""]
     rows = []
     for _, r in diff.iterrows():
         def pp(x):
@@ -84,7 +185,7 @@ def to_markdown(diff: pd.DataFrame, name_a: str, name_b: str) -> str:
         rows.append([r.task, f"`{r.method}`", "" if pd.isna(r.mean_a) else f"{100 * r.mean_a:.1f}",
                      "" if pd.isna(r.mean_b) else f"{100 * r.mean_b:.1f}", pp(r.delta), ci,
                      "" if pd.isna(r.p_value) else f"{r.p_value:.3g}",
-                     "" if pd.isna(r.p_adjusted) else f"{r.p_adjusted:.3g}", r.verdict])
+                     "" if pd.isna(r.p_adjusted) else f"{r.p_adjusted:.3g}", r.verdict.replace("_", " ")])
     lines += markdown_table(["task", "method", "A %", "B %", "delta", "95% CI", "p", "p corrected", "verdict"], rows)
     return "\n".join(lines) + "\n"
 
@@ -116,6 +217,9 @@ def compare_figure(diff: pd.DataFrame) -> Figure:
     ax.set_xlabel(f"delta B - A, OOD {both.metric.iloc[0].replace('_', ' ') if len(both) else ''} "
                   f"(percentage points)\nbars: 95% CI; *: corrected p < {ALPHA}", fontsize=9)
     ax.grid(axis="x", alpha=0.3)
+    if diff.attrs.get("mismatch"):
+        ax.set_title(textwrap.fill("not like with like: " + textwrap.shorten(diff.attrs["mismatch"], 200),
+                                   int(12 * fig.get_figwidth())), fontsize=8, color="darkred")
     fig.tight_layout()
     return fig
 

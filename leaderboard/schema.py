@@ -7,8 +7,9 @@ refuses the others. Version 3 keyed rows by *method* (``transformer/rope``,
 ``lstm``) instead of encoding; version 4 scores failed seeds as 0 and counts
 harness errors apart (``n_errors``); version 5 adds the validation band, fit
 (``n_fit``, ``fit_status``) and training steps, and its OOD columns mean the
-test band. A version 2, 3 or 4 file is read as version 5 (``n_errors`` 0, fit
-``unknown``, no validation band). The reader checks
+test band; version 6 adds each cell's ``protocol`` (its settings), which
+``compare`` checks. A version 2, 3, 4 or 5 file is read as version 6
+(``n_errors`` 0, fit ``unknown``, no validation band, protocol unknown). The reader checks
 every cell's type and range, so an impossible value (a mean of ``inf`` or
 7.5, a negative std, 2.7 seeds) is refused with the file, row and column
 instead of turning into a confident wrong verdict in ``compare``.
@@ -17,6 +18,7 @@ instead of turning into a confident wrong verdict in ``compare``.
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
 from pathlib import Path
@@ -29,7 +31,7 @@ from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD
 from lengthbench.registry import name_problem
 from lengthbench.tasks.base import LEVELS
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 METRICS = ("exact_match", "token_accuracy")
 KEY = ("task", "method")
 STATUSES = ("ok", "not_applicable", "failed")
@@ -98,6 +100,10 @@ COLUMNS: tuple[tuple, ...] = (
                              "lr=0.001; empty when nothing was chosen"),
     ("selection_evidence", "text", (), "each value tried with its mean validation-band exact match over the "
                                        "seeds it was chosen on"),
+    ("protocol", "json", (), "the cell's settings as JSON: every run-config field but task, method and seed "
+                             "(lengths, steps and the fit rule, model size, batch, optimizer, evaluation samples, "
+                             "encoding parameters, code versions); `compare` refuses cells whose protocols differ; "
+                             "empty in a board from before version 6"),
     *_metric_columns("exact_match"),
     *_metric_columns("token_accuracy"),
     ("rank", "float", POSITIVE,
@@ -112,6 +118,8 @@ def valid_text(kind: str, valid) -> str:
     """Human-readable valid values of a column (README and error messages)."""
     if kind == "text":
         return "any text"
+    if kind == "json":
+        return "a JSON object, or empty"
     if kind == "str":
         return " / ".join(valid) if valid else "non-empty text"
     low, high = valid
@@ -169,6 +177,12 @@ def _check_column(frame: pd.DataFrame, where: str, name: str, kind: str, valid) 
     if kind == "text":
         return
     values = frame[name].str.strip()
+    if kind == "json":
+        for i, value in enumerate(values):
+            if value and not isinstance(_json_object(value), dict):
+                raise LeaderboardFormatError(f"{where}: row {i + 2}, column {name!r}: {value[:80]!r} is not a JSON "
+                                             f"object; valid: {valid_text(kind, valid)}")
+        return
 
     def refuse(i: int, why: str):
         raise LeaderboardFormatError(f"{where}: row {i + 2}, column {name!r}: {frame[name].iloc[i]!r} {why}; "
@@ -193,6 +207,13 @@ def _check_column(frame: pd.DataFrame, where: str, name: str, kind: str, valid) 
     if outside.any():
         refuse(int(outside.to_numpy().nonzero()[0][0]), "is out of range")
     frame[name] = numbers.astype("int64") if kind == "int" else numbers.astype(float)
+
+
+def _json_object(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def _check_rows(frame: pd.DataFrame, where: str) -> None:
@@ -249,11 +270,17 @@ def _from_version_4(frame: pd.DataFrame) -> pd.DataFrame:
     """Version 4 had no validation band and did not record fit, steps or selections."""
     frame = frame.assign(validation_length="0", fit_threshold="", n_fit="0", fit_status="unknown", steps_mean="",
                          val_exact_match_mean="", val_token_accuracy_mean="", selected="", selection_evidence="")
+    return _from_version_5(frame)
+
+
+def _from_version_5(frame: pd.DataFrame) -> pd.DataFrame:
+    """Version 5 did not record each cell's protocol."""
+    frame = frame.assign(protocol="")
     frame["schema_version"] = str(SCHEMA_VERSION)
     return frame
 
 
-MIGRATIONS = {"2": _from_version_2, "3": _from_version_3, "4": _from_version_4}
+MIGRATIONS = {"2": _from_version_2, "3": _from_version_3, "4": _from_version_4, "5": _from_version_5}
 
 
 def read_leaderboard(path: str | Path) -> pd.DataFrame:
@@ -272,7 +299,7 @@ def read_leaderboard(path: str | Path) -> pd.DataFrame:
         raise LeaderboardFormatError(f"{where}: header only, no rows; {WHAT_IS_VALID}")
     frame = frame.apply(lambda column: column.map(unguard_formula))
     versions = set(frame["schema_version"].str.strip())
-    if len(versions) == 1 and (old := versions.pop()) in MIGRATIONS and "fit_status" not in header:
+    if len(versions) == 1 and (old := versions.pop()) in MIGRATIONS and "protocol" not in header:
         frame = MIGRATIONS[old](frame)
         header = list(frame.columns)
     for i, version in enumerate(frame["schema_version"], start=2):

@@ -52,7 +52,7 @@ from lengthbench.leaderboard.build import build_leaderboard
 from lengthbench.leaderboard.compare import (
     METRICS,
     compare_frames,
-    summary_counts,
+    summary_text,
     write_compare,
 )
 from lengthbench.leaderboard.compare import to_markdown as compare_markdown
@@ -331,17 +331,22 @@ def leaderboard_text(board: pd.DataFrame) -> str:
 
 
 def compare(a: PathLike | pd.DataFrame, b: PathLike | pd.DataFrame, *, metric: str = "exact_match",
-            correction: str | None = None, out: PathLike | None = None) -> pd.DataFrame:
+            correction: str | None = None, out: PathLike | None = None,
+            allow_mismatch: bool = False) -> pd.DataFrame:
     """Per-cell differences B - A of two leaderboards (``leaderboard.csv``
     paths, validated on read, or frames from ``load_leaderboard``): Welch's
     t-test per (task, method) on the OOD ``metric`` (``exact_match`` or
     ``token_accuracy``), p-values corrected over all tested cells
     (``correction``: ``bh`` Benjamini-Hochberg, the default, ``holm``, ``none``), a verdict
-    per cell. With ``out`` compare.csv/.md/.png are written there."""
+    per cell. Cells made under different protocols (settings) are refused
+    (``ProtocolMismatch``, naming the fields) unless ``allow_mismatch``, and
+    then every output states the mismatch. With ``out`` compare.csv/.md/.png
+    are written there."""
     if metric not in METRICS:
         raise UnknownNameError("metric", metric, METRICS)
     frames = [read_leaderboard(Path(x)) if isinstance(x, (str, Path)) else x for x in (a, b)]
-    diff = compare_frames(*frames, metric, correction=correction or DEFAULT_CORRECTION)
+    diff = compare_frames(*frames, metric, correction=correction or DEFAULT_CORRECTION,
+                          allow_mismatch=allow_mismatch)
     diff.attrs["names"] = [str(x) if isinstance(x, (str, Path)) else name for x, name in zip((a, b), ("A", "B"))]
     if out is not None:
         diff.attrs["written"] = write_compare(diff, ensure_output_dir(out, "--out"), *diff.attrs["names"])
@@ -350,8 +355,7 @@ def compare(a: PathLike | pd.DataFrame, b: PathLike | pd.DataFrame, *, metric: s
 
 def compare_text(diff: pd.DataFrame) -> str:
     """A comparison as ``compare.md`` holds it, then its one-line summary."""
-    return (compare_markdown(diff, *diff.attrs.get("names", ("A", "B"))) + "summary: "
-            + ", ".join(f"{k} {v}" for k, v in summary_counts(diff).items())
+    return (compare_markdown(diff, *diff.attrs.get("names", ("A", "B"))) + "summary: " + summary_text(diff)
             + f" (multiple-comparison correction: {diff.correction.iloc[0] if len(diff) else DEFAULT_CORRECTION})")
 
 

@@ -128,7 +128,8 @@ def cmd_reproduce(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    diff = api.compare(args.a, args.b, metric=args.metric, correction=args.correction, out=args.out)
+    diff = api.compare(args.a, args.b, metric=args.metric, correction=args.correction, out=args.out,
+                       allow_mismatch=args.allow_mismatch)
     print(api.compare_text(diff))
     _print_written(diff.attrs["written"])
     return EXIT_OK
@@ -259,6 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="multiple-comparison correction of the cells' p-values: "
                           + "; ".join(f"{k}: {v}" for k, v in api.CORRECTIONS.items())
                           + f" (default {api.DEFAULT_CORRECTION})")
+    cmp.add_argument("--allow-mismatch", action="store_true",
+                     help="compare even cells whose protocols (lengths, steps, model size, ...) differ; every "
+                          "output then states the mismatch (default: refuse, naming the differing settings)")
     cmp.set_defaults(func=cmd_compare)
 
     gen = sub.add_parser("bench-generation", help="time batch generation for every task")

@@ -29,9 +29,11 @@ def tiny_preset():
 
 def set_csv_cell(text: str, row: int, column: str, value: str) -> str:
     """``text`` (a CSV) with one cell replaced; row 1 is the first data row."""
-    lines = text.splitlines()
-    header = lines[0].split(",")
-    cells = lines[row].split(",")
-    cells[header.index(column)] = value
-    lines[row] = ",".join(cells)
-    return "\n".join(lines) + "\n"
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(text)))
+    rows[row][rows[0].index(column)] = value
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    return out.getvalue()

@@ -12,7 +12,7 @@ from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.records import read_record
 from lengthbench.benchmark.train import build_group, train_group
 from lengthbench.cli import main
-from lengthbench.leaderboard.schema import read_leaderboard
+from lengthbench.leaderboard.schema import SCHEMA_VERSION, read_leaderboard
 from lengthbench.models.families import ModelSize, RunInit, family_entry, family_names
 from lengthbench.models.recurrent import StackedRecurrent, input_lengths, update_stack, update_tape
 from lengthbench.tasks import get_task
@@ -133,5 +133,5 @@ def test_a_schema_2_leaderboard_reads_as_transformer_methods_of_the_current_sche
     assert old.read_text().startswith("schema_version,task,level,encoding,")
     board = read_leaderboard(old)
     assert set(board.method) == {f"transformer/{e}" for e in board.encoding}
-    assert set(board.model) == {"transformer"} and set(board.schema_version) == {5} and set(board.n_errors) == {0}
+    assert set(board.model) == {"transformer"} and set(board.schema_version) == {SCHEMA_VERSION} and set(board.n_errors) == {0}
     assert set(board.fit_status) == {"unknown"}  # a board from before fit was recorded

@@ -13,7 +13,7 @@ from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.cli import main
 from lengthbench.leaderboard.aggregate import leaderboard_frame, level_summary
-from lengthbench.leaderboard.compare import compare_frames, summary_counts
+from lengthbench.leaderboard.compare import ProtocolMismatch, compare_frames, summary_counts, summary_text
 from lengthbench.leaderboard.schema import COLUMN_NAMES, SCHEMA_VERSION, LeaderboardFormatError, read_leaderboard
 from lengthbench.leaderboard.statistics import adjust_p_values, generalization_length, t_interval, welch
 
@@ -154,9 +154,10 @@ def test_compare_real_leaderboards(two_boards, tmp_path, capsys):
         ra = board_a[(board_a.task == r.task) & (board_a.method == r.method)].iloc[0]
         rb = board_b[(board_b.task == r.task) & (board_b.method == r.method)].iloc[0]
         line = next(x for x in printed.splitlines() if x.startswith(f"| {r.task} | `{r.method}`"))
-        assert line.rstrip(" |").endswith(r.verdict)
+        assert line.rstrip(" |").endswith(r.verdict.replace("_", " "))
         if "ok" != ra.status or "ok" != rb.status:
-            assert r.verdict == "untested" and np.isnan(r.p_value)
+            na = "not_applicable" in (ra.status, rb.status)
+            assert r.verdict == ("not_applicable" if na else "untested") and np.isnan(r.p_value)
             continue
         assert r.mean_a == pytest.approx(ra.ood_exact_match_mean) and r.mean_b == pytest.approx(rb.ood_exact_match_mean)
         assert r.delta == pytest.approx(rb.ood_exact_match_mean - ra.ood_exact_match_mean)
@@ -165,14 +166,17 @@ def test_compare_real_leaderboards(two_boards, tmp_path, capsys):
                                                   ra.ood_exact_match_mean, ra.ood_exact_match_std, 2,
                                                   equal_var=False).pvalue
             assert r.p_value == pytest.approx(expected)
-        tested.append(r)
+        stds = (ra.ood_exact_match_std, rb.ood_exact_match_std)
+        tested.append(r.copy())
+        tested[-1]["same_std"] = stds[0] == stds[1] or bool(np.isnan(stds).all())
     assert len(tested) >= 2
     holm = adjust_p_values([r.p_value for r in tested], "holm")
     np.testing.assert_allclose([r.p_adjusted for r in tested], holm)
     for r, p in zip(tested, holm):
-        assert r.verdict == ("unchanged" if p >= 0.05 else "improved" if r.delta > 0 else "worse")
-    counts = summary_counts(diff)
-    assert f"summary: {', '.join(f'{k} {v}' for k, v in counts.items())} (multiple-comparison correction: holm)" in printed
+        same = r.same_std and (r.mean_a, r.n_a) == (r.mean_b, r.n_b)  # both sides hold the same numbers
+        assert r.verdict == ("identical" if same else "unchanged" if p >= 0.05
+                             else "improved" if r.delta > 0 else "worse")
+    assert f"summary: {summary_text(diff)} (multiple-comparison correction: holm)" in printed
     assert "Holm (family-wise error rate)" in (out / "compare.md").read_text()
     from PIL import Image
 
@@ -196,8 +200,8 @@ def test_compare_verdicts_and_one_sided_cells():
     assert verdict[("copy", "rope")] == "improved" and verdict[("copy", "nope")] == "worse"
     assert verdict[("copy", "alibi")] == "unchanged" and verdict[("copy", "learned")] == "untested"
     assert verdict[("parity_check", "rope")] == "only_in_b"
-    assert summary_counts(diff) == {"improved": 1, "worse": 1, "unchanged": 1, "untested": 1,
-                                    "only_in_a": 0, "only_in_b": 1}
+    assert summary_counts(diff) == {"improved": 1, "worse": 1, "unchanged": 1, "identical": 0, "untested": 1,
+                                    "not_applicable": 0, "only_in_a": 0, "only_in_b": 1}
 
 
 @pytest.mark.parametrize("mutate,message", [
@@ -371,12 +375,25 @@ def test_unfit_cells_are_flagged_everywhere_and_never_judged(tmp_path):
 def test_a_version_4_board_reads_as_fit_unknown_and_keeps_its_ranks(two_boards):
     board = read_leaderboard(two_boards[0])
     old = board.drop(columns=["validation_length", "fit_threshold", "n_fit", "fit_status", "steps_mean",
-                              "val_exact_match_mean", "val_token_accuracy_mean"]).assign(schema_version=4)
+                              "val_exact_match_mean", "val_token_accuracy_mean", "selected", "selection_evidence",
+                              "protocol"]).assign(schema_version=4)
     path = two_boards[0].with_name("v4.csv")
     old.to_csv(path, index=False)
     again = read_leaderboard(path)
     assert set(again.fit_status) == {"unknown"} and list(again.columns) == list(COLUMN_NAMES)
+    assert set(again.protocol) == {""}
     assert (again["rank"].fillna(-1) == board["rank"].fillna(-1)).all()
+
+
+def test_a_version_5_board_reads_with_its_protocol_unknown_and_compares_on_lengths(two_boards):
+    board = read_leaderboard(two_boards[0])
+    path = two_boards[0].with_name("v5.csv")
+    board.drop(columns=["protocol"]).assign(schema_version=5).to_csv(path, index=False)
+    again = read_leaderboard(path)
+    assert set(again.protocol) == {""} and list(again.columns) == list(COLUMN_NAMES)
+    assert compare_frames(again, board).verdict.isin(("identical", "not_applicable")).all()
+    with pytest.raises(ProtocolMismatch, match="test_length 9 vs 7"):
+        compare_frames(again.assign(test_length=9), board)
 
 
 def _text_boxes(fig):
@@ -471,3 +488,43 @@ def test_a_method_has_one_colour_whatever_else_is_drawn():
             assert seen.setdefault(method, color) == color, method
     full = grids[list(PRESETS).index("full")]
     assert len({str(seen[m]) for m in full}) == len(full)
+
+
+def test_compare_refuses_other_protocols_by_field_unless_allowed(two_boards, tmp_path, capsys):
+    a, b = two_boards
+    other = read_leaderboard(b)
+    other["protocol"] = other.protocol.str.replace('"steps":3', '"steps":30').str.replace('"lr":0.001', '"lr":0.01')
+    changed = tmp_path / "other.csv"
+    other.to_csv(changed, index=False)
+    capsys.readouterr()
+    assert main(["compare", str(a), str(changed), "--out", str(tmp_path / "no")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "protocols differ in 4 of 4 shared cells: lr 0.001 vs 0.01; steps 3 vs 30" in err
+    assert "--allow-mismatch" in err and not (tmp_path / "no" / "compare.csv").exists()
+    assert main(["compare", str(a), str(changed), "--out", str(tmp_path / "yes"), "--allow-mismatch"]) == 0
+    md = (tmp_path / "yes" / "compare.md").read_text()
+    assert "**Not like with like** (compared with --allow-mismatch): protocols differ in 4 of 4" in md
+    diff = pd.read_csv(tmp_path / "yes" / "compare.csv", keep_default_na=False)
+    assert set(diff.protocol_mismatch) == {"lr 0.001 vs 0.01; steps 3 vs 30"}
+
+
+def test_a_board_compared_with_itself_is_identical_in_every_cell(two_boards, capsys):
+    a, _ = two_boards
+    assert main(["compare", str(a), str(a), "--out", str(a.parent / "self")]) == 0
+    printed = capsys.readouterr().out
+    diff = pd.read_csv(a.parent / "self" / "compare.csv")
+    assert set(diff.verdict) <= {"identical", "not_applicable"} and "identical" in set(diff.verdict)
+    assert "summary: identical: the two leaderboards hold the same numbers in all 4 cells" in printed
+    assert "corrected for" not in printed or "tested cells" in printed
+
+
+def test_zero_tested_cells_are_said_in_words():
+    from lengthbench.leaderboard.compare import to_markdown
+
+    base = {c: 0 for c in COLUMN_NAMES}
+    row = {**base, "schema_version": SCHEMA_VERSION, "task": "copy", "method": "transformer/rope", "status": "ok",
+           "n_seeds": 1, "ood_exact_match_mean": 0.5, "ood_exact_match_std": np.nan, "protocol": ""}
+    diff = compare_frames(pd.DataFrame([row]), pd.DataFrame([{**row, "ood_exact_match_mean": 0.7}]))
+    text = to_markdown(diff, "a", "b")
+    assert "no cell could be tested: a test needs at least two seeds on both sides" in text
+    assert "corrected for 0" not in text and "Summary: untested 1" in text

@@ -79,3 +79,13 @@ def test_front_door_order():
     positions = [README.index(heading) for heading in order]
     assert positions == sorted(positions)
     assert README.index("## Quick start") < README.index("\n\n", README.index("# lengthbench")) + 400
+
+
+def test_the_python_example_runs_as_written(tmp_path, monkeypatch):
+    """The README's notebook example, executed verbatim in an empty folder:
+    its comparison is like with like, so it is not refused."""
+    block = README.split("## From Python")[1].split("```python")[1].split("```")[0]
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102  (our own documentation)
+    assert {"board", "other", "runs"} <= set(namespace)
