@@ -1,38 +1,119 @@
-"""What ``lengthbench submit`` prints and writes about a new encoding."""
+"""What ``lengthbench submit`` prints and writes about a new encoding: its
+own artifact, ``submission-<name>.{csv,md,html}`` and
+``submission-<name>.provenance.json``, beside (never over) the preset's
+leaderboard files.
+
+Ranks are the leaderboard's: within a task, by OOD exact match among the
+judged cells, tied methods sharing the average of the ranks they span. Each
+rank comes with the range its 95% interval allows: from 1 + the methods
+whose interval lies wholly above the submission's, to the number of methods
+less those wholly below it (with one seed there is no interval, so no range).
+"""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
 
-from lengthbench.benchmark.files import write_csv
+from lengthbench.benchmark.files import write_csv, write_text
+from lengthbench.benchmark.provenance import write_provenance
+from lengthbench.benchmark.records import RunRecord
+from lengthbench.leaderboard.aggregate import judged
+from lengthbench.leaderboard.html import write_html
+from lengthbench.leaderboard.tables import bands, markdown_cell, markdown_table
 from lengthbench.models.families import TRANSFORMER, method_name
 
 
+def rank_range(board: pd.DataFrame, task: str, method: str) -> tuple[int, int] | None:
+    """The ranks the cell's 95% interval allows among the task's judged cells, or None (no interval)."""
+    cells = board[(board.task == task) & judged(board)]
+    mine = cells[cells.method == method]
+    if mine.empty or math.isnan(mine.ood_exact_match_ci_low.iloc[0]):
+        return None
+    low, high = mine.ood_exact_match_ci_low.iloc[0], mine.ood_exact_match_ci_high.iloc[0]
+    others = cells[cells.method != method]
+    others_low = others.ood_exact_match_ci_low.fillna(others.ood_exact_match_mean)
+    others_high = others.ood_exact_match_ci_high.fillna(others.ood_exact_match_mean)
+    return 1 + int((others_low > high).sum()), len(cells) - int((others_high < low).sum())
+
+
+def _rank_rows(board: pd.DataFrame, name: str) -> list[dict]:
+    method = method_name(TRANSFORMER, name)
+    is_judged = judged(board)
+    rows = []
+    for k, row in board[board.method == method].iterrows():
+        n_judged = int((is_judged & (board.task == row.task)).sum())
+        span = rank_range(board, row.task, method)
+        rows.append({"task": row.task, "status": row.status, "judged": bool(is_judged[k]), "rank": row["rank"],
+                     "of": n_judged, "range": span, "ood": row.ood_exact_match_mean, "n_seeds": int(row.n_seeds),
+                     "fit": row.fit_status})
+    return rows
+
+
 def ranking_text(board: pd.DataFrame, names: list[str]) -> str:
-    """Rank of each submitted encoding (its transformer method) per task and
-    overall (mean rank), among every method of the board; tied methods share
-    the average of the ranks they span (2.5 of 6)."""
-    ran = board[board.status == "ok"]
-    n_methods = ran.groupby("task")["method"].nunique()
-    mean_rank = ran.groupby("method")["rank"].mean().sort_values()
+    """Rank of each submitted encoding per task (with its range) and overall
+    (mean rank over the tasks where it is judged, among every method's)."""
+    mean_rank = board.groupby("method")["rank"].mean().dropna().sort_values()
     lines = []
     for name in names:
         method = method_name(TRANSFORMER, name)
-        mine = ran[ran.method == method]
-        lines.append(f"{name}: rank per task (1 = best OOD exact match):")
-        for _, row in mine.iterrows():
-            lines.append(f"  {row.task:28s} {row['rank']:g} of {n_methods[row.task]}  "
-                         f"(OOD exact match {100 * row.ood_exact_match_mean:.1f}%)")
+        lines.append(f"{name}: rank per task (1 = best OOD exact match; ties share the average rank):")
+        for row in _rank_rows(board, name):
+            if row["status"] != "ok" or not row["judged"]:
+                why = "not applicable" if row["status"] == "not_applicable" else (
+                    row["status"] if row["status"] != "ok" else f"not judged: {row['fit'].replace('_', ' ')}")
+                lines.append(f"  {row['task']:28s} -  ({why})")
+                continue
+            span = row["range"]
+            lines.append(f"  {row['task']:28s} {row['rank']:g} of {row['of']}"
+                         + (f" (95% range {span[0]}-{span[1]})" if span else " (one seed: no range)")
+                         + f"  OOD exact match {100 * row['ood']:.1f}%, {row['n_seeds']} seed(s)")
         if method in mean_rank.index:
             overall = list(mean_rank.index).index(method) + 1
-            lines.append(f"  overall: mean rank {mean_rank[method]:.2f}, "
-                         f"{overall} of {len(mean_rank)} methods")
+            lines.append(f"  overall: mean rank {mean_rank[method]:.2f}, {overall} of {len(mean_rank)} methods")
+        else:
+            lines.append("  overall: no mean rank (it is judged on no task: a cell is ranked only where at least "
+                         "half its seeds fit their training lengths)")
     return "\n".join(lines)
 
 
-def write_submission(board: pd.DataFrame, name: str, out_dir: Path) -> Path:
-    """The submitted encoding's leaderboard rows (same schema as
-    leaderboard.csv, so ``lengthbench compare`` reads it)."""
-    return write_csv(Path(out_dir) / f"submission-{name}.csv", board[board.method == method_name(TRANSFORMER, name)])
+def submission_markdown(board: pd.DataFrame, name: str, preset: str) -> str:
+    method = method_name(TRANSFORMER, name)
+    mine = board[board.method == method]
+    seeds = sorted(set(mine.n_seeds.astype(int)))
+    lines = [f"# Submission `{markdown_cell(name)}` on preset `{preset}`", "",
+             f"Method `{markdown_cell(method)}` against the {board.method.nunique() - 1} other methods of the same "
+             f"cells (the same settings and seeds: {', '.join(map(str, seeds))} seed(s) per cell). Length bands "
+             f"(train / validation / test): {'; '.join(sorted({bands(r) for _, r in mine.iterrows()}))}. Ranks "
+             "as in the leaderboard (1 = best OOD exact match among the cells that fit their training lengths; "
+             "ties share the average rank); the range is what the 95% intervals allow.", ""]
+    rows = []
+    for row in _rank_rows(board, name):
+        span = row["range"]
+        rows.append([row["task"], row["status"].replace("_", " "),
+                     "" if row["status"] != "ok" else f"{100 * row['ood']:.1f}",
+                     "" if not row["judged"] else f"{row['rank']:g} of {row['of']}",
+                     "" if not row["judged"] else (f"{span[0]}-{span[1]}" if span else "one seed"),
+                     row["fit"].replace("_", " ")])
+    lines += markdown_table(["task", "status", "OOD exact match %", "rank", "95% rank range", "fit"], rows)
+    return "\n".join(lines + ["", ranking_text(board, [name])]) + "\n"
+
+
+def write_submission(board: pd.DataFrame, per_length: pd.DataFrame, name: str, preset: str, out_dir: Path,
+                     command: str, seconds: float, records: list[RunRecord]) -> dict[str, Path]:
+    """The submission's own files; the preset's ``leaderboard.*`` and
+    ``provenance.json`` in ``out_dir`` are left as they were. The CSV holds the
+    submitted method's rows (leaderboard schema, so ``compare`` reads it);
+    the page shows the whole board the ranks come from."""
+    out_dir, stem = Path(out_dir), f"submission-{name}"
+    method = method_name(TRANSFORMER, name)
+    return {
+        f"submission csv {name}": write_csv(out_dir / f"{stem}.csv", board[board.method == method]),
+        f"submission md {name}": write_text(out_dir / f"{stem}.md", submission_markdown(board, name, preset)),
+        f"submission html {name}": write_html(board, per_length, out_dir / f"{stem}.html",
+                                              f"lengthbench submission: {name} on {preset}"),
+        f"submission provenance {name}": write_provenance(out_dir, command, seconds, records,
+                                                          name=f"{stem}.provenance.json"),
+    }

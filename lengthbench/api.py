@@ -47,7 +47,7 @@ from lengthbench.benchmark.selection import SelectionGrid, run_selection
 from lengthbench.benchmark.version import __version__
 from lengthbench.benchmark.versions import check_unchanged
 from lengthbench.errors import InputError, UnknownNameError
-from lengthbench.leaderboard.aggregate import leaderboard_frame
+from lengthbench.leaderboard.aggregate import leaderboard_frame, length_frame
 from lengthbench.leaderboard.build import build_leaderboard
 from lengthbench.leaderboard.compare import (
     METRICS,
@@ -139,28 +139,35 @@ def plan(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings
     return text
 
 
-def submit(path: PathLike, preset: str = "quick", *, name: str | None = None, results: PathLike | None = None,
+def submit(path: PathLike, preset: str = "quick", *, name: str | None = None,
+           tasks: Sequence[str] | None = None, seeds: Sequence[int] | None = None, results: PathLike | None = None,
            out: PathLike | None = None, workers: int = 0, group_size: int = 0, executor: str = "local",
            address: str | None = None, checkpoint_every: float = CHECKPOINT_EVERY_S, progress: bool = True,
            command: str | None = None) -> pd.DataFrame:
     """Check the encoding file ``path``, run its cells through ``preset`` (the
-    built-in cells come from the stored records) and rank it; returns the
-    leaderboard with ``attrs["ranking"]`` (the text) and the submission CSVs in
-    ``attrs["written"]``. ``name`` renames the file's single encoding."""
+    built-in cells come from the stored records, trained only if missing) on
+    ``tasks`` and ``seeds`` (default: the preset's, which are its shipped
+    reference's, so ranks compare like cells) and rank it. Writes the
+    submission's own files (``submission-<name>.{csv,md,html}`` and its
+    provenance) and leaves the preset's leaderboard files alone; returns the
+    board with ``attrs["ranking"]`` (the text) and ``attrs["written"]``.
+    ``name`` renames the file's single encoding."""
     grid = PRESETS[preset]
     load_entry_points()
     plugins = [PluginFile(str(path), name)]
     names, reports = _checked(plugins)
-    grid = grid.with_grid(encodings=[e for e in grid.encodings if e not in names] + names)
-    board = _run_grid_to_leaderboard(grid, plugins, results=results, out=out, force=False, workers=workers,
-                                     group_size=group_size, executor=executor, address=address,
-                                     checkpoint_every=checkpoint_every, progress=progress,
-                                     command=command or f"lengthbench.submit({str(path)!r}, {preset!r})")
+    grid = grid.with_grid(tasks=tasks, encodings=[e for e in grid.encodings if e not in names] + names, seeds=seeds)
+    records, out, seconds = _run_grid(grid, plugins, results=results, out=out, force=False, workers=workers,
+                                      group_size=group_size, executor=executor, address=address,
+                                      checkpoint_every=checkpoint_every, progress=progress)
+    board = _with_outcome(leaderboard_frame(records), records, {})
+    per_length = length_frame(records)
+    command = command or f"lengthbench.submit({str(path)!r}, {preset!r})"
+    for encoding in names:
+        board.attrs["written"] |= write_submission(board, per_length, encoding, preset, out, command, seconds,
+                                                   records)
     board.attrs["reports"] = reports
     board.attrs["ranking"] = ranking_text(board, names)
-    folder = board.attrs["written"]["csv"].parent
-    for encoding in names:
-        board.attrs["written"][f"submission {encoding}"] = write_submission(board, encoding, folder)
     return board
 
 
@@ -197,13 +204,12 @@ def _narrowed_grid(preset: str, tasks=None, encodings=None, models=None, seeds=N
     return grid.with_grid(tasks, encodings, seeds, models), plugin_files
 
 
-def _run_grid_to_leaderboard(grid: Preset, plugin_files: list, *, results: PathLike | None, out: PathLike | None,
-                             force: bool, workers: int, group_size: int, executor: str, address: str | None,
-                             checkpoint_every: float, progress: bool, command: str,
-                             selection: SelectionGrid | None = None) -> pd.DataFrame:
+def _run_grid(grid: Preset, plugin_files: list, *, results: PathLike | None, out: PathLike | None, force: bool,
+              workers: int, group_size: int, executor: str, address: str | None, checkpoint_every: float,
+              progress: bool, selection: SelectionGrid | None = None) -> tuple[list[RunRecord], Path, float]:
     """Run a validated grid (once per value of ``selection``, keeping the
-    chosen records), then write its leaderboard files and provenance; ``run``
-    and ``submit`` both end here."""
+    chosen records); returns its records, the output folder and the wall time.
+    ``run`` and ``submit`` both start here."""
     check_unchanged(grid_configs(grid))  # every name and setting resolves, and no source drifted, before any run
     EXECUTORS[executor].check()
     results = ensure_output_dir(results or f"results/{grid.name}", "--results")
@@ -213,13 +219,24 @@ def _run_grid_to_leaderboard(grid: Preset, plugin_files: list, *, results: PathL
                    checkpoint_every=checkpoint_every, executor=executor, address=address, progress=progress)
     records = (run_selection(grid, selection, results, **options) if selection is not None
                else run_grid(grid, results, **options))
-    board, paths = build_leaderboard(records, out)
-    paths["provenance"] = write_provenance(out, command, time.perf_counter() - start, records)
-    board.attrs["written"] = paths
+    return records, out, time.perf_counter() - start
+
+
+def _with_outcome(board: pd.DataFrame, records: list[RunRecord], written: dict) -> pd.DataFrame:
+    """``board`` with the files written and the runs that raised, as ``run`` and ``submit`` report them."""
+    board.attrs["written"] = dict(written)
     board.attrs["runs"] = len(records)
     board.attrs["failed"] = [{"task": r.task, "method": r.method, "seed": r.seed, "error": r.error}
                              for r in records if r.status == "error"]
     return board
+
+
+def _run_grid_to_leaderboard(grid: Preset, plugin_files: list, *, command: str, **options) -> pd.DataFrame:
+    """Run a grid, then write its leaderboard files and provenance."""
+    records, out, seconds = _run_grid(grid, plugin_files, **options)
+    board, paths = build_leaderboard(records, out)
+    paths["provenance"] = write_provenance(out, command, seconds, records)
+    return _with_outcome(board, records, paths)
 
 
 def of_preset(records: list[RunRecord], preset: str | None, where: PathLike) -> list[RunRecord]:

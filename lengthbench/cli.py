@@ -147,7 +147,8 @@ def cmd_check(args) -> int:
 
 
 def cmd_submit(args) -> int:
-    board = api.submit(args.path, args.preset, name=args.name, **_grid_options(args))
+    board = api.submit(args.path, args.preset, name=args.name, tasks=args.tasks, seeds=args.seeds,
+                       **_grid_options(args))
     for report in board.attrs["reports"]:
         print(report.format())
     return _report_run(board)
@@ -237,6 +238,10 @@ def build_parser() -> argparse.ArgumentParser:
     sbm.add_argument("path", help="Python file that registers the encoding")
     sbm.add_argument("--preset", default="quick", help=f"one of: {', '.join(api.PRESETS)} (default quick)")
     sbm.add_argument("--name", help="leaderboard name for the file's (single) encoding")
+    sbm.add_argument("--tasks", type=_csv, help="comma-separated subset of the preset's tasks (default: all)")
+    sbm.add_argument("--seeds", type=_seeds,
+                     help="comma-separated seeds >= 0 (default: the preset's, the seeds of its shipped reference, so "
+                          "the ranks compare like cells)")
     sbm.add_argument("--results", help="records folder (default results/<preset>, shared with run)")
     sbm.add_argument("--out", help="leaderboard folder (default: the records folder)")
     sbm.add_argument("--workers", type=workers, default=0, help="parallel run processes (0 = auto)")

@@ -1,5 +1,6 @@
 """Third-party encodings: the contract checker, submission, entry points."""
 
+import json
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
@@ -56,12 +57,17 @@ def test_plugin_source_hash_in_config():
     assert source.startswith("file log_decay_sink.py sha256:")
 
 
+def _files(folder) -> dict:
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.name.startswith(("leaderboard", "provenance"))}
+
+
 def test_submit_ranks_and_reuses_builtin_records(tmp_path, capsys, tiny_preset, monkeypatch):
     results = tmp_path / "res"
     argv = ["submit", str(EXAMPLE), "--preset", "tiny", "--results", str(results), "--no-progress",
             "--workers", "1"]
     assert main(["run", "--preset", "tiny", "--results", str(results), "--no-progress",
                  "--workers", "1"]) == 0
+    preset_files = _files(results)
     executed = []
     real = runner_module.execute_group
     monkeypatch.setattr(runner_module, "execute_group",
@@ -69,11 +75,15 @@ def test_submit_ranks_and_reuses_builtin_records(tmp_path, capsys, tiny_preset, 
     assert main(argv) == 0
     assert set(executed) == {"log-decay-sink"} and len(executed) == 2  # two tasks, built-ins reused
     out = capsys.readouterr().out
-    assert "log-decay-sink: rank per task" in out and "overall: mean rank" in out
-    board = pd.read_csv(results / "leaderboard.csv")
-    assert {"nope", "coupled", "log-decay-sink"} <= set(board.encoding)
+    assert "log-decay-sink: rank per task" in out and "overall: " in out
+    assert preset_files == _files(results)  # the preset's leaderboard and provenance, byte for byte
     shared = pd.read_csv(results / "submission-log-decay-sink.csv")
     assert set(shared.encoding) == {"log-decay-sink"} and len(shared) == 2
+    assert "log-decay-sink" in (results / "submission-log-decay-sink.html").read_text()
+    md = (results / "submission-log-decay-sink.md").read_text()
+    assert md.startswith("# Submission `log-decay-sink` on preset `tiny`") and "95% rank range" in md
+    provenance = json.loads((results / "submission-log-decay-sink.provenance.json").read_text())
+    assert provenance["command"].startswith("lengthbench submit") and provenance["runs"] == len(shared) * 3
     executed.clear()
     assert main(argv) == 0
     assert executed == []  # the second submit trains nothing
@@ -105,3 +115,28 @@ def test_a_plugin_with_the_old_top_level_imports_is_told_the_new_namespace(tmp_p
     err = ModuleNotFoundError("No module named 'models'", name="models.encodings")
     message = str(_import_failure(tmp_path / "plugin.py", err))
     assert "from lengthbench.models.encodings import" in message and "plugin.py" in message
+
+
+def test_submit_takes_tasks_and_seeds(tmp_path, capsys, tiny_preset):
+    results = tmp_path / "res"
+    assert main(["submit", str(EXAMPLE), "--preset", "tiny", "--tasks", "copy", "--seeds", "0,1", "--results",
+                 str(results), "--no-progress", "--workers", "1"]) == 0
+    rows = pd.read_csv(results / "submission-log-decay-sink.csv")
+    assert list(rows.task) == ["copy"] and list(rows.n_seeds) == [2]
+    assert not (results / "leaderboard.csv").exists()  # a submission writes only its own files
+    assert sorted(p.name for p in results.glob("copy__*__seed1__*.json"))  # the built-ins ran on seed 1 too
+
+
+def test_a_submissions_rank_range_is_what_the_intervals_allow():
+    from lengthbench.leaderboard.submission import rank_range
+
+    def cell(method, mean, low, high):
+        return {"task": "copy", "method": method, "status": "ok", "fit_status": "fit", "n_seeds": 3, "n_fit": 3,
+                "ood_exact_match_mean": mean, "ood_exact_match_ci_low": low, "ood_exact_match_ci_high": high}
+
+    board = pd.DataFrame([cell("transformer/mine", 0.5, 0.4, 0.6), cell("a", 0.9, 0.8, 1.0),
+                          cell("b", 0.55, 0.45, 0.65), cell("c", 0.45, 0.3, 0.55), cell("d", 0.1, 0.0, 0.2),
+                          cell("e", 0.5, float("nan"), float("nan"))])  # one seed: its mean stands for its interval
+    assert rank_range(board, "copy", "transformer/mine") == (2, 5)  # a surely above, d surely below
+    one_seed = board.assign(ood_exact_match_ci_low=float("nan"))
+    assert rank_range(one_seed, "copy", "transformer/mine") is None
