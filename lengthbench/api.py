@@ -62,7 +62,7 @@ from lengthbench.leaderboard.schema import read_leaderboard
 from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION
 from lengthbench.leaderboard.submission import ranking_text, write_submission
 from lengthbench.leaderboard.tables import to_markdown as leaderboard_markdown
-from lengthbench.models.contract import ContractReport
+from lengthbench.models.contract import CheckShape, ContractReport
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import FAMILIES
 from lengthbench.models.plugins import (
@@ -155,7 +155,7 @@ def submit(path: PathLike, preset: str = "quick", *, name: str | None = None,
     grid = PRESETS[preset]
     load_entry_points()
     plugins = [PluginFile(str(path), name)]
-    names, reports = _checked(plugins)
+    names, reports = _checked(plugins, grid)
     grid = grid.with_grid(tasks=tasks, encodings=[e for e in grid.encodings if e not in names] + names, seeds=seeds)
     records, out, seconds = _run_grid(grid, plugins, results=results, out=out, force=False, workers=workers,
                                       group_size=group_size, executor=executor, address=address,
@@ -171,23 +171,38 @@ def submit(path: PathLike, preset: str = "quick", *, name: str | None = None,
     return board
 
 
-def check(path: PathLike) -> list[ContractReport]:
+def check(path: PathLike, preset: str = "quick", all_presets: bool = False) -> list[ContractReport]:
     """Run every encoding the file ``path`` registers through the encoding
-    contract; one report per encoding (``report.passed``, ``report.format()``)."""
+    contract at ``preset``'s shapes (every built-in preset's with
+    ``all_presets``); one report per encoding (``report.passed``,
+    ``report.format()``)."""
     load_entry_points()
-    return check_plugins([PluginFile(str(path))], longest_test_length())[1]
+    presets = list(PRESETS.values()) if all_presets else [PRESETS[preset]]
+    return check_plugins([PluginFile(str(path))], check_shapes(presets))[1]
 
 
-def longest_test_length() -> int:
-    """The longest evaluated task length of any preset (the contract runs
-    encodings up to 4x this)."""
-    return max(p.run_config(t, "nope", 0).test_length for p in PRESETS.values() for t in p.tasks)
+def check_shapes(presets: Iterable[Preset]) -> list[CheckShape]:
+    """The shapes the transformer builds encodings with in ``presets``: each
+    distinct (d_model, n_heads), with the longest length evaluated at it and
+    its tasks (for the gradient check), labelled by the presets that use it."""
+    shapes: dict[tuple[int, int], dict] = {}
+    for preset in presets:
+        for task in preset.tasks:
+            config = preset.run_config(task, "nope", preset.seeds[0])
+            at = shapes.setdefault((config.model.d_model, config.model.n_heads),
+                                   {"labels": [], "test_length": 0, "tasks": {}})
+            at["labels"] += [preset.name] if preset.name not in at["labels"] else []
+            at["test_length"] = max(at["test_length"], config.test_length)
+            at["tasks"].setdefault(task, config.train_length)
+    return [CheckShape(", ".join(s["labels"]), d, h, s["test_length"], tuple(s["tasks"].items()))
+            for (d, h), s in shapes.items()]
 
 
-def _checked(plugin_files: list[PluginFile]) -> tuple[list[str], list[ContractReport]]:
-    """Load and contract-check encoding files the same way for every caller;
-    raises a ``PluginError`` (naming each failed check) if any encoding fails."""
-    names, reports = check_plugins(plugin_files, longest_test_length())
+def _checked(plugin_files: list[PluginFile], grid: Preset) -> tuple[list[str], list[ContractReport]]:
+    """Load and contract-check encoding files the same way for every caller,
+    at the shapes of the grid they will run in; raises a ``PluginError``
+    (naming each failed check) if any encoding fails."""
+    names, reports = check_plugins(plugin_files, check_shapes([grid]))
     if not all(r.passed for r in reports):
         raise contract_failure(plugin_files, reports)
     return names, reports
@@ -200,7 +215,7 @@ def _narrowed_grid(preset: str, tasks=None, encodings=None, models=None, seeds=N
     grid = PRESETS[preset]
     load_entry_points()
     plugin_files = [PluginFile(str(p)) for p in plugins]
-    _checked(plugin_files)
+    _checked(plugin_files, grid)
     return grid.with_grid(tasks, encodings, seeds, models), plugin_files
 
 

@@ -136,13 +136,14 @@ def cmd_compare(args) -> int:
 
 
 def cmd_check(args) -> int:
-    reports = api.check(args.path)
+    reports = api.check(args.path, args.preset, all_presets=args.all_presets)
     for report in reports:
         print(report.format())
-    if all(r.passed for r in reports):
+    failed = [r.failure() for r in reports if not r.passed]
+    if not failed:
         return EXIT_OK
-    print(f"lengthbench: {args.path} fails the encoding contract (see the FAIL lines above)",
-          file=sys.stderr)
+    print(f"lengthbench: error: {args.path}: encoding {'; '.join(failed)} fails the contract check (the FAIL "
+          "lines above say why)", file=sys.stderr)
     return EXIT_RUNS_FAILED
 
 
@@ -232,6 +233,10 @@ def build_parser() -> argparse.ArgumentParser:
     board.set_defaults(func=cmd_leaderboard)
     chk = sub.add_parser("check", help="run the encodings a Python file registers through the contract")
     chk.add_argument("path", help="Python file that registers encodings with @register_encoding")
+    chk.add_argument("--preset", default="quick",
+                     help=f"check at this preset's shapes and lengths: one of {', '.join(api.PRESETS)} (default quick)")
+    chk.add_argument("--all-presets", action="store_true",
+                     help="check at the shapes and lengths of every built-in preset")
     chk.set_defaults(func=cmd_check)
 
     sbm = sub.add_parser("submit", help="check a new encoding, run it through a preset, rank it")

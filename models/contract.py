@@ -1,17 +1,24 @@
 """The position-encoding contract, as executable checks.
 
-``check_encoding(name)`` runs one registered encoding through every check
-and returns a ``ContractReport``; ``lengthbench check FILE.py`` prints one
-per encoding the file registers. Every check runs and reports, even after
-another one failed.
+``check_encoding(name, shapes)`` runs one registered encoding through every
+check and returns a ``ContractReport``; ``lengthbench check FILE.py`` prints
+one per encoding the file registers. The checks run at each ``CheckShape``
+the caller gives: a preset's width and head count (what an encoding is built
+with), the longest length it evaluates and its tasks, so an encoding is
+checked where it will run. Every check runs and reports, even after another
+one failed.
 """
 
 from __future__ import annotations
 
+import inspect
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
+import torch.nn.functional as F
 
 from lengthbench.models.encodings.base import (
     PositionContext,
@@ -21,12 +28,35 @@ from lengthbench.models.encodings.base import (
     encoding_entry,
 )
 from lengthbench.models.families import ModelSize, RunInit
-from lengthbench.models.transformer import Transformer
+from lengthbench.models.transformer import Transformer, encoding_not_applicable
+from lengthbench.tasks import IGNORE, get_task, make_batch
 
-CHECK_SIZE = ModelSize(d_model=32, n_layers=2, n_heads=4, d_ff=64)
 VOCAB = 16
 BATCH = 2
+GRADIENT_BATCH = 16
+GRADIENT_BATCHES = 8
 TOLERANCE = 1e-5
+
+
+@dataclass(frozen=True)
+class CheckShape:
+    """Where an encoding will run: a width and head count a preset builds it
+    with, the longest length evaluated there, and that preset's tasks (name,
+    training length) for the gradient check. The checks' transformer has 2
+    layers of this width (depth does not change what an encoding sees)."""
+
+    label: str
+    d_model: int
+    n_heads: int
+    test_length: int
+    tasks: tuple[tuple[str, int], ...] = (("copy", 8),)
+
+    @property
+    def size(self) -> ModelSize:
+        return ModelSize(d_model=self.d_model, n_layers=2, n_heads=self.n_heads, d_ff=2 * self.d_model)
+
+    def describe(self) -> str:
+        return f"{self.label}: d_model {self.d_model}, {self.n_heads} heads"
 
 
 @dataclass
@@ -48,6 +78,14 @@ class ContractReport:
     def passed(self) -> bool:
         return bool(self.results) and all(r.passed for r in self.results)
 
+    def failed_checks(self) -> list[str]:
+        """The names of the failed checks, once each whatever the shapes they failed at."""
+        return list(dict.fromkeys(r.name.split(" (")[0] for r in self.results if not r.passed))
+
+    def failure(self) -> str:
+        """``'name' (check, check)`` for a one-line error."""
+        return f"{self.encoding!r} ({', '.join(self.failed_checks())})"
+
     def format(self) -> str:
         lines = [f"encoding {self.encoding!r} ({self.source}): {'PASS' if self.passed else 'FAIL'}",
                  f"  parameters: {self.n_parameters if self.n_parameters is not None else 'n/a'}; "
@@ -61,9 +99,8 @@ def _error(err: BaseException) -> str:
     return f"raised {type(err).__name__}: {err} (at {frame.filename.split('/')[-1]}:{frame.lineno})"
 
 
-def _model(name: str, seed: int = 0) -> Transformer:
-    return Transformer(VOCAB, CHECK_SIZE, [RunInit(seed, lambda: build_encoding(name, CHECK_SIZE.d_model,
-                                                                                 CHECK_SIZE.n_heads))])
+def _model(name: str, size: ModelSize, seed: int = 0, vocab: int = VOCAB) -> Transformer:
+    return Transformer(vocab, size, [RunInit(seed, lambda: build_encoding(name, size.d_model, size.n_heads))])
 
 
 def _forward(model: Transformer, tokens, seed=0):
@@ -73,16 +110,16 @@ def _forward(model: Transformer, tokens, seed=0):
     return model.run_logits(tokens, position_ids, seq_lens, torch.Generator().manual_seed(seed))
 
 
-def check_hook_shapes(encoding: PositionEncoding, t: int = 9) -> str:
+def check_hook_shapes(encoding: PositionEncoding, size: ModelSize, t: int = 9) -> str:
     """Each hook returns what the model expects; returns a description."""
-    b, h, dh = BATCH, CHECK_SIZE.n_heads, CHECK_SIZE.d_model // CHECK_SIZE.n_heads
+    b, h, dh = BATCH, size.n_heads, size.d_model // size.n_heads
     ids = torch.arange(t).expand(b, t)
     ctx = PositionContext(b, t, torch.full((b,), t), True, torch.Generator().manual_seed(0))
     base = ids if encoding.uses_task_positions else ids[:1]
     pos = encoding.positions(base, ctx)
     if pos.dim() != 2 or pos.shape[1] != t or pos.shape[0] not in (1, b):
         raise AssertionError(f"positions returned shape {tuple(pos.shape)}; expected (1 or {b}, {t})")
-    x = torch.randn(b, t, CHECK_SIZE.d_model)
+    x = torch.randn(b, t, size.d_model)
     out = encoding.embed(x, pos)
     if out.shape != x.shape:
         raise AssertionError(f"embed returned shape {tuple(out.shape)}; expected {tuple(x.shape)}")
@@ -104,12 +141,12 @@ def check_hook_shapes(encoding: PositionEncoding, t: int = 9) -> str:
         f", content bias {tuple(content.shape)}" if content is not None else "")
 
 
-def check_forward_backward(name: str, lengths: list[int]) -> str:
+def check_forward_backward(name: str, size: ModelSize, lengths: list[int]) -> str:
     """Finite outputs and gradients at every length; a length past what the
     encoding can represent (``PositionsOutOfRange``, e.g. a table too short)
     is reported as unsupported, as the harness records it, not as a failure;
     the shortest length must run."""
-    model = _model(name).train()
+    model = _model(name, size).train()
     unsupported = []
     for t in lengths:
         tokens = torch.randint(0, VOCAB, (BATCH, t), generator=torch.Generator().manual_seed(t))
@@ -135,10 +172,10 @@ def check_forward_backward(name: str, lengths: list[int]) -> str:
         f"; unsupported (recorded as such in a grid) at {', '.join(map(str, unsupported))}" if unsupported else "")
 
 
-def check_eval_finite(name: str, lengths: list[int]) -> str:
+def check_eval_finite(name: str, size: ModelSize, lengths: list[int]) -> str:
     """Finite outputs in eval mode (what evaluation runs) at every length; a
     length the encoding cannot represent is skipped, as in forward/backward."""
-    model = _model(name).eval()
+    model = _model(name, size).eval()
     ran = []
     with torch.no_grad():
         for t in lengths:
@@ -154,8 +191,8 @@ def check_eval_finite(name: str, lengths: list[int]) -> str:
     return f"finite eval-mode outputs at lengths {', '.join(map(str, ran))}"
 
 
-def check_causality(name: str, t: int = 24) -> str:
-    model = _model(name).eval()
+def check_causality(name: str, size: ModelSize, t: int = 24) -> str:
+    model = _model(name, size).eval()
     tokens = torch.randint(0, VOCAB, (BATCH, t), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         reference = _forward(model, tokens)
@@ -169,8 +206,8 @@ def check_causality(name: str, t: int = 24) -> str:
     return f"outputs at <= t unchanged by tokens after t (t = 0, {t // 3}, {t - 2})"
 
 
-def check_eval_determinism(name: str, t: int = 16) -> str:
-    model = _model(name).eval()
+def check_eval_determinism(name: str, size: ModelSize, t: int = 16) -> str:
+    model = _model(name, size).eval()
     tokens = torch.randint(0, VOCAB, (BATCH, t), generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         a, b = _forward(model, tokens, seed=5), _forward(model, tokens, seed=5)
@@ -181,13 +218,13 @@ def check_eval_determinism(name: str, t: int = 16) -> str:
     return "identical outputs for the same generator seed"
 
 
-def check_shift_invariance(encoding: PositionEncoding, t: int = 12, shift: int = 37) -> str:
+def check_shift_invariance(encoding: PositionEncoding, size: ModelSize, t: int = 12, shift: int = 37) -> str:
     """Attention logits (rotate + bias) and embeddings unchanged when every
     position moves by the same amount."""
-    h, dh = CHECK_SIZE.n_heads, CHECK_SIZE.d_model // CHECK_SIZE.n_heads
+    h, dh = size.n_heads, size.d_model // size.n_heads
     gen = torch.Generator().manual_seed(3)
     q, k = torch.randn(1, h, t, dh, generator=gen), torch.randn(1, h, t, dh, generator=gen)
-    x = torch.randn(1, t, CHECK_SIZE.d_model, generator=gen)
+    x = torch.randn(1, t, size.d_model, generator=gen)
 
     def logits(pos):
         rq, rk = encoding.rotate(q, k, pos)
@@ -205,33 +242,96 @@ def check_shift_invariance(encoding: PositionEncoding, t: int = 12, shift: int =
     return f"logits and embeddings unchanged under a shift of {shift}"
 
 
-def check_encoding(name: str, longest_test_length: int) -> ContractReport:
-    """Every check on one registered encoding; forward/backward runs up to 4x
-    ``longest_test_length`` (the longest length any preset evaluates)."""
+def check_gradients(name: str, shape: CheckShape) -> str:
+    """Every learned parameter of the encoding gets a gradient (not None, not
+    all zero) from one training batch of the first of the shape's tasks it
+    can run on, as the trainer computes it: a parameter that never learns is a bug."""
+    for task_name, train_length in shape.tasks:
+        task = get_task(task_name)
+        if encoding_not_applicable(task, build_encoding(name, shape.d_model, shape.n_heads)) is None:
+            break
+    else:
+        return "no task of this shape's preset can run it; nothing to check"
+    model = _model(name, shape.size, vocab=task.vocab_size).train()
+    if not list(model.encodings[0].parameters()):
+        return "no learned parameters"
+    rng, generator = np.random.default_rng(0), torch.Generator().manual_seed(0)
+    for used in range(1, GRADIENT_BATCHES + 1):  # a parameter a hook uses only sometimes may miss one batch
+        batch = make_batch(task, rng, rng.integers(task.min_length, max(task.min_length, train_length) + 1,
+                                                   GRADIENT_BATCH))
+        tensors = {k: torch.as_tensor(getattr(batch, k)) for k in ("tokens", "targets", "position_ids", "seq_lens")}
+        logits = model.run_logits(tensors["tokens"], tensors["position_ids"], tensors["seq_lens"], generator)
+        F.cross_entropy(logits.flatten(0, 1), tensors["targets"].flatten(), ignore_index=IGNORE).backward()
+        dead = [n for n, p in model.encodings[0].named_parameters()
+                if p.grad is None or not bool(p.grad.abs().sum() > 0)]
+        if not dead:
+            n = sum(1 for _ in model.encodings[0].parameters())
+            return f"all {n} learned parameter(s) get a gradient from {used} training batch(es) of {task_name}"
+    raise AssertionError(f"learned parameter(s) {', '.join(dead)} got no gradient from {GRADIENT_BATCHES} training "
+                         f"batches of {task_name} (lengths 1..{train_length}): they never learn; use them in a hook's "
+                         "output, or register them as buffers")
+
+
+def check_recorded_arguments(name: str, encoding: PositionEncoding) -> str:
+    """Every constructor argument beyond ``d_model`` and ``n_heads`` is a
+    registered default (so each run's config records it and a preset can set
+    it) and reaches ``PositionEncoding.__init__`` (so ``encoding.params`` is
+    what was recorded): otherwise two different settings could share one
+    record."""
+    entry = encoding_entry(name)
+    signature = inspect.signature(entry.factory)
+    taken = [p.name for p in list(signature.parameters.values())[2:]
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unregistered = [a for a in taken if a not in entry.defaults]
+    if unregistered:
+        raise AssertionError(f"constructor argument(s) {', '.join(unregistered)} are not registered defaults, so no "
+                             "run config records them: register them, "
+                             f"@register_encoding({name!r}, defaults={{{', '.join(repr(a) + ': ...' for a in unregistered)}}})")
+    missing = sorted(k for k, v in entry.defaults.items() if k not in encoding.params or encoding.params[k] != v)
+    if missing:
+        raise AssertionError(f"setting(s) {', '.join(missing)} do not reach PositionEncoding.__init__ (its params are "
+                             f"{encoding.params}, the registered ones {entry.defaults}): call "
+                             "super().__init__(d_model, n_heads, **settings) with every setting")
+    return f"settings {entry.defaults or '{}'} recorded in every run config"
+
+
+def check_encoding(name: str, shapes: Sequence[CheckShape]) -> ContractReport:
+    """Every check on one registered encoding, at each shape: forward and
+    backward up to 4x the shape's longest test length."""
     entry = encoding_entry(name)
     report = ContractReport(name, entry.source)
-    try:
-        encoding = build_encoding(name, CHECK_SIZE.d_model, CHECK_SIZE.n_heads)
-    except Exception as err:  # noqa: BLE001  (reported, not raised)
-        report.results.append(CheckResult("builds", False, f"constructor {_error(err)}"))
-        return report
-    if not isinstance(encoding, PositionEncoding):
-        report.results.append(CheckResult("builds", False, f"factory returned {type(encoding).__name__}, "
-                                          "not a PositionEncoding"))
-        return report
-    report.n_parameters = sum(p.numel() for p in encoding.parameters())
-    report.hooks = encoding.hooks_used()
-    report.results.append(CheckResult("builds", True, f"{type(encoding).__name__} with {encoding.params}"))
-    top = 4 * longest_test_length
-    checks = [
-        ("hook shapes", lambda: check_hook_shapes(encoding)),
-        ("forward/backward", lambda: check_forward_backward(name, sorted({1, 7, top // 4, top}))),
-        ("eval finiteness", lambda: check_eval_finite(name, sorted({longest_test_length, top}))),
-        ("causality", lambda: check_causality(name)),
-        ("eval determinism", lambda: check_eval_determinism(name)),
-    ]
-    if encoding.shift_invariant:
-        checks.append(("shift invariance", lambda: check_shift_invariance(encoding)))
+    built = {}
+    for shape in shapes:
+        try:
+            built[shape] = build_encoding(name, shape.d_model, shape.n_heads)
+        except Exception as err:  # noqa: BLE001  (reported, not raised)
+            report.results.append(CheckResult(f"builds ({shape.describe()})", False, f"constructor {_error(err)}"))
+            return report
+        if not isinstance(built[shape], PositionEncoding):
+            report.results.append(CheckResult("builds", False, f"factory returned {type(built[shape]).__name__}, "
+                                              "not a PositionEncoding"))
+            return report
+    first = built[shapes[0]]
+    report.n_parameters = sum(p.numel() for p in first.parameters())
+    report.hooks = first.hooks_used()
+    report.results.append(CheckResult("builds", True, f"{type(first).__name__} with {first.params} at "
+                                      + "; ".join(s.describe() for s in shapes)))
+    checks = [("constructor arguments recorded", lambda: check_recorded_arguments(name, first))]
+    for shape in shapes:
+        top, size, at = 4 * shape.test_length, shape.size, f" ({shape.describe()})"
+        checks += [
+            ("hook shapes" + at, lambda enc=built[shape], size=size: check_hook_shapes(enc, size)),
+            ("forward/backward" + at,
+             lambda size=size, top=top: check_forward_backward(name, size, sorted({1, 7, top // 4, top}))),
+            ("eval finiteness" + at, lambda size=size, shape=shape, top=top: check_eval_finite(
+                name, size, sorted({shape.test_length, top}))),
+            ("causality" + at, lambda size=size: check_causality(name, size)),
+            ("eval determinism" + at, lambda size=size: check_eval_determinism(name, size)),
+            ("learned parameters get gradients" + at, lambda shape=shape: check_gradients(name, shape)),
+        ]
+        if first.shift_invariant:
+            checks.append(("shift invariance" + at,
+                           lambda enc=built[shape], size=size: check_shift_invariance(enc, size)))
     for check_name, run in checks:
         try:
             report.results.append(CheckResult(check_name, True, run()))

@@ -148,17 +148,16 @@ def load_plugin(plugin: PluginFile) -> list[str]:
     return [plugin.rename]
 
 
-def check_plugins(plugins, longest_test_length: int) -> tuple[list[str], list]:
+def check_plugins(plugins, shapes) -> tuple[list[str], list]:
     """Load every plugin and run each of its encodings through the contract
-    (up to 4x ``longest_test_length``); returns (names, reports)."""
+    at ``shapes`` (``contract.CheckShape``); returns (names, reports)."""
     names = [name for plugin in plugins for name in load_plugin(plugin)]
-    return names, [check_encoding(name, longest_test_length) for name in names]
+    return names, [check_encoding(name, shapes) for name in names]
 
 
 def contract_failure(plugins, reports) -> PluginError:
     """The one-line refusal of plugins whose encodings failed the contract."""
-    failed = [f"{r.encoding!r} ({', '.join(c.name for c in r.results if not c.passed)})"
-              for r in reports if not r.passed]
+    failed = [r.failure() for r in reports if not r.passed]
     files = ", ".join(p.path for p in plugins)
     return PluginError(f"{files}: encoding {'; '.join(failed)} fails the contract check, so nothing "
                        f"was run; `lengthbench check FILE` shows why")

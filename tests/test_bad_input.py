@@ -300,7 +300,7 @@ def test_broken_plugins_are_refused_the_same_way_by_every_command(fault, command
             "submit": ["submit", plugin, "--preset", "tiny", "--results", ctx["results"], "--no-progress"]}[command]
     before = snapshot(ctx["tmp"])
     if fault == "leaks-future" and command == "check":  # check's answer is the report itself
-        needles = ["broken_leaky.py fails the encoding contract"]
+        needles = ["broken_leaky.py: encoding 'broken-leaky' (causality) fails the contract check"]
         code = 1
     else:
         code = 2

@@ -241,9 +241,9 @@ def test_every_built_in_encoding_passes_the_contract(name):
     """What ``lengthbench check`` runs on a plugin, every built-in passes too. A table
     too short for the longest check length is reported as unsupported there, as a
     grid records it (``coupled``, ``abacus``), not as a failure."""
-    from lengthbench.models.contract import check_encoding
+    from lengthbench.models.contract import CheckShape, check_encoding
 
-    report = check_encoding(name, 16)
+    report = check_encoding(name, [CheckShape("test", 32, 4, 16, (("copy", 8), ("addition", 8)))])
     assert report.passed, report.format()
 
 
@@ -267,6 +267,9 @@ def test_saturation_study_counts_identical_pairs(tmp_path):
 
 def test_contract_checks_the_content_bias_shape():
     from lengthbench.models.contract import check_hook_shapes
+    from lengthbench.models.families import ModelSize
+
+    size_32 = ModelSize(d_model=32, n_layers=2, n_heads=4, d_ff=64)
     from lengthbench.models.encodings import PositionEncoding
 
     class WrongShape(PositionEncoding):
@@ -274,8 +277,8 @@ def test_contract_checks_the_content_bias_shape():
             return q.new_zeros(q.shape[-2], q.shape[-2])  # (T, T): no batch or head dimension
 
     with pytest.raises(AssertionError, match="content_bias returned shape"):
-        check_hook_shapes(WrongShape(32, 4))
-    assert "content bias" in check_hook_shapes(build_encoding("cope", 32, 4))
+        check_hook_shapes(WrongShape(32, 4), size_32)
+    assert "content bias" in check_hook_shapes(build_encoding("cope", 32, 4), size_32)
 
 
 def test_encoding_kind_follows_the_hooks_an_encoding_overrides():

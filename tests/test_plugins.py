@@ -26,17 +26,42 @@ def test_example_passes_check(capsys):
 
 @pytest.mark.parametrize("fixture,check,reason", [
     ("broken_leaky.py", "causality", "leaks the future"),
-    ("broken_nan.py", "forward/backward", "non-finite outputs at length"),
-    ("broken_nan_in_eval.py", "eval finiteness", "non-finite outputs in eval mode at length"),
+    ("broken_nan.py --preset chomsky-paper", "forward/backward", "non-finite outputs at length"),
+    ("broken_nan_in_eval.py --preset chomsky-paper", "eval finiteness", "non-finite outputs in eval mode at length"),
     ("broken_shape.py", "hook shapes", "bias returned shape (1, 4, 9, 10); expected"),
     ("broken_raises.py", "hook shapes", "raised RuntimeError: positions are not implemented yet"),
     ("broken_shift.py", "shift invariance", "declares shift_invariant but shifting positions"),
+    ("broken_unused_parameter.py", "learned parameters get gradients",
+     "learned parameter(s) scale got no gradient from 8 training batches of copy"),
+    ("broken_unrecorded_argument.py", "constructor arguments recorded",
+     "constructor argument(s) slope are not registered defaults"),
+    ("broken_lost_setting.py", "constructor arguments recorded",
+     "setting(s) slope do not reach PositionEncoding.__init__"),
 ])
 def test_broken_fixtures_fail_with_reason(capsys, fixture, check, reason):
-    assert main(["check", str(FIXTURES / fixture)]) == 1
-    out = capsys.readouterr().out
-    line = next(x for x in out.splitlines() if f"] {check}:" in x)
+    """Each fixture fails its check, at the preset where it breaks (lengths past
+    64 only at a preset that evaluates them: chomsky-paper's 500, run to 2000)."""
+    fixture, *options = fixture.split()
+    assert main(["check", str(FIXTURES / fixture), *options]) == 1
+    out, err = capsys.readouterr()
+    line = next(x for x in out.splitlines() if f"] {check}" in x)
     assert line.strip().startswith("[FAIL]") and reason in line
+    assert err.startswith(f"lengthbench: error: {FIXTURES / fixture}: encoding ") and err.count("\n") == 1
+    assert check in err
+
+
+def test_check_runs_at_the_target_presets_shapes(capsys):
+    """Quick builds encodings with 4 heads, smoke with 2, nope-paper with 12: an
+    encoding written for 4 heads passes on quick and fails where it would break."""
+    path = str(FIXTURES / "broken_four_heads.py")
+    assert main(["check", path]) == 0
+    assert "(quick: d_model 64, 4 heads)" in capsys.readouterr().out
+    assert main(["check", path, "--preset", "smoke"]) == 1
+    out = capsys.readouterr().out
+    assert "[FAIL] hook shapes (smoke: d_model 32, 2 heads): bias returned shape (1, 4, 9, 9)" in out
+    assert main(["check", path, "--all-presets"]) == 1
+    out = capsys.readouterr().out
+    assert "d_model 768, 12 heads" in out and "d_model 256, 4 heads" in out
 
 
 def test_file_without_encodings_is_refused(tmp_path, capsys):
