@@ -55,6 +55,7 @@ class RunConfig:
     # maximum). 0: train for exactly ``steps``.
     fit_check_every: int = 0
     fit_patience: int = 0
+    family_source: str = "built-in"  # plugin file + content hash for a third-party model family
 
     def to_dict(self) -> dict:
         """Plain data; a field added after records existed is left out while
@@ -132,9 +133,10 @@ class RunConfig:
 
 
 LATER_FIELDS = {"code_versions": {}, "family": TRANSFORMER, "validation_length": 0,
-                "fit_threshold": DEFAULT_FIT_THRESHOLD, "fit_check_every": 0, "fit_patience": 0}
+                "fit_threshold": DEFAULT_FIT_THRESHOLD, "fit_check_every": 0, "fit_patience": 0,
+                "family_source": "built-in"}
 RUN_FIELDS = {f.name for f in fields(RunConfig)} - {"task", "encoding", "seed", "model", "encoding_params",
-                                                    "encoding_source", "code_versions", "family"}
+                                                    "encoding_source", "code_versions", "family", "family_source"}
 
 
 @dataclass(frozen=True)
@@ -186,7 +188,8 @@ class Preset:
             encoding, params, source = "", {}, "built-in"
         return RunConfig(task=task, encoding=encoding, seed=seed, model=model,
                          encoding_params=params, encoding_source=source,
-                         code_versions=code_versions(task, encoding or None, family), family=family, **values)
+                         code_versions=code_versions(task, encoding or None, family), family=family,
+                         family_source=family_entry(family).source, **values)
 
     def with_grid(self, tasks=None, encodings=None, seeds=None, families=None) -> "Preset":
         """The same preset on another grid; ``None`` keeps the preset's axis.

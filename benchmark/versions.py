@@ -71,6 +71,8 @@ def components() -> dict[str, dict]:
             files.append(_source(ENCODINGS[entry.base].factory))
         table[f"encoding:{name}"] = {"version": entry.version, "digest": _digest(files)}
     for name, entry in FAMILIES.items():
+        if entry.source != "built-in":
+            continue  # a plugin's file hash is already in its configs (family_source)
         table[f"family:{name}"] = {"version": entry.version,
                                    "digest": _digest([_source(entry.build), ROOT / "models/families.py"])}
     return table

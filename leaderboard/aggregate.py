@@ -39,7 +39,7 @@ def _level(task: str) -> str:
 
 
 # A cell's protocol: every config field but those that name the cell (task, method) or the run (seed).
-PROTOCOL_EXCLUDES = ("task", "encoding", "family", "seed")
+PROTOCOL_EXCLUDES = ("task", "encoding", "family", "family_source", "seed")
 
 
 def runs_frame(records: list[RunRecord]) -> pd.DataFrame:

@@ -1,4 +1,5 @@
-"""What ``lengthbench submit`` prints and writes about a new encoding: its
+"""What ``lengthbench submit`` prints and writes about a new encoding (or
+model family): its
 own artifact, ``submission-<name>.{csv,md,html}`` and
 ``submission-<name>.provenance.json``, beside (never over) the preset's
 leaderboard files.
@@ -23,7 +24,12 @@ from lengthbench.benchmark.records import RunRecord
 from lengthbench.leaderboard.aggregate import judged
 from lengthbench.leaderboard.html import write_html
 from lengthbench.leaderboard.tables import bands, markdown_cell, markdown_table
-from lengthbench.models.families import TRANSFORMER, method_name
+from lengthbench.models.families import FAMILIES, TRANSFORMER, method_name
+
+
+def submitted_method(name: str) -> str:
+    """The leaderboard row of a submitted encoding (``transformer/<name>``) or model family (``<name>``)."""
+    return name if name in FAMILIES else method_name(TRANSFORMER, name)
 
 
 def rank_range(board: pd.DataFrame, task: str, method: str) -> tuple[int, int] | None:
@@ -40,7 +46,7 @@ def rank_range(board: pd.DataFrame, task: str, method: str) -> tuple[int, int] |
 
 
 def _rank_rows(board: pd.DataFrame, name: str) -> list[dict]:
-    method = method_name(TRANSFORMER, name)
+    method = submitted_method(name)
     is_judged = judged(board)
     rows = []
     for k, row in board[board.method == method].iterrows():
@@ -58,7 +64,7 @@ def ranking_text(board: pd.DataFrame, names: list[str]) -> str:
     mean_rank = board.groupby("method")["rank"].mean().dropna().sort_values()
     lines = []
     for name in names:
-        method = method_name(TRANSFORMER, name)
+        method = submitted_method(name)
         lines.append(f"{name}: rank per task (1 = best OOD exact match; ties share the average rank):")
         for row in _rank_rows(board, name):
             if row["status"] != "ok" or not row["judged"]:
@@ -80,7 +86,7 @@ def ranking_text(board: pd.DataFrame, names: list[str]) -> str:
 
 
 def submission_markdown(board: pd.DataFrame, name: str, preset: str) -> str:
-    method = method_name(TRANSFORMER, name)
+    method = submitted_method(name)
     mine = board[board.method == method]
     seeds = sorted(set(mine.n_seeds.astype(int)))
     lines = [f"# Submission `{markdown_cell(name)}` on preset `{preset}`", "",
@@ -108,7 +114,7 @@ def write_submission(board: pd.DataFrame, per_length: pd.DataFrame, name: str, p
     submitted method's rows (leaderboard schema, so ``compare`` reads it);
     the page shows the whole board the ranks come from."""
     out_dir, stem = Path(out_dir), f"submission-{name}"
-    method = method_name(TRANSFORMER, name)
+    method = submitted_method(name)
     return {
         f"submission csv {name}": write_csv(out_dir / f"{stem}.csv", board[board.method == method]),
         f"submission md {name}": write_text(out_dir / f"{stem}.md", submission_markdown(board, name, preset)),

@@ -144,7 +144,7 @@ def submit(path: PathLike, preset: str = "quick", *, name: str | None = None,
            out: PathLike | None = None, workers: int = 0, group_size: int = 0, executor: str = "local",
            address: str | None = None, checkpoint_every: float = CHECKPOINT_EVERY_S, progress: bool = True,
            command: str | None = None) -> pd.DataFrame:
-    """Check the encoding file ``path``, run its cells through ``preset`` (the
+    """Check the encoding (or model-family) file ``path``, run its cells through ``preset`` (the
     built-in cells come from the stored records, trained only if missing) on
     ``tasks`` and ``seeds`` (default: the preset's, which are its shipped
     reference's, so ranks compare like cells) and rank it. Writes the
@@ -156,7 +156,10 @@ def submit(path: PathLike, preset: str = "quick", *, name: str | None = None,
     load_entry_points()
     plugins = [PluginFile(str(path), name)]
     names, reports = _checked(plugins, grid)
-    grid = grid.with_grid(tasks=tasks, encodings=[e for e in grid.encodings if e not in names] + names, seeds=seeds)
+    families = [n for n in names if n in FAMILIES]
+    encodings = [n for n in names if n not in FAMILIES]
+    grid = grid.with_grid(tasks=tasks, encodings=[e for e in grid.encodings if e not in encodings] + encodings,
+                          seeds=seeds, families=[f for f in grid.families if f not in families] + families)
     records, out, seconds = _run_grid(grid, plugins, results=results, out=out, force=False, workers=workers,
                                       group_size=group_size, executor=executor, address=address,
                                       checkpoint_every=checkpoint_every, progress=progress)

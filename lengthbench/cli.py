@@ -142,7 +142,7 @@ def cmd_check(args) -> int:
     failed = [r.failure() for r in reports if not r.passed]
     if not failed:
         return EXIT_OK
-    print(f"lengthbench: error: {args.path}: encoding {'; '.join(failed)} fails the contract check (the FAIL "
+    print(f"lengthbench: error: {args.path}: {'; '.join(failed)} fails the contract check (the FAIL "
           "lines above say why)", file=sys.stderr)
     return EXIT_RUNS_FAILED
 

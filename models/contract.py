@@ -27,7 +27,7 @@ from lengthbench.models.encodings.base import (
     build_encoding,
     encoding_entry,
 )
-from lengthbench.models.families import ModelSize, RunInit
+from lengthbench.models.families import ModelSize, RunInit, family_entry
 from lengthbench.models.transformer import Transformer, encoding_not_applicable
 from lengthbench.tasks import IGNORE, get_task, make_batch
 
@@ -68,11 +68,12 @@ class CheckResult:
 
 @dataclass
 class ContractReport:
-    encoding: str
+    encoding: str  # the name checked: an encoding's or, with kind "model family", a family's
     source: str
     n_parameters: int | None = None
     hooks: list[str] = field(default_factory=list)
     results: list[CheckResult] = field(default_factory=list)
+    kind: str = "encoding"
 
     @property
     def passed(self) -> bool:
@@ -83,13 +84,13 @@ class ContractReport:
         return list(dict.fromkeys(r.name.split(" (")[0] for r in self.results if not r.passed))
 
     def failure(self) -> str:
-        """``'name' (check, check)`` for a one-line error."""
-        return f"{self.encoding!r} ({', '.join(self.failed_checks())})"
+        """``encoding 'name' (check, check)`` for a one-line error."""
+        return f"{self.kind} {self.encoding!r} ({', '.join(self.failed_checks())})"
 
     def format(self) -> str:
-        lines = [f"encoding {self.encoding!r} ({self.source}): {'PASS' if self.passed else 'FAIL'}",
-                 f"  parameters: {self.n_parameters if self.n_parameters is not None else 'n/a'}; "
-                 f"hooks: {', '.join(self.hooks) or 'none'}"]
+        lines = [f"{self.kind} {self.encoding!r} ({self.source}): {'PASS' if self.passed else 'FAIL'}",
+                 f"  parameters: {self.n_parameters if self.n_parameters is not None else 'n/a'}"
+                 + (f"; hooks: {', '.join(self.hooks) or 'none'}" if self.kind == "encoding" else "")]
         lines += [f"  [{'ok' if r.passed else 'FAIL'}] {r.name}: {r.detail}" for r in self.results]
         return "\n".join(lines)
 
@@ -332,6 +333,158 @@ def check_encoding(name: str, shapes: Sequence[CheckShape]) -> ContractReport:
         if first.shift_invariant:
             checks.append(("shift invariance" + at,
                            lambda enc=built[shape], size=size: check_shift_invariance(enc, size)))
+    for check_name, run in checks:
+        try:
+            report.results.append(CheckResult(check_name, True, run()))
+        except AssertionError as err:
+            report.results.append(CheckResult(check_name, False, str(err)))
+        except Exception as err:  # noqa: BLE001
+            report.results.append(CheckResult(check_name, False, _error(err)))
+    return report
+
+
+FAMILY_RUNS = (3, 4, 5)  # init seeds of the group the family contract builds
+
+
+def _family_group(name: str, size: ModelSize, seeds=FAMILY_RUNS, vocab: int = VOCAB):
+    entry = family_entry(name)
+    make = (lambda: build_encoding("nope", size.d_model, size.n_heads)) if entry.takes_encoding else None
+    return entry.build(vocab, size, [RunInit(seed, make) for seed in seeds])
+
+
+def _family_logits(model, tokens: torch.Tensor, runs=None) -> torch.Tensor:
+    """``(R, B, T)`` tokens through a family's group, each run with its own positions."""
+    b, t = tokens.shape[1:]
+    ids, lens = torch.arange(t).expand(b, t), torch.full((b,), t)
+    chosen = list(range(tokens.shape[0])) if runs is None else runs
+    positions = [model.positions(r, tokens[i], ids, lens, torch.Generator().manual_seed(0))
+                 for i, r in enumerate(chosen)]
+    return model(tokens, positions, runs=runs)
+
+
+def check_family_forward(name: str, size: ModelSize, lengths: list[int]) -> str:
+    """A group of runs maps ``(R, B, T)`` tokens to finite ``(R, B, T, V)``
+    logits with finite gradients at every length."""
+    model = _family_group(name, size).train()
+    if getattr(model, "n_runs", None) != len(FAMILY_RUNS):
+        raise AssertionError(f"a group built for {len(FAMILY_RUNS)} runs says n_runs = {getattr(model, 'n_runs', None)}")
+    for t in lengths:
+        tokens = torch.randint(0, VOCAB, (len(FAMILY_RUNS), BATCH, t), generator=torch.Generator().manual_seed(t))
+        model.zero_grad()
+        logits = _family_logits(model, tokens)
+        if tuple(logits.shape) != (len(FAMILY_RUNS), BATCH, t, VOCAB):
+            raise AssertionError(f"logits shape {tuple(logits.shape)} at length {t}; expected "
+                                 f"{(len(FAMILY_RUNS), BATCH, t, VOCAB)} (runs, batch, tokens, vocabulary)")
+        if not torch.isfinite(logits).all():
+            raise AssertionError(f"non-finite outputs at length {t}")
+        logits.float().pow(2).mean().backward()
+        for pname, p in model.named_parameters():
+            if p.grad is not None and not torch.isfinite(p.grad).all():
+                raise AssertionError(f"non-finite gradient of {pname} at length {t}")
+    return f"finite (runs, batch, tokens, vocabulary) logits and gradients at lengths {', '.join(map(str, lengths))}"
+
+
+def check_family_causality(name: str, size: ModelSize, t: int = 24) -> str:
+    model = _family_group(name, size).eval()
+    tokens = torch.randint(0, VOCAB, (len(FAMILY_RUNS), BATCH, t), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        reference = _family_logits(model, tokens)
+        for cut in (0, t // 3, t - 2):
+            changed = tokens.clone()
+            changed[..., cut + 1:] = (changed[..., cut + 1:] + 7) % VOCAB
+            diff = (_family_logits(model, changed)[..., : cut + 1, :] - reference[..., : cut + 1, :]).abs().max()
+            if diff > TOLERANCE:
+                raise AssertionError(f"outputs at positions <= {cut} changed by {float(diff):.3g} when only tokens "
+                                     f"after {cut} changed (the model reads the future)")
+    return f"outputs at <= t unchanged by tokens after t (t = 0, {t // 3}, {t - 2})"
+
+
+def check_family_determinism(name: str, size: ModelSize, t: int = 16) -> str:
+    model = _family_group(name, size).eval()
+    tokens = torch.randint(0, VOCAB, (len(FAMILY_RUNS), BATCH, t), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        diff = (_family_logits(model, tokens) - _family_logits(model, tokens)).abs().max().item()
+    if diff > 0:
+        raise AssertionError(f"two eval passes differ by {diff:.3g}")
+    return "identical outputs in two eval passes"
+
+
+def check_family_stacking(name: str, size: ModelSize, t: int = 12) -> str:
+    """A stacked group computes what each of its runs computes alone (and on a
+    subset of its runs), so grouping never changes a result."""
+    model = _family_group(name, size).eval()
+    tokens = torch.randint(0, VOCAB, (len(FAMILY_RUNS), BATCH, t), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        together = _family_logits(model, tokens)
+        for r, seed in enumerate(FAMILY_RUNS):
+            alone = _family_logits(_family_group(name, size, seeds=(seed,)).eval(), tokens[r:r + 1])
+            diff = (together[r:r + 1] - alone).abs().max().item()
+            if diff > TOLERANCE:
+                raise AssertionError(f"run {r} of a stacked group differs by {diff:.3g} from the same run alone "
+                                     "(each run must be initialised from its own seed and computed on its own)")
+        subset = _family_logits(model, tokens[[0, 2]], runs=[0, 2])
+        diff = (subset - together[[0, 2]]).abs().max().item()
+        if diff > TOLERANCE:
+            raise AssertionError(f"runs=[0, 2] differ by {diff:.3g} from those runs of the whole group")
+        same_input = _family_logits(model, tokens[:1].expand_as(tokens).contiguous())
+        if (same_input[0] - same_input[1]).abs().max().item() == 0:
+            raise AssertionError("runs with different seeds compute the same outputs on the same tokens (each run "
+                                 "must be initialised from its own RunInit.init_seed)")
+    return f"each of {len(FAMILY_RUNS)} stacked runs equals the run alone, and a subset of runs the same runs"
+
+
+def check_family_gradients(name: str, shape: CheckShape) -> str:
+    """Every parameter gets a gradient from a training batch of the shape's first task."""
+    task_name, train_length = shape.tasks[0]
+    task = get_task(task_name)
+    model = _family_group(name, shape.size, seeds=(0,), vocab=task.vocab_size).train()
+    rng = np.random.default_rng(0)
+    batch = make_batch(task, rng, rng.integers(task.min_length, max(task.min_length, train_length) + 1,
+                                               GRADIENT_BATCH))
+    tokens, targets = torch.as_tensor(batch.tokens)[None], torch.as_tensor(batch.targets)
+    logits = _family_logits(model, tokens)[0]
+    F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE).backward()
+    dead = [n for n, p in model.named_parameters() if p.grad is None or not bool(p.grad.abs().sum() > 0)]
+    if dead:
+        raise AssertionError(f"parameter(s) {', '.join(dead)} got no gradient from a training batch of {task_name}: "
+                             "they never learn")
+    return f"every parameter gets a gradient from a training batch of {task_name}"
+
+
+def check_family_flops(name: str, size: ModelSize) -> str:
+    flops = family_entry(name).flops
+    if flops is None:
+        raise AssertionError("declares no FLOPs (register_family(..., flops=...)), so run --plan refuses to cost it")
+    value = flops(np.array([5, 9]), size, VOCAB)
+    longer = flops(np.array([10, 18]), size, VOCAB)
+    if not (np.isfinite(value) and 0 < value < longer):
+        raise AssertionError(f"flops gives {value!r} for token lengths 5 and 9 and {longer!r} for 10 and 18; expected "
+                             "positive numbers that grow with length")
+    return f"{value:.3g} forward FLOPs for token lengths 5 and 9"
+
+
+def check_family(name: str, shapes: Sequence[CheckShape]) -> ContractReport:
+    """Every check of the model-family contract, at each shape."""
+    entry = family_entry(name)
+    report = ContractReport(name, entry.source, kind="model family")
+    try:
+        model = _family_group(name, shapes[0].size, seeds=(0,))
+        report.n_parameters = model.n_parameters(0)
+    except Exception as err:  # noqa: BLE001  (reported, not raised)
+        report.results.append(CheckResult("builds", False, f"build {_error(err)}"))
+        return report
+    report.results.append(CheckResult("builds", True, f"{type(model).__name__} at "
+                                      + "; ".join(s.describe() for s in shapes)))
+    checks = [("FLOPs declared", lambda: check_family_flops(name, shapes[0].size))]
+    for shape in shapes:
+        size, at, top = shape.size, f" ({shape.describe()})", shape.test_length
+        checks += [
+            ("forward/backward" + at, lambda size=size, top=top: check_family_forward(name, size, sorted({1, 7, top}))),
+            ("causality" + at, lambda size=size: check_family_causality(name, size)),
+            ("eval determinism" + at, lambda size=size: check_family_determinism(name, size)),
+            ("stacked group equals its runs alone" + at, lambda size=size: check_family_stacking(name, size)),
+            ("parameters get gradients" + at, lambda shape=shape: check_family_gradients(name, shape)),
+        ]
     for check_name, run in checks:
         try:
             report.results.append(CheckResult(check_name, True, run()))

@@ -9,14 +9,18 @@ it makes the models of a group of runs that share vocabulary and size (one
 per ``RunInit``, each initialised from its own seed) behind the ``RunStack``
 interface the trainer and evaluation use, with two facts the harness reads
 from the registry: its useful FLOPs per sequence (``run --plan``, ``perf``)
-and the rule that makes a cell not applicable. A new family is one module
-that registers its builder with ``@register_family`` plus its import in
-``models/__init__.py`` and its name in ``FAMILY_ORDER``.
+and the rule that makes a cell not applicable. A new family is one file that
+registers its builder with ``@register_family``, loaded as a plugin exactly
+as an encoding file is (``lengthbench check``, ``run --plugin``, ``submit``,
+entry points) and checked by the family contract (``contract.check_family``);
+a built-in one is such a module imported in ``models/__init__.py`` with its
+name in ``FAMILY_ORDER``. A family that declares no FLOPs can train but
+``run --plan`` refuses to cost it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Protocol
 
 import numpy as np
@@ -85,12 +89,13 @@ class FamilyEntry:
     name: str
     build: Callable[[int, ModelSize, list[RunInit]], nn.Module]  # -> a RunStack
     description: str
-    #: forward FLOPs of sequences of the given token lengths: (lengths, size, vocab) -> FLOPs
-    flops: Callable[[np.ndarray, ModelSize, int], float]
+    #: forward FLOPs of sequences of the given token lengths: (lengths, size, vocab) -> FLOPs; None: undeclared
+    flops: Callable[[np.ndarray, ModelSize, int], float] | None
     #: why a run of this family cannot run on a task (its cell is recorded "n/a"), or None
     not_applicable: Callable[[object, PositionEncoding | None], str | None]
     takes_encoding: bool
     version: int  # bumped when a change alters results (enters the run config)
+    source: str = "built-in"  # a plugin family: its file and content hash (part of its runs' configs)
 
 
 # Leaderboard row order of the built-in families; third-party families follow as they register.
@@ -98,13 +103,14 @@ FAMILY_ORDER = (TRANSFORMER, "rnn", "lstm", "stack-rnn", "tape-rnn", "ssm")
 FAMILIES: Registry[FamilyEntry] = Registry("model family", order=FAMILY_ORDER)
 
 
-def register_family(name: str, *, description: str, flops, takes_encoding: bool = False,
-                    not_applicable=no_cell_is_not_applicable, version: int = 1):
+def register_family(name: str, *, description: str, flops=None, takes_encoding: bool = False,
+                    not_applicable=no_cell_is_not_applicable, version: int = 1, source: str = "built-in"):
     """Decorator for a family's builder ``build(vocab_size, size, runs)``."""
     check_encoding_name(name)  # the same rules: it becomes a row key and part of record file names
 
     def deco(build):
-        FAMILIES.add(name, FamilyEntry(name, build, description, flops, not_applicable, takes_encoding, version))
+        FAMILIES.add(name, FamilyEntry(name, build, description, flops, not_applicable, takes_encoding, version,
+                                       source), FAMILIES[name].source if name in FAMILIES else "")
         return build
 
     return deco
@@ -112,6 +118,11 @@ def register_family(name: str, *, description: str, flops, takes_encoding: bool 
 
 def family_entry(name: str) -> FamilyEntry:
     return FAMILIES[name]
+
+
+def set_family_source(name: str, source: str) -> None:
+    """Record where a third-party family came from (file + content hash)."""
+    FAMILIES.replace(name, replace(FAMILIES[name], source=source))
 
 
 def family_names() -> list[str]:

@@ -1,6 +1,7 @@
-"""Third-party encodings: from a Python file path or from installed packages
-that declare a ``lengthbench.encodings`` entry point. Either way the module
-registers its encodings with ``@register_encoding`` when imported.
+"""Third-party encodings and model families: from a Python file path or from
+installed packages that declare a ``lengthbench.encodings`` entry point.
+Either way the module registers its encodings with ``@register_encoding``
+and its families with ``@register_family`` when imported.
 
 ``run --plugin``, ``check`` and ``submit`` all go through ``load_plugin``
 (import, with any failure reported as one line naming the file and line) and
@@ -20,7 +21,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from lengthbench.errors import InputError
-from lengthbench.models.contract import check_encoding
+from lengthbench.models.contract import check_encoding, check_family
 from lengthbench.models.encodings.base import (
     ENCODINGS,
     check_encoding_name,
@@ -29,6 +30,7 @@ from lengthbench.models.encodings.base import (
     register_encoding,
     set_source,
 )
+from lengthbench.models.families import FAMILIES, set_family_source
 
 ENTRY_POINT_GROUP = "lengthbench.encodings"
 # Top-level names of lengthbench before its modules moved under ``lengthbench.``.
@@ -85,7 +87,7 @@ def _import_file(path: Path, key: str) -> list[str]:
         raise _import_failure(path, err) from None
     except ValueError as err:  # e.g. null bytes in the source
         raise PluginError(f"{path}: not a Python source file ({err}); give a .py file") from None
-    before = set(encoding_names())
+    before = _registered()
     module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(key, path))
     sys.modules[key] = module
     try:
@@ -94,11 +96,20 @@ def _import_file(path: Path, key: str) -> list[str]:
         raise
     except BaseException as err:  # noqa: BLE001  (SystemExit included: reported, never obeyed)
         del sys.modules[key]
-        for name in set(encoding_names()) - before:
-            ENCODINGS.remove(name)
+        for name in _registered() - before:
+            (FAMILIES if name in FAMILIES else ENCODINGS).remove(name)
         raise _import_failure(path, err) from None
-    module.__lengthbench_registered__ = [n for n in encoding_names() if n not in before]
+    module.__lengthbench_registered__ = [n for n in [*encoding_names(), *FAMILIES.names()] if n not in before]
     return module.__lengthbench_registered__
+
+
+def _registered() -> set[str]:
+    """Every encoding and model family name registered now."""
+    return set(encoding_names()) | set(FAMILIES.names())
+
+
+def _set_source(name: str, source: str) -> None:
+    (set_family_source if name in FAMILIES else set_source)(name, source)
 
 
 MAX_PLUGIN_BYTES = 1 << 20  # an encoding file is a few kB of Python
@@ -130,15 +141,16 @@ def load_plugin(plugin: PluginFile) -> list[str]:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
         names = _import_file(path, key)
         for name in names:
-            set_source(name, f"file {path.name} sha256:{digest}")
+            _set_source(name, f"file {path.name} sha256:{digest}")
     if not names:
-        raise PluginError(f"{plugin.path} registers no encoding; decorate a PositionEncoding subclass "
-                          "with @register_encoding('your-name')")
+        raise PluginError(f"{plugin.path} registers no encoding or model family; decorate a PositionEncoding "
+                          "subclass with @register_encoding('your-name') (or a model builder with "
+                          "@register_family('your-name', ...))")
     if plugin.rename is None or plugin.rename in names:
         return names
-    if len(names) != 1:
+    if len(names) != 1 or names[0] in FAMILIES:
         raise PluginError(f"--name needs a file with one encoding; {plugin.path} registers "
-                          f"{', '.join(names)}")
+                          f"{', '.join(names)}{' (a model family keeps its own name)' if names[0] in FAMILIES else ''}")
     check_encoding_name(plugin.rename)
     entry = encoding_entry(names[0])
     if plugin.rename in encoding_names() and encoding_entry(plugin.rename).factory is entry.factory:
@@ -149,17 +161,18 @@ def load_plugin(plugin: PluginFile) -> list[str]:
 
 
 def check_plugins(plugins, shapes) -> tuple[list[str], list]:
-    """Load every plugin and run each of its encodings through the contract
-    at ``shapes`` (``contract.CheckShape``); returns (names, reports)."""
+    """Load every plugin and run each of its encodings and model families
+    through its contract at ``shapes`` (``contract.CheckShape``); returns
+    (names, reports)."""
     names = [name for plugin in plugins for name in load_plugin(plugin)]
-    return names, [check_encoding(name, shapes) for name in names]
+    return names, [(check_family if name in FAMILIES else check_encoding)(name, shapes) for name in names]
 
 
 def contract_failure(plugins, reports) -> PluginError:
     """The one-line refusal of plugins whose encodings failed the contract."""
     failed = [r.failure() for r in reports if not r.passed]
     files = ", ".join(p.path for p in plugins)
-    return PluginError(f"{files}: encoding {'; '.join(failed)} fails the contract check, so nothing "
+    return PluginError(f"{files}: {'; '.join(failed)} fails the contract check, so nothing "
                        f"was run; `lengthbench check FILE` shows why")
 
 
@@ -167,7 +180,7 @@ def load_entry_points() -> list[str]:
     """Import every installed ``lengthbench.encodings`` entry point."""
     added = []
     for ep in entry_points(group=ENTRY_POINT_GROUP):
-        before = set(encoding_names())
+        before = _registered()
         try:
             ep.load()
         except KeyboardInterrupt:
@@ -176,10 +189,9 @@ def load_entry_points() -> list[str]:
             raise PluginError(f"entry point {ep.name} = {ep.value} (group {ENTRY_POINT_GROUP}) failed "
                               f"to import: {type(err).__name__}: {err}; uninstall or fix that package") from None
         version = ep.dist.version if getattr(ep, "dist", None) else "unknown"
-        for name in encoding_names():
-            if name not in before:
-                set_source(name, f"entry point {ep.value} version {version}")
-                added.append(name)
+        for name in sorted(_registered() - before):
+            _set_source(name, f"entry point {ep.value} version {version}")
+            added.append(name)
     return added
 
 

@@ -165,3 +165,51 @@ def test_a_submissions_rank_range_is_what_the_intervals_allow():
     assert rank_range(board, "copy", "transformer/mine") == (2, 5)  # a surely above, d surely below
     one_seed = board.assign(ood_exact_match_ci_low=float("nan"))
     assert rank_range(one_seed, "copy", "transformer/mine") is None
+
+
+GRU = Path(__file__).resolve().parent.parent / "examples" / "gru_family.py"
+
+
+def test_a_model_family_plugin_passes_its_contract_and_runs_as_a_method(tmp_path, capsys, tiny_preset):
+    assert main(["check", str(GRU)]) == 0
+    out = capsys.readouterr().out
+    assert "model family 'gru'" in out and "PASS" in out and "stacked group equals its runs alone" in out
+    results = tmp_path / "res"
+    assert main(["run", "--preset", "tiny", "--plugin", str(GRU), "--models", "transformer,gru", "--results",
+                 str(results), "--no-progress", "--workers", "1"]) == 0
+    board = pd.read_csv(results / "leaderboard.csv")
+    assert "gru" in set(board.method)
+    [record] = [json.loads(p.read_text()) for p in results.glob("copy__gru__seed0__*.json")]
+    assert record["config"]["family"] == "gru"
+    assert record["config"]["family_source"].startswith("file gru_family.py sha256:")
+    assert main(["submit", str(GRU), "--preset", "tiny", "--results", str(results), "--no-progress",
+                 "--workers", "1"]) == 0
+    assert "gru: rank per task" in capsys.readouterr().out
+    assert set(pd.read_csv(results / "submission-gru.csv").method) == {"gru"}
+
+
+@pytest.mark.parametrize("fixture,check,reason", [
+    ("broken_family_seeds.py", "stacked group equals its runs alone", "runs with different seeds compute the same"),
+    ("broken_family_no_flops.py", "FLOPs declared", "declares no FLOPs"),
+    ("broken_family_leaky.py", "causality", "the model reads the future"),
+])
+def test_broken_model_families_fail_their_contract(capsys, fixture, check, reason):
+    assert main(["check", str(FIXTURES / fixture), "--preset", "smoke"]) == 1
+    out, err = capsys.readouterr()
+    line = next(x for x in out.splitlines() if f"] {check}" in x)
+    assert line.strip().startswith("[FAIL]") and reason in line
+    assert err.startswith(f"lengthbench: error: {FIXTURES / fixture}: model family ")
+
+
+def test_plan_refuses_a_family_that_declares_no_flops(capsys):
+    """Never costed as some other family: run --plan names the family instead."""
+    from lengthbench.models.families import FAMILIES, register_family
+    from lengthbench.models.recurrent import StackedRecurrent
+
+    register_family("test-no-flops", description="no FLOPs declared")(
+        lambda vocab, size, runs: StackedRecurrent("rnn", vocab, size, runs))
+    try:
+        assert main(["run", "--preset", "smoke", "--models", "test-no-flops", "--tasks", "copy", "--plan"]) == 2
+        assert "model family 'test-no-flops' declares no FLOPs" in capsys.readouterr().err
+    finally:
+        FAMILIES.remove("test-no-flops")

@@ -6,7 +6,7 @@ from lengthbench.benchmark.presets import PRESETS
 from lengthbench.cli import build_parser
 from lengthbench.leaderboard.schema import COLUMN_NAMES, schema_table
 from lengthbench.models.encodings import encoding_entry, encoding_names
-from lengthbench.models.families import family_names
+from lengthbench.models.families import family_entry, family_names
 from lengthbench.tasks.listing import tasks_table
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
@@ -29,7 +29,8 @@ def test_every_encoding_preset_and_column_documented():
     for column in COLUMN_NAMES:
         assert f"`{column}`" in README, column
     for family in family_names():
-        assert f"| `{family}` |" in README, family
+        if family_entry(family).source == "built-in":  # plugin tests register more
+            assert f"| `{family}` |" in README, family
 
 
 def _commands() -> dict:
