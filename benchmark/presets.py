@@ -7,7 +7,8 @@ test length.
 
 * ``smoke``: CI-sized, the whole grid in well under a minute on 2 cores;
   checks the machinery, its numbers mean nothing.
-* ``quick``: the README's main job, about 10-15 minutes on 2 cores; sized so
+* ``quick``: the README's main job, 21 minutes measured on 2 cores shared with
+  two other training processes (``--plan``: 11 minutes); sized so
   that two published effects show (randomized positions beat their base on
   ``parity_check``/``reverse_string``; coupling extends ``addition`` past L_train).
 * ``arithmetic``: addition only, 2000 steps of 128 with the wide one-layer
@@ -98,7 +99,7 @@ register_preset(Preset(
 ))
 register_preset(Preset(
     name="quick",
-    description="the README main job: 4 tasks x 5 encodings, ~10 min on 2 CPU cores",
+    description="the README main job: 4 tasks x 5 encodings, 21 min measured on 2 busy CPU cores (--plan: 11)",
     tasks=CORE_TASKS,
     encodings=CORE_ENCODINGS,
     seeds=(0,),
