@@ -34,12 +34,26 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def start(tmp_path: Path, *argv, **kwargs) -> subprocess.Popen:
+def _interruptible() -> None:
+    """In the child before exec: SIGINT at its default, so Python installs its
+    Ctrl-C handler even when this suite was started as a background job (which
+    ignores SIGINT, and children inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start(tmp_path: Path, *argv, preexec_fn=None) -> subprocess.Popen:
+    """The CLI in its own session; ``preexec_fn`` runs in the child too (after ``_interruptible``)."""
     script = tmp_path / "lb.py"
     script.write_text(SCRIPT)
+
+    def before_exec():
+        _interruptible()
+        if preexec_fn is not None:
+            preexec_fn()
+
     return subprocess.Popen([sys.executable, str(script), *map(str, argv)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, **kwargs)
+                            start_new_session=True, preexec_fn=before_exec)
 
 
 def group_members(pgid: int) -> list[int]:
@@ -171,9 +185,13 @@ def test_interrupted_grid_in_a_long_lived_process_kills_its_workers(tmp_path, ti
 
     preset = tiny_preset.with_grid(encodings=["nope"])
     preset = preset.__class__(**{**preset.__dict__, "settings": {**preset.settings, "steps": 5000}})
-    threading.Timer(4.0, _thread.interrupt_main).start()
-    with pytest.raises(GridInterrupted) as stop:
-        run_grid(preset, tmp_path, workers=2, progress=False)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # even in a suite started in the background
+    try:
+        threading.Timer(4.0, _thread.interrupt_main).start()
+        with pytest.raises(GridInterrupted) as stop:
+            run_grid(preset, tmp_path, workers=2, progress=False)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert (stop.value.finished, stop.value.total) == (0, 2)
     assert wait_for(lambda: not multiprocessing.active_children(), 2.0)
     assert not list(tmp_path.iterdir())
