@@ -296,6 +296,18 @@ def check_recorded_arguments(name: str, encoding: PositionEncoding) -> str:
     return f"settings {entry.defaults or '{}'} recorded in every run config"
 
 
+def _run_checks(report: ContractReport, checks) -> ContractReport:
+    """Run every ``(name, check)`` and record its result: a failed or raising check never stops the others."""
+    for check_name, run in checks:
+        try:
+            report.results.append(CheckResult(check_name, True, run()))
+        except AssertionError as err:
+            report.results.append(CheckResult(check_name, False, str(err)))
+        except Exception as err:  # noqa: BLE001
+            report.results.append(CheckResult(check_name, False, _error(err)))
+    return report
+
+
 def check_encoding(name: str, shapes: Sequence[CheckShape]) -> ContractReport:
     """Every check on one registered encoding, at each shape: forward and
     backward up to 4x the shape's longest test length."""
@@ -333,14 +345,7 @@ def check_encoding(name: str, shapes: Sequence[CheckShape]) -> ContractReport:
         if first.shift_invariant:
             checks.append(("shift invariance" + at,
                            lambda enc=built[shape], size=size: check_shift_invariance(enc, size)))
-    for check_name, run in checks:
-        try:
-            report.results.append(CheckResult(check_name, True, run()))
-        except AssertionError as err:
-            report.results.append(CheckResult(check_name, False, str(err)))
-        except Exception as err:  # noqa: BLE001
-            report.results.append(CheckResult(check_name, False, _error(err)))
-    return report
+    return _run_checks(report, checks)
 
 
 FAMILY_RUNS = (3, 4, 5)  # init seeds of the group the family contract builds
@@ -485,11 +490,4 @@ def check_family(name: str, shapes: Sequence[CheckShape]) -> ContractReport:
             ("stacked group equals its runs alone" + at, lambda size=size: check_family_stacking(name, size)),
             ("parameters get gradients" + at, lambda shape=shape: check_family_gradients(name, shape)),
         ]
-    for check_name, run in checks:
-        try:
-            report.results.append(CheckResult(check_name, True, run()))
-        except AssertionError as err:
-            report.results.append(CheckResult(check_name, False, str(err)))
-        except Exception as err:  # noqa: BLE001
-            report.results.append(CheckResult(check_name, False, _error(err)))
-    return report
+    return _run_checks(report, checks)

@@ -79,6 +79,35 @@ class RunStack(Protocol):
                  runs: list[int] | None = None) -> torch.Tensor: ...
 
 
+class StackedWeights(nn.Module):
+    """The ``RunStack`` bookkeeping of a family whose every weight is one
+    tensor of ``self.weights`` (an ``nn.ParameterDict``) with the run on its
+    first dimension, and which reads no positions (the recurrent and
+    state-space families)."""
+
+    n_runs: int
+    weights: nn.ParameterDict
+
+    def n_parameters(self, run: int) -> int:
+        return sum(p.numel() for p in self.weights.values()) // self.n_runs  # every weight is stacked
+
+    def run_parameters(self, run: int) -> list[torch.Tensor]:
+        return [p[run] for p in self.weights.values()]
+
+    def run_gradients(self, run: int) -> list[torch.Tensor]:
+        return [p.grad[run] for p in self.weights.values() if p.grad is not None]
+
+    def positions(self, run: int, tokens, position_ids, seq_lens, generator) -> torch.Tensor:
+        return torch.arange(tokens.shape[1], device=tokens.device)[None]
+
+    def _weights(self, runs: list[int] | None) -> dict[str, torch.Tensor]:
+        """The chosen runs' weights (all, in order, by default)."""
+        if runs is None or list(runs) == list(range(self.n_runs)):
+            return dict(self.weights.items())
+        index = torch.tensor(list(runs), device=next(iter(self.weights.values())).device)
+        return {name: p.index_select(0, index) for name, p in self.weights.items()}
+
+
 def no_cell_is_not_applicable(task, encoding: PositionEncoding | None) -> str | None:
     """The not-applicable rule of a family that runs on every task."""
     return None

@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lengthbench.models.families import ModelSize, RunInit, register_family
+from lengthbench.models.families import ModelSize, RunInit, StackedWeights, register_family
 from lengthbench.tasks.base import SEP
 
 GATES = {"rnn": 1, "lstm": 4, "stack-rnn": 1, "tape-rnn": 1}  # pre-activation blocks per hidden unit
@@ -96,7 +96,7 @@ def input_lengths(tokens: torch.Tensor) -> torch.Tensor:
     return torch.minimum(steps, sep_at[..., None] - 1)
 
 
-class StackedRecurrent(nn.Module):
+class StackedRecurrent(StackedWeights):
     """``forward(tokens (R', B, T), positions, runs) -> logits (R', B, T, V)``
     for the runs ``runs`` (default: all); ``positions`` are ignored."""
 
@@ -111,18 +111,6 @@ class StackedRecurrent(nn.Module):
             per_run.append(_initial_weights(cell, vocab_size, size.d_model))
         self.weights = nn.ParameterDict([(name, nn.Parameter(torch.stack([w[name] for w in per_run])))
                                          for name in per_run[0]])
-
-    def n_parameters(self, run: int) -> int:
-        return sum(p.numel() for p in self.weights.values()) // self.n_runs  # every weight is stacked
-
-    def run_parameters(self, run: int) -> list[torch.Tensor]:
-        return [p[run] for p in self.weights.values()]
-
-    def run_gradients(self, run: int) -> list[torch.Tensor]:
-        return [p.grad[run] for p in self.weights.values() if p.grad is not None]
-
-    def positions(self, run: int, tokens, position_ids, seq_lens, generator) -> torch.Tensor:
-        return torch.arange(tokens.shape[1], device=tokens.device)[None]
 
     def forward(self, tokens: torch.Tensor, positions=None, runs: list[int] | None = None) -> torch.Tensor:
         w = self._weights(runs)
@@ -159,11 +147,6 @@ class StackedRecurrent(nn.Module):
             states.append(h)
         return _project(torch.stack(states, dim=2), w, "head")
 
-    def _weights(self, runs: list[int] | None) -> dict[str, torch.Tensor]:
-        if runs is None or list(runs) == list(range(self.n_runs)):
-            return dict(self.weights.items())
-        index = torch.tensor(list(runs), device=self.weights["head:weight"].device)
-        return {name: p.index_select(0, index) for name, p in self.weights.items()}
 
 
 def _project(x: torch.Tensor, w: dict, name: str) -> torch.Tensor:

@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lengthbench.models.families import ModelSize, RunInit, register_family
+from lengthbench.models.families import ModelSize, RunInit, StackedWeights, register_family
 
 EXPAND = 2  # channels per model dimension (Mamba's default)
 HEAD_DIM = 16  # channels per head, each head one decay
@@ -130,7 +130,7 @@ def _causal_conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> t
     return out.view(b, r, ch, t).permute(1, 0, 3, 2)
 
 
-class StackedStateSpace(nn.Module):
+class StackedStateSpace(StackedWeights):
     """``forward(tokens (R', B, T), positions, runs) -> logits (R', B, T, V)``
     for the runs ``runs`` (default: all); ``positions`` are ignored."""
 
@@ -146,18 +146,6 @@ class StackedStateSpace(nn.Module):
             per_run.append(_initial_weights(vocab_size, size))
         self.weights = nn.ParameterDict([(name.replace(".", ":"), nn.Parameter(torch.stack([w[name] for w in per_run])))
                                          for name in per_run[0]])
-
-    def n_parameters(self, run: int) -> int:
-        return sum(p.numel() for p in self.weights.values()) // self.n_runs  # every weight is stacked
-
-    def run_parameters(self, run: int) -> list[torch.Tensor]:
-        return [p[run] for p in self.weights.values()]
-
-    def run_gradients(self, run: int) -> list[torch.Tensor]:
-        return [p.grad[run] for p in self.weights.values() if p.grad is not None]
-
-    def positions(self, run: int, tokens, position_ids, seq_lens, generator) -> torch.Tensor:
-        return torch.arange(tokens.shape[1], device=tokens.device)[None]
 
     def forward(self, tokens: torch.Tensor, positions=None, runs: list[int] | None = None) -> torch.Tensor:
         w = self._weights(runs)
@@ -184,11 +172,6 @@ class StackedStateSpace(nn.Module):
         y = (y + w["D"][:, None, None, :, None] * x).flatten(-2)
         return _linear(y * F.silu(gate), w["out_proj"])
 
-    def _weights(self, runs: list[int] | None) -> dict[str, torch.Tensor]:
-        if runs is None or list(runs) == list(range(self.n_runs)):
-            return dict(self.weights.items())
-        index = torch.tensor(list(runs), device=self.weights["head"].device)
-        return {name: p.index_select(0, index) for name, p in self.weights.items()}
 
 
 def state_space_flops(token_lengths, size: ModelSize, vocab: int) -> float:
