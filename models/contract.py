@@ -111,6 +111,18 @@ def _forward(model: Transformer, tokens, seed=0):
     return model.run_logits(tokens, position_ids, seq_lens, torch.Generator().manual_seed(seed))
 
 
+def _finite_step(model, logits: torch.Tensor, expected: tuple, t: int, layout: str = "") -> None:
+    """Logits of the ``expected`` shape, finite, with finite gradients after a backward pass."""
+    if tuple(logits.shape) != expected:
+        raise AssertionError(f"logits shape {tuple(logits.shape)} at length {t}; expected {expected}{layout}")
+    if not torch.isfinite(logits).all():
+        raise AssertionError(f"non-finite outputs at length {t}")
+    logits.float().pow(2).mean().backward()
+    for pname, p in model.named_parameters():
+        if p.grad is not None and not torch.isfinite(p.grad).all():
+            raise AssertionError(f"non-finite gradient of {pname} at length {t}")
+
+
 def check_hook_shapes(encoding: PositionEncoding, size: ModelSize, t: int = 9) -> str:
     """Each hook returns what the model expects; returns a description."""
     b, h, dh = BATCH, size.n_heads, size.d_model // size.n_heads
@@ -159,15 +171,7 @@ def check_forward_backward(name: str, size: ModelSize, lengths: list[int]) -> st
                 raise
             unsupported.append(t)
             continue
-        if logits.shape != (BATCH, t, VOCAB):
-            raise AssertionError(f"logits shape {tuple(logits.shape)} at length {t}; "
-                                 f"expected {(BATCH, t, VOCAB)}")
-        if not torch.isfinite(logits).all():
-            raise AssertionError(f"non-finite outputs at length {t}")
-        logits.float().pow(2).mean().backward()
-        for pname, p in model.named_parameters():
-            if p.grad is not None and not torch.isfinite(p.grad).all():
-                raise AssertionError(f"non-finite gradient of {pname} at length {t}")
+        _finite_step(model, logits, (BATCH, t, VOCAB), t)
     ran = [t for t in lengths if t not in unsupported]
     return f"finite outputs and gradients at lengths {', '.join(map(str, ran))}" + (
         f"; unsupported (recorded as such in a grid) at {', '.join(map(str, unsupported))}" if unsupported else "")
@@ -192,19 +196,26 @@ def check_eval_finite(name: str, size: ModelSize, lengths: list[int]) -> str:
     return f"finite eval-mode outputs at lengths {', '.join(map(str, ran))}"
 
 
+def _causal(logits_of, tokens: torch.Tensor, leak: str) -> str:
+    """Outputs at positions <= t unchanged when only tokens after t change
+    (tokens on the last axis, logits on the one before the vocabulary)."""
+    t = tokens.shape[-1]
+    with torch.no_grad():
+        reference = logits_of(tokens)
+        for cut in (0, t // 3, t - 2):
+            changed = tokens.clone()
+            changed[..., cut + 1:] = (changed[..., cut + 1:] + 7) % VOCAB
+            diff = (logits_of(changed)[..., : cut + 1, :] - reference[..., : cut + 1, :]).abs().max().item()
+            if diff > TOLERANCE:
+                raise AssertionError(f"outputs at positions <= {cut} changed by {diff:.3g} when only "
+                                     f"tokens after {cut} changed ({leak})")
+    return f"outputs at <= t unchanged by tokens after t (t = 0, {t // 3}, {t - 2})"
+
+
 def check_causality(name: str, size: ModelSize, t: int = 24) -> str:
     model = _model(name, size).eval()
     tokens = torch.randint(0, VOCAB, (BATCH, t), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        reference = _forward(model, tokens)
-        for cut in (0, t // 3, t - 2):
-            changed = tokens.clone()
-            changed[:, cut + 1:] = (changed[:, cut + 1:] + 7) % VOCAB
-            diff = (_forward(model, changed)[:, : cut + 1] - reference[:, : cut + 1]).abs().max().item()
-            if diff > TOLERANCE:
-                raise AssertionError(f"outputs at positions <= {cut} changed by {diff:.3g} when only "
-                                     f"tokens after {cut} changed (the encoding leaks the future)")
-    return f"outputs at <= t unchanged by tokens after t (t = 0, {t // 3}, {t - 2})"
+    return _causal(lambda x: _forward(model, x), tokens, "the encoding leaks the future")
 
 
 def check_eval_determinism(name: str, size: ModelSize, t: int = 16) -> str:
@@ -377,31 +388,14 @@ def check_family_forward(name: str, size: ModelSize, lengths: list[int]) -> str:
         tokens = torch.randint(0, VOCAB, (len(FAMILY_RUNS), BATCH, t), generator=torch.Generator().manual_seed(t))
         model.zero_grad()
         logits = _family_logits(model, tokens)
-        if tuple(logits.shape) != (len(FAMILY_RUNS), BATCH, t, VOCAB):
-            raise AssertionError(f"logits shape {tuple(logits.shape)} at length {t}; expected "
-                                 f"{(len(FAMILY_RUNS), BATCH, t, VOCAB)} (runs, batch, tokens, vocabulary)")
-        if not torch.isfinite(logits).all():
-            raise AssertionError(f"non-finite outputs at length {t}")
-        logits.float().pow(2).mean().backward()
-        for pname, p in model.named_parameters():
-            if p.grad is not None and not torch.isfinite(p.grad).all():
-                raise AssertionError(f"non-finite gradient of {pname} at length {t}")
+        _finite_step(model, logits, (len(FAMILY_RUNS), BATCH, t, VOCAB), t, " (runs, batch, tokens, vocabulary)")
     return f"finite (runs, batch, tokens, vocabulary) logits and gradients at lengths {', '.join(map(str, lengths))}"
 
 
 def check_family_causality(name: str, size: ModelSize, t: int = 24) -> str:
     model = _family_group(name, size).eval()
     tokens = torch.randint(0, VOCAB, (len(FAMILY_RUNS), BATCH, t), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        reference = _family_logits(model, tokens)
-        for cut in (0, t // 3, t - 2):
-            changed = tokens.clone()
-            changed[..., cut + 1:] = (changed[..., cut + 1:] + 7) % VOCAB
-            diff = (_family_logits(model, changed)[..., : cut + 1, :] - reference[..., : cut + 1, :]).abs().max()
-            if diff > TOLERANCE:
-                raise AssertionError(f"outputs at positions <= {cut} changed by {float(diff):.3g} when only tokens "
-                                     f"after {cut} changed (the model reads the future)")
-    return f"outputs at <= t unchanged by tokens after t (t = 0, {t // 3}, {t - 2})"
+    return _causal(lambda x: _family_logits(model, x), tokens, "the model reads the future")
 
 
 def check_family_determinism(name: str, size: ModelSize, t: int = 16) -> str:
