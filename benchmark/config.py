@@ -23,6 +23,18 @@ EVAL_SEED = 1234  # every preset's: evaluation data and eval-time positions, ind
 DEFAULT_FIT_THRESHOLD = 0.9
 
 
+def dotted(values: dict, prefix: str = "") -> dict:
+    """Nested config dicts as dotted keys (``{"model": {"d_model": 64}}`` as
+    ``{"model.d_model": 64}``; an empty dict adds no key)."""
+    out = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            out |= dotted(value, f"{prefix}{key}.")
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """Everything that determines one run's result (the record stores it whole)."""

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from lengthbench.benchmark.config import dotted
 from lengthbench.benchmark.files import save_figure, write_csv, write_text
 from lengthbench.errors import InputError
 from lengthbench.leaderboard.aggregate import method_order
@@ -48,30 +49,14 @@ class ProtocolMismatch(InputError):
     """Two leaderboards whose shared cells were made under different settings."""
 
 
-def _flat(settings: dict, prefix: str = "") -> dict:
-    """``{"model": {"d_model": 64}}`` as ``{"model.d_model": 64}``."""
-    out = {}
-    for key, value in settings.items():
-        if isinstance(value, dict) and value:
-            out |= _flat(value, f"{prefix}{key}.")
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
-def _settings(row, side: str) -> dict:
-    text = row[f"protocol_{side}"]
-    if isinstance(text, str) and text:
-        return _flat(json.loads(text))
-    return {name: row[f"{name}_{side}"] for name in LENGTH_FIELDS}
-
-
 def protocol_differences(row) -> dict[str, tuple]:
-    """The settings of a merged row's two sides that differ: field -> (A's, B's)."""
-    a, b = _settings(row, "a"), _settings(row, "b")
-    if not (isinstance(row["protocol_a"], str) and row["protocol_a"]) or not (
-            isinstance(row["protocol_b"], str) and row["protocol_b"]):
-        a, b = ({k: v for k, v in side.items() if k in LENGTH_FIELDS} for side in (a, b))
+    """The settings of a merged row's two sides that differ: field -> (A's,
+    B's); only the lengths when a side is a board from before schema 6."""
+    protocols = [row[f"protocol_{side}"] for side in "ab"]
+    if all(isinstance(p, str) and p for p in protocols):
+        a, b = (dotted(json.loads(p)) for p in protocols)
+    else:
+        a, b = ({name: row[f"{name}_{side}"] for name in LENGTH_FIELDS} for side in "ab")
     return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
 
 
@@ -83,19 +68,13 @@ def _value(v) -> str:
     return "(unset)" if v is None else (f"{v:g}" if isinstance(v, float) else str(v))
 
 
-def mismatch_summary(diff: pd.DataFrame) -> str:
-    """One line: in how many shared cells the protocols differ, and in which fields."""
-    shared = diff[~diff.verdict.isin(("only_in_a", "only_in_b"))]
-    differing = shared[shared.protocol_mismatch.fillna("") != ""]
-    if differing.empty:
+def mismatch_summary(differing: dict[str, tuple], n_differing: int, n_shared: int) -> str:
+    """One line: in how many shared cells the protocols differ, and each differing field (first values seen)."""
+    if not n_differing:
         return ""
-    fields = {}
-    for text in differing.protocol_mismatch:
-        for part in text.split("; "):
-            fields.setdefault(part.split(" ", 1)[0], part)
-    shown = list(fields.values())
-    return (f"protocols differ in {len(differing)} of {len(shared)} shared cells: " + "; ".join(shown[:6])
-            + (f"; and {len(shown) - 6} more field(s)" if len(shown) > 6 else ""))
+    shown = list(differing.items())
+    return (f"protocols differ in {n_differing} of {n_shared} shared cells: "
+            + describe_differences(dict(shown[:6])) + (f"; and {len(shown) - 6} more field(s)" if len(shown) > 6 else ""))
 
 
 def compare_frames(a: pd.DataFrame, b: pd.DataFrame, metric: str = "exact_match",
@@ -109,14 +88,18 @@ def compare_frames(a: pd.DataFrame, b: pd.DataFrame, metric: str = "exact_match"
         raise InputError(f"correction {correction!r} is not known; valid: {', '.join(CORRECTIONS)}")
     col = f"ood_{metric}"
     merged = a.merge(b, on=list(KEY), how="outer", suffixes=("_a", "_b"), indicator=True)
-    rows = []
+    rows, differing, n_differing = [], {}, 0
     for _, r in merged.iterrows():
         row = {"task": r.task, "method": r.method, "metric": metric, "correction": correction}
         if r._merge != "both":
             row["verdict"] = "only_in_a" if r._merge == "left_only" else "only_in_b"
             rows.append(row)
             continue
-        row["protocol_mismatch"] = describe_differences(protocol_differences(r))
+        found = protocol_differences(r)
+        row["protocol_mismatch"] = describe_differences(found)
+        n_differing += bool(found)
+        for field, values in found.items():
+            differing.setdefault(field, values)
         if "not_applicable" in (r.status_a, r.status_b):
             row.update(verdict="not_applicable", note=f"status {r.status_a} -> {r.status_b}")
         elif r.status_a != "ok" or r.status_b != "ok":
@@ -131,7 +114,7 @@ def compare_frames(a: pd.DataFrame, b: pd.DataFrame, metric: str = "exact_match"
     diff = pd.DataFrame(rows).reindex(columns=COLUMNS)
     diff["verdict"] = diff.verdict.astype(object)
     diff["protocol_mismatch"] = diff.protocol_mismatch.fillna("").astype(object)
-    mismatch = mismatch_summary(diff)
+    mismatch = mismatch_summary(differing, n_differing, int((merged._merge == "both").sum()))
     if mismatch and not allow_mismatch:
         raise ProtocolMismatch(f"A and B were not made under the same protocol: {mismatch}; compare like with "
                                "like (the same preset's settings), or pass --allow-mismatch (allow_mismatch=True) "

@@ -68,8 +68,8 @@ def ranking_text(board: pd.DataFrame, names: list[str]) -> str:
         lines.append(f"{name}: rank per task (1 = best OOD exact match; ties share the average rank):")
         for row in _rank_rows(board, name):
             if row["status"] != "ok" or not row["judged"]:
-                why = "not applicable" if row["status"] == "not_applicable" else (
-                    row["status"] if row["status"] != "ok" else f"not judged: {row['fit'].replace('_', ' ')}")
+                why = {"not_applicable": "not applicable",
+                       "ok": f"not judged: {row['fit'].replace('_', ' ')}"}.get(row["status"], row["status"])
                 lines.append(f"  {row['task']:28s} -  ({why})")
                 continue
             span = row["range"]

@@ -29,7 +29,7 @@ import pandas as pd
 from lengthbench.benchmark import bench_generation as generation_bench
 from lengthbench.benchmark import perf as perf_bench
 from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S
-from lengthbench.benchmark.config import Preset
+from lengthbench.benchmark.config import Preset, dotted
 from lengthbench.benchmark.files import ensure_output_dir, write_json, write_text
 from lengthbench.benchmark.grid import (
     EXECUTORS,
@@ -175,9 +175,9 @@ def submit(path: PathLike, preset: str = "quick", *, name: str | None = None,
 
 
 def check(path: PathLike, preset: str = "quick", all_presets: bool = False) -> list[ContractReport]:
-    """Run every encoding the file ``path`` registers through the encoding
-    contract at ``preset``'s shapes (every built-in preset's with
-    ``all_presets``); one report per encoding (``report.passed``,
+    """Run every encoding and model family the file ``path`` registers through
+    its contract at ``preset``'s shapes (every built-in preset's with
+    ``all_presets``); one report per name (``report.passed``,
     ``report.format()``)."""
     load_entry_points()
     presets = list(PRESETS.values()) if all_presets else [PRESETS[preset]]
@@ -285,17 +285,6 @@ def _records_of(results: PathLike, preset: str | None = None) -> list[RunRecord]
     return of_preset(records, preset, results)
 
 
-def _flat(prefix: str, values: dict) -> dict:
-    """Nested config dicts as dotted columns (``model.d_model``)."""
-    out = {}
-    for key, value in values.items():
-        if isinstance(value, dict):
-            out.update(_flat(f"{prefix}{key}.", value))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
 def load_records(results: PathLike) -> pd.DataFrame:
     """Every run in the records folder ``results`` in long format: one row per
     run x evaluated length, with the run's identity (``run_id``, ``task``,
@@ -312,7 +301,7 @@ def load_records(results: PathLike) -> pd.DataFrame:
         base = {"run_id": record.run_id, "task": record.task, "method": record.method,
                 "family": record.config.family, "encoding": record.encoding, "seed": record.seed,
                 "status": record.status,
-                **_flat("", {k: v for k, v in config.items() if k not in ("task", "seed", "encoding", "family")}),
+                **dotted({k: v for k, v in config.items() if k not in ("task", "seed", "encoding", "family")}),
                 "wall_time_s": record.wall_time_s, "n_parameters": record.n_parameters,
                 "final_loss": (record.training or {}).get("final_loss"), "error": record.error}
         for entry in record.length_rows() or [{}]:

@@ -133,13 +133,13 @@ FAMILIES: Registry[FamilyEntry] = Registry("model family", order=FAMILY_ORDER)
 
 
 def register_family(name: str, *, description: str, flops=None, takes_encoding: bool = False,
-                    not_applicable=no_cell_is_not_applicable, version: int = 1, source: str = "built-in"):
+                    not_applicable=no_cell_is_not_applicable, version: int = 1):
     """Decorator for a family's builder ``build(vocab_size, size, runs)``."""
     check_encoding_name(name)  # the same rules: it becomes a row key and part of record file names
 
     def deco(build):
-        FAMILIES.add(name, FamilyEntry(name, build, description, flops, not_applicable, takes_encoding, version,
-                                       source), FAMILIES[name].source if name in FAMILIES else "")
+        FAMILIES.add(name, FamilyEntry(name, build, description, flops, not_applicable, takes_encoding, version),
+                     FAMILIES[name].source if name in FAMILIES else "")
         return build
 
     return deco
