@@ -17,6 +17,13 @@ def device_description(device: torch.device) -> str:
     return f"cpu ({torch.get_num_threads()} threads)"
 
 
+def cpu_capability() -> str:
+    """The CPU kernel level torch dispatches to (e.g. AVX2, AVX512). Float rounding in matmuls
+    differs between levels, so a run is bit-reproducible only on the same level and torch build;
+    records and provenance carry it so that a difference between machines can be told apart."""
+    return torch.backends.cpu.get_cpu_capability()
+
+
 def hardware_description() -> dict:
     """What a published table records about the machine that produced it."""
     cpu = platform.processor() or platform.machine()
@@ -26,5 +33,6 @@ def hardware_description() -> dict:
                  if line.startswith("model name")]
         cpu = names[0] if names else cpu
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    return {"cpu": cpu, "cpu_cores": os.cpu_count(), "gpu": gpu, "torch": torch.__version__,
+    return {"cpu": cpu, "cpu_cores": os.cpu_count(), "gpu": gpu, "cpu_capability": cpu_capability(),
+            "torch": torch.__version__,
             "python": platform.python_version(), "os": platform.platform(terse=True)}

@@ -7,8 +7,9 @@ test length.
 
 * ``smoke``: CI-sized, the whole grid in well under a minute on 2 cores;
   checks the machinery, its numbers mean nothing.
-* ``quick``: the README's main job, 21 minutes measured on 2 cores shared with
-  two other training processes (``--plan``: 11 minutes); sized so
+* ``quick``: the README's main job, 13.8 minutes measured on 2 idle cores
+  (``--plan``: 12.7) and 21 on 2 cores shared with two other training
+  processes (``--plan``: 11); sized so
   that two published effects show (randomized positions beat their base on
   ``parity_check``/``reverse_string``; coupling extends ``addition`` past L_train).
 * ``arithmetic``: addition only, 2000 steps of 128 with the wide one-layer
@@ -99,7 +100,7 @@ register_preset(Preset(
 ))
 register_preset(Preset(
     name="quick",
-    description="the README main job: 4 tasks x 5 encodings, 21 min measured on 2 busy CPU cores (--plan: 11)",
+    description="the README main job: 4 tasks x 5 encodings, 14 min measured on 2 idle CPU cores",
     tasks=CORE_TASKS,
     encodings=CORE_ENCODINGS,
     seeds=(0,),

@@ -31,7 +31,7 @@ import pandas as pd
 import torch
 
 from lengthbench.benchmark.config import RunConfig
-from lengthbench.benchmark.device import device_description
+from lengthbench.benchmark.device import cpu_capability, device_description
 from lengthbench.benchmark.files import file_problem, write_json
 from lengthbench.benchmark.version import code_version
 from lengthbench.errors import InputError
@@ -96,7 +96,7 @@ class RunRecord:
         return cls(config=config, code_version=code_version(), torch_version=torch.__version__,
                    device=device_description(device),
                    host={"python": platform.python_version(), "machine": platform.machine(),
-                         "name": socket.gethostname(), "pid": os.getpid()},
+                         "name": socket.gethostname(), "pid": os.getpid(), "cpu_capability": cpu_capability()},
                    started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
     def record_error(self, err: BaseException) -> "RunRecord":

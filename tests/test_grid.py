@@ -5,6 +5,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
 
 from lengthbench.benchmark import executors as executors_module
 from lengthbench.benchmark import runner as runner_module
@@ -73,6 +74,8 @@ def test_record_round_trips(tmp_path, tiny_preset):
         assert key in stored
     lengths = [m["length"] for m in record.per_length]
     assert lengths == list(range(1, 8))
+    # the kernel level torch ran on: runs are bit-reproducible only on the same level
+    assert stored["host"]["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
 
 
 @pytest.mark.parametrize("crash", [KeyboardInterrupt, lambda: OSError(28, "No space left on device")])

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 
 import lengthbench.benchmark.runner as runner_module
 from lengthbench.cli import main
@@ -109,6 +110,7 @@ def test_submit_ranks_and_reuses_builtin_records(tmp_path, capsys, tiny_preset, 
     assert md.startswith("# Submission `log-decay-sink` on preset `tiny`") and "95% rank range" in md
     provenance = json.loads((results / "submission-log-decay-sink.provenance.json").read_text())
     assert provenance["command"].startswith("lengthbench submit") and provenance["runs"] == len(shared) * 3
+    assert provenance["hardware"]["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     executed.clear()
     assert main(argv) == 0
     assert executed == []  # the second submit trains nothing
