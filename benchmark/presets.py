@@ -150,7 +150,8 @@ LAPTOP_RANDOMIZED_MAX_LEN = 64
 register_preset(Preset(
     name="full",
     description="the complete reference: every task x every built-in encoding, the recurrent families and the "
-                "state-space baseline x 3 seeds, trained until fit (at most 1500 steps) at a laptop budget (~4 h on 2 CPU cores)",
+                "state-space baseline x 3 seeds, trained until fit (at most 1500 steps) at a laptop budget (--plan on 2 idle "
+                "CPU cores: at most 10.4 h)",
     tasks=tuple(task_names()),
     encodings=tuple(ENCODINGS.names()),
     seeds=(0, 1, 2),
@@ -176,7 +177,7 @@ def _part_of_full(name: str, description: str, tasks, encodings, families=("tran
 
 register_preset(_part_of_full(
     "suite", "every task x 8 encodings (the 5 core ones, xpos, cope, abacus) x 3 seeds: part of `full` "
-    "(~1.5 h on 2 CPU cores)", task_names(), (*CORE_ENCODINGS, "xpos", "cope", "abacus")))
+    "(hours on 2 CPU cores: --plan)", task_names(), (*CORE_ENCODINGS, "xpos", "cope", "abacus")))
 CHOMSKY_TASKS = tuple(name for name in task_names() if get_task(name).level in ("R", "DCF", "CS"))
 # Deletang et al.'s five encodings ("relative" there is Transformer-XL's; we have none of that
 # family, so learned absolute positions stand in, as in Ruoss et al.'s list) and Ruoss et al.'s
