@@ -50,7 +50,7 @@ def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, f
         lines += markdown_table(["command", "runs", "wall time (s)", "provenance"], rows) + [""]
         total = sum(float(p.get("wall_time_s_this_invocation") or 0) for p in provenances)
         lines += [f"Wall time of those commands: {total:.0f} s ({total / 3600:.2f} h)."]
-    hosts = sorted({f"{r.device} ({r.host.get('machine', '')}, Python {r.host.get('python', '')}, torch "
+    hosts = sorted({f"{r.device} ({r.host.get('machine', '')}{_kernels(r)}, Python {r.host.get('python', '')}, torch "
                     f"{r.torch_version})" for r in ran})
     lines += [f"Summed run time of the records: {sum(r.wall_time_s or 0 for r in ran) / 3600:.2f} h "
               "(each run's share of its group's time).",
@@ -88,3 +88,9 @@ def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, f
                                       [[f"`{m}`", tasks] for m, tasks in by_method.items()])]
     lines += ["", "## Rebuild", "", f"`{rebuild}` rebuilds every table, figure and this README from the records.", ""]
     return "\n".join(lines)
+
+
+def _kernels(record) -> str:
+    """The CPU kernel level a record ran on, where it says (runs reproduce bit for bit only on one level)."""
+    level = record.host.get("cpu_capability")
+    return f" {level} kernels" if level else ""
