@@ -199,7 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="save training state this often, so a killed run resumes "
                           f"(default {api.CHECKPOINT_EVERY_S:.0f})")
     run.add_argument("--plugin", action="append",
-                     help="Python file registering extra encodings (contract-checked before any run)")
+                     help="Python file registering extra encodings or model families (contract-checked before any run; "
+                          "repeat for several files)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
     run.add_argument("--select", metavar="FIELD=V1,V2,...",
                      help="train the grid once per value of a setting (lr, weight_decay, grad_clip, steps, "
@@ -231,18 +232,19 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--reference", action="store_true",
                        help="refuse records made from uncommitted code (how the shipped references are built)")
     board.set_defaults(func=cmd_leaderboard)
-    chk = sub.add_parser("check", help="run the encodings a Python file registers through the contract")
-    chk.add_argument("path", help="Python file that registers encodings with @register_encoding")
+    chk = sub.add_parser("check", help="run the encodings and model families a Python file registers through their contracts")
+    chk.add_argument("path", help="Python file that registers encodings (@register_encoding) or model families "
+                                  "(@register_family)")
     chk.add_argument("--preset", default="quick",
                      help=f"check at this preset's shapes and lengths: one of {', '.join(api.PRESETS)} (default quick)")
     chk.add_argument("--all-presets", action="store_true",
                      help="check at the shapes and lengths of every built-in preset")
     chk.set_defaults(func=cmd_check)
 
-    sbm = sub.add_parser("submit", help="check a new encoding, run it through a preset, rank it")
-    sbm.add_argument("path", help="Python file that registers the encoding")
+    sbm = sub.add_parser("submit", help="check a new encoding or model family, run it through a preset, rank it")
+    sbm.add_argument("path", help="Python file that registers the encoding or model family")
     sbm.add_argument("--preset", default="quick", help=f"one of: {', '.join(api.PRESETS)} (default quick)")
-    sbm.add_argument("--name", help="leaderboard name for the file's (single) encoding")
+    sbm.add_argument("--name", help="leaderboard name for the file's single encoding (a model family keeps its own name)")
     sbm.add_argument("--tasks", type=_csv, help="comma-separated subset of the preset's tasks (default: all)")
     sbm.add_argument("--seeds", type=_seeds,
                      help="comma-separated seeds >= 0 (default: the preset's, the seeds of its shipped reference, so "
