@@ -65,11 +65,12 @@ EXECUTORS.add("ray", ExecutorEntry(RayExecutor, "a Ray cluster (--address; defau
 class GridInterrupted(Exception):
     """The grid was interrupted; every record finished before it is on disk."""
 
-    def __init__(self, finished: int, total: int, finished_now: int):
+    def __init__(self, finished: int, total: int, finished_now: int, records: list[RunRecord] = ()):
         super().__init__(f"interrupted: {finished} of {total} runs have records "
                          f"({finished_now} finished in this invocation), {total - finished} pending; "
                          "rerun the same command to resume")
         self.finished, self.total, self.finished_now = finished, total, finished_now
+        self.records = list(records)  # the grid's records on disk when it stopped (for the sitting's provenance)
 
 
 def auto_workers() -> int:
@@ -242,7 +243,8 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
                  len(todo) - len(trained), stored_count)
     except KeyboardInterrupt:
         release_abandoned(results_dir)
-        raise GridInterrupted(len(records), len(configs), len(records) - stored_count) from None
+        raise GridInterrupted(len(records), len(configs), len(records) - stored_count,
+                              list(records.values())) from None
     finally:
         outer.close()
     return [records[c.run_id] for c in configs]

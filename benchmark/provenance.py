@@ -13,9 +13,10 @@ from lengthbench.benchmark.version import code_version
 
 
 def write_provenance(out_dir: Path, command: str, seconds: float | None, records: list[RunRecord],
-                     name: str = "provenance.json") -> Path:
+                     name: str = "provenance.json", **extra) -> Path:
     """Write ``out_dir/name``; ``seconds`` None when the invocation's wall time
-    is not known (a provenance reconstructed from records)."""
+    is not known (a provenance reconstructed from records); ``extra`` fields
+    are added as they are."""
     return write_json(Path(out_dir) / name, {
         "command": command,
         "code_version": code_version(),
@@ -25,4 +26,16 @@ def write_provenance(out_dir: Path, command: str, seconds: float | None, records
         "runs": len(records),
         "run_wall_time_s_total": round(sum(r.wall_time_s or 0 for r in records), 1),
         "run_code_versions": sorted({r.code_version for r in records}),
+        **extra,
     })
+
+
+def write_sitting_provenance(out_dir: Path, command: str, seconds: float, stop) -> Path:
+    """The provenance of an interrupted invocation (a ``GridInterrupted``
+    ``stop``), beside the others as ``provenance-interrupted-<UTC time>.json``:
+    a grid made in several sittings keeps the command, machine and wall time
+    of each, which a reference's README sums."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return write_provenance(out_dir, command, seconds, stop.records, name=f"provenance-interrupted-{stamp}.json",
+                            interrupted=True, runs=stop.finished, runs_in_grid=stop.total,
+                            runs_finished_this_invocation=stop.finished_now)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from lengthbench.benchmark.grid import grid_configs
+from lengthbench.benchmark.presets import PRESETS
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.leaderboard.aggregate import judged
 from lengthbench.leaderboard.tables import bands, markdown_table
@@ -36,16 +38,39 @@ def _budget(record: RunRecord) -> str:
     return f"{c.steps} steps of {c.batch_size}"
 
 
-def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, folder: Path, rebuild: str) -> str:
-    """The folder's README text."""
+def _runs(provenance: dict) -> str:
+    """A provenance's run count; an interrupted sitting's says so, with what it finished."""
+    if not provenance.get("interrupted"):
+        return str(provenance.get("runs", ""))
+    return (f"{provenance.get('runs', '')} of {provenance.get('runs_in_grid', '?')} when interrupted "
+            f"({provenance.get('runs_finished_this_invocation', '?')} finished in this sitting)")
+
+
+def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, folder: Path, rebuild: str,
+                     preset: str | None = None, records_folder: Path | None = None) -> str:
+    """The folder's README text. ``preset``: the grid the records are counted
+    against (complete or not); ``records_folder``: where the records are, whose
+    parent's provenance counts when ``folder`` has none (a view of another
+    reference's records)."""
     ran = [r for r in records if r.status != "not_applicable"]
+    grid_runs = len(grid_configs(PRESETS[preset])) if preset else None
+    complete = ("" if grid_runs is None else
+                f" They are {len(records)} of the {grid_runs} runs of the preset's grid"
+                + (" (complete)." if len(records) == grid_runs else f": {grid_runs - len(records)} missing."))
     lines = [f"# Reference: `{name}`", "",
              f"{len(records)} run records ({len(ran)} trained, {len(records) - len(ran)} not applicable) of "
              f"{board.task.nunique()} tasks × {board.method.nunique()} methods, seeds "
-             f"{', '.join(map(str, sorted({r.seed for r in records})))}.", "", "## How it was made", ""]
-    provenances = _provenances(folder)
+             f"{', '.join(map(str, sorted({r.seed for r in records})))}.{complete}", "", "## How it was made", ""]
+    provenances, source = _provenances(folder), None
+    if not provenances and records_folder is not None:
+        where = Path(records_folder).resolve()
+        source = next((f for f in (where, where.parent) if f != Path(folder).resolve() and _provenances(f)), None)
+        provenances = _provenances(source) if source else []
     if provenances:
-        rows = [[f"`{p.get('command', '')}`", str(p.get("runs", "")), f"{p.get('wall_time_s_this_invocation', '')}",
+        if source is not None:
+            lines += [f"These records are those of `{source.name}` (this folder is a view of its cells); the "
+                      "commands that made them:", ""]
+        rows = [[f"`{p.get('command', '')}`", _runs(p), f"{p.get('wall_time_s_this_invocation', '')}",
                  p["file"]] for p in provenances]
         lines += markdown_table(["command", "runs", "wall time (s)", "provenance"], rows) + [""]
         total = sum(float(p.get("wall_time_s_this_invocation") or 0) for p in provenances)

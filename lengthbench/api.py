@@ -40,7 +40,7 @@ from lengthbench.benchmark.grid import (
 )
 from lengthbench.benchmark.plan import estimate, format_plan
 from lengthbench.benchmark.presets import PRESETS
-from lengthbench.benchmark.provenance import write_provenance
+from lengthbench.benchmark.provenance import write_provenance, write_sitting_provenance
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.benchmark.records import load_records as read_records
 from lengthbench.benchmark.selection import SelectionGrid, run_selection
@@ -224,10 +224,12 @@ def _narrowed_grid(preset: str, tasks=None, encodings=None, models=None, seeds=N
 
 def _run_grid(grid: Preset, plugin_files: list, *, results: PathLike | None, out: PathLike | None, force: bool,
               workers: int, group_size: int, executor: str, address: str | None, checkpoint_every: float,
-              progress: bool, selection: SelectionGrid | None = None) -> tuple[list[RunRecord], Path, float]:
+              progress: bool, selection: SelectionGrid | None = None,
+              command: str | None = None) -> tuple[list[RunRecord], Path, float]:
     """Run a validated grid (once per value of ``selection``, keeping the
     chosen records); returns its records, the output folder and the wall time.
-    ``run`` and ``submit`` both start here."""
+    ``run`` and ``submit`` both start here. With ``command``, an interrupted
+    grid leaves that sitting's provenance in ``out`` before it re-raises."""
     check_unchanged(grid_configs(grid))  # every name and setting resolves, and no source drifted, before any run
     EXECUTORS[executor].check()
     results = ensure_output_dir(results or f"results/{grid.name}", "--results")
@@ -235,8 +237,13 @@ def _run_grid(grid: Preset, plugin_files: list, *, results: PathLike | None, out
     start = time.perf_counter()
     options = dict(force=force, workers=resolve_workers(workers), group_size=group_size, plugins=tuple(plugin_files),
                    checkpoint_every=checkpoint_every, executor=executor, address=address, progress=progress)
-    records = (run_selection(grid, selection, results, **options) if selection is not None
-               else run_grid(grid, results, **options))
+    try:
+        records = (run_selection(grid, selection, results, **options) if selection is not None
+                   else run_grid(grid, results, **options))
+    except GridInterrupted as stop:
+        if command is not None:
+            write_sitting_provenance(out, command, time.perf_counter() - start, stop)
+        raise
     return records, out, time.perf_counter() - start
 
 
@@ -251,7 +258,7 @@ def _with_outcome(board: pd.DataFrame, records: list[RunRecord], written: dict) 
 
 def _run_grid_to_leaderboard(grid: Preset, plugin_files: list, *, command: str, **options) -> pd.DataFrame:
     """Run a grid, then write its leaderboard files and provenance."""
-    records, out, seconds = _run_grid(grid, plugin_files, **options)
+    records, out, seconds = _run_grid(grid, plugin_files, command=command, **options)
     board, paths = build_leaderboard(records, out)
     paths["provenance"] = write_provenance(out, command, seconds, records)
     return _with_outcome(board, records, paths)
@@ -342,7 +349,8 @@ def load_leaderboard(results: PathLike, out: PathLike | None = None, reference: 
     if reference:
         rebuild = (f"lengthbench leaderboard --reference --results {results} --out {out}"
                    + (f" --preset {preset}" if preset else ""))
-        paths["readme"] = write_text(out / "README.md", reference_readme(out.name, records, board, out, rebuild))
+        paths["readme"] = write_text(out / "README.md", reference_readme(out.name, records, board, out, rebuild, preset,
+                                                                    Path(results)))
         paths["reference"] = write_json(out / "reference.json", {"records": os.path.relpath(results, out),
                                                                   "preset": preset, "rebuild": rebuild})
     board.attrs["written"] = paths

@@ -111,6 +111,11 @@ def test_interrupt_stops_quickly_and_keeps_finished_records(tmp_path, workers, h
     assert_clean_folder(results)
     kept = len(records_in(results))
     assert 1 <= kept < 6 and f"{kept} of 6 runs have records" in last
+    sitting, = results.glob("provenance-interrupted-*.json")  # a grid made in sittings keeps each one's provenance
+    provenance = json.loads(sitting.read_text())
+    assert provenance["interrupted"] and (provenance["runs"], provenance["runs_in_grid"]) == (kept, 6)
+    assert provenance["runs_finished_this_invocation"] == kept and provenance["wall_time_s_this_invocation"] > 0
+    assert "run --preset slow" in provenance["command"]
 
 
 def ignores_sigint(pid: int) -> bool:

@@ -41,8 +41,10 @@ def test_reference_tables_rebuild_from_their_records(folder, tmp_path):
         from lengthbench.leaderboard.reference_notes import reference_readme
 
         assert not [r.run_id for r in records if r.code_version.endswith(".dirty")]
-        rebuild = json.loads((folder / "reference.json").read_text())["rebuild"]
-        assert reference_readme(folder.name, records, board, folder, rebuild) == (folder / "README.md").read_text()
+        source = json.loads((folder / "reference.json").read_text())
+        readme = reference_readme(folder.name, records, board, folder, source["rebuild"], source.get("preset"),
+                                  folder / source["records"])
+        assert readme == (folder / "README.md").read_text()
 
 
 @pytest.mark.parametrize("folder", sorted(p for p in REFERENCE.iterdir() if (p / "reproduction.md").exists()),
@@ -88,6 +90,19 @@ def test_a_reference_build_refuses_records_of_uncommitted_code_and_takes_a_prese
                      str(tmp_path / "o")]) == 0
         board = (tmp_path / "o" / "leaderboard.csv").read_text()
         assert "transformer/rope" in board and "transformer/nope" not in board
+        # a view of another folder's records: its completeness against the preset, and that folder's provenance,
+        # an interrupted sitting's included
+        from lengthbench.benchmark.grid import GridInterrupted
+        from lengthbench.benchmark.provenance import write_sitting_provenance
+
+        write_sitting_provenance(results, "lengthbench run --preset smoke", 12.0, GridInterrupted(1, 2, 1))
+        assert main(["leaderboard", "--results", str(results), "--preset", "smoke-rope", "--out",
+                     str(tmp_path / "view"), "--reference"]) == 0
+        view = (tmp_path / "view" / "README.md").read_text()
+        assert "They are 1 of the 1 runs of the preset's grid (complete)." in view
+        assert "These records are those of `r`" in view
+        assert "| 1 of 2 when interrupted (1 finished in this sitting) | 12.0 |" in view
+        assert "Wall time of those commands: " in view
         capsys.readouterr()
         assert main(["leaderboard", "--results", str(results), "--preset", "quick"]) == 2
         assert "holds no record of preset 'quick'" in capsys.readouterr().err
