@@ -256,13 +256,15 @@ def test_saturation_study_counts_identical_pairs(tmp_path):
 
     frame = saturation.measure(tmp_path, workers=1, budget="smoke", tasks=("parity_check",))
     assert set(frame.max_len) == {64, 2048} and frame.method.nunique() == 6
-    rows = [dict(max_len=64, method=f"transformer/{m}", task=t, length=n, split="id" if n <= 1 else "ood",
+    rows = [dict(max_len=64, method=f"transformer/{m}", task=t, length=n, split=["id", "val", "ood"][n - 1],
                  token_accuracy=acc)
-            for m, t, accs in [("randomized-t5", "copy", [1, 0.5]), ("t5", "copy", [1, 0.5]),
-                               ("randomized-t5", "even_pairs", [1, 0.5]), ("t5", "even_pairs", [1, 0.4])]
+            for m, t, accs in [("randomized-t5", "copy", [1, 0.5, 0.25]), ("t5", "copy", [1, 0.5, 0.25]),
+                               ("randomized-t5", "even_pairs", [1, 0.5, 0.1]), ("t5", "even_pairs", [1, 0.4, 0.1])]
             for n, acc in enumerate(accs, start=1)]
     text = saturation.report(pd.DataFrame(rows))
     assert "randomized-t5 == t5 (identical per-length token accuracy) on 1 of 2 tasks: copy" in text
+    table = text.split("the band this choice is judged on:")[1]  # the validation band's numbers, not the test band's
+    assert "40.0" in table and "50.0" in table and "10.0" not in table and "25.0" not in table
 
 
 def test_contract_checks_the_content_bias_shape():
