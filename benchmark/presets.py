@@ -193,6 +193,13 @@ register_preset(_part_of_full(
 register_preset(_part_of_full(
     "nope", "Kazemnejad et al. reproduction at the laptop budget: 4 tasks x their 5 encodings x 3 seeds: part "
     "of `full`", NOPE_TASKS, NOPE_PAPER_ENCODINGS))
+# The tasks whose output is their input, or the input rearranged by position (copying from the context), for
+# Jelassi et al.'s question: are transformers better than state-space models at copying?
+COPY_TASKS = ("copy", "duplicate_string", "reverse_string")
+register_preset(_part_of_full(
+    "copying", "Jelassi et al. 2024's question at the laptop budget: the copying tasks x every encoding, the recurrent "
+    "families and the state-space baseline x 3 seeds: part of `full`", COPY_TASKS, ENCODINGS.names(),
+    ("transformer", *RECURRENT_FAMILIES, "ssm")))
 register_preset(_part_of_full(
     "coupling", "Cho et al. reproduction at the laptop budget: addition and Nx2 multiplication x every encoding x "
     "3 seeds: part of `full`", ("addition", "multiplication"), ENCODINGS.names()))

@@ -13,6 +13,7 @@ DELETANG = "Deletang et al. 2023 (ICLR), Neural Networks and the Chomsky Hierarc
 RUOSS = "Ruoss et al. 2023 (ACL), Randomized Positional Encodings Boost Length Generalization of Transformers"
 KAZEMNEJAD = "Kazemnejad et al. 2023 (NeurIPS), The Impact of Positional Encoding on Length Generalization"
 CHO = "Cho et al. 2024 (NeurIPS), Position Coupling"
+JELASSI = "Jelassi et al. 2024 (ICML), Repeat After Me: Transformers are Better than State Space Models at Copying"
 
 # Deletang et al.'s transformer (best of five encodings, max over 10 seeds x 3 learning rates; per-token
 # accuracy averaged over test lengths 41..500): a number where the paper's text gives one, else the verdict.
@@ -52,3 +53,7 @@ NOPE_EXACT_MATCH = {
 # N x 2 multiplication (trained 1..40) is shown in figures only.
 COUPLING_ADDITION = "> 95% exact match up to 200 digits (6.7x the training length), median of 8 runs"
 COUPLING_MULTIPLICATION = "figures only (no number in the text)"
+
+# Jelassi et al., abstract: "transformers outperform GSSMs in terms of efficiency and generalization on
+# synthetic tasks that require copying the context" (GSSMs: state-space models with a fixed-size state).
+COPYING_CLAIM = "transformers generalize better than state-space models on tasks that copy the context"

@@ -12,7 +12,10 @@ Each report is computed from run records with the paper's own aggregation
   length 1..2L (seen and unseen), mean over seeds, and the mean reciprocal
   rank of the encodings over the tasks;
 * ``coupling``: Cho et al.: exact match of addition and N x 2
-  multiplication per length, every seed.
+  multiplication per length, every seed;
+* ``copying``: Jelassi et al.: the state-space baseline against the
+  transformer and the recurrent families on the tasks that copy their
+  input, test-band exact match, paired by task and seed.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from lengthbench.benchmark.presets import COPY_TASKS
 from lengthbench.benchmark.records import RunRecord, length_frame
 from lengthbench.errors import InputError
 from lengthbench.leaderboard import published
@@ -34,9 +38,10 @@ from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.tasks import get_task
 
-PAPERS = ("chomsky", "nope", "coupling")
+PAPERS = ("chomsky", "nope", "coupling", "copying")
 # the preset whose records each report reads
-SOURCE_PRESET = {"chomsky": "chomsky", "nope": "nope", "coupling": "coupling"}
+SOURCE_PRESET = {paper: paper for paper in PAPERS}
+
 NOT_FIT = "did not fit (no verdict)"
 
 
@@ -350,4 +355,80 @@ def _coupled_versus_others(records: list[RunRecord], task: str) -> list[str]:
             *markdown_table(["versus", "coupled − other [95% interval]", "verdict"], rows)]
 
 
-REPORTS = {"chomsky": chomsky_report, "nope": nope_report, "coupling": coupling_report}
+def _test_scores(records: list[RunRecord]) -> pd.DataFrame:
+    """Per (task, seed) x method: the test band's exact match, a failed seed
+    (diverged, non-finite) counting 0 as everywhere else, judged cells only."""
+    runs = runs_frame(records)
+    runs = runs[runs.status.isin(["ok", "diverged"])]
+    keep = _judged_runs(records)
+    runs = runs[[(t, m) in keep for t, m in zip(runs.task, runs.method)]]
+    return runs.assign(ood=runs.ood_exact_match.where(~runs.failed, 0.0)).pivot_table(
+        index=["task", "seed"], columns="method", values="ood")
+
+
+def _chosen_on_validation(board: pd.DataFrame) -> dict[str, str]:
+    """Per task, the transformer encoding a user would pick without looking at
+    the test band: the best mean validation-band exact match among the
+    encodings that fit (ties: the first in method order)."""
+    chosen = {}
+    fit = board[judged(board) & (board.model == "transformer")]
+    for task, cells in fit.groupby("task", sort=False):
+        cells = cells.set_index("method").loc[method_order(cells.method)]
+        chosen[task] = cells.val_exact_match_mean.astype(float).idxmax()
+    return chosen
+
+
+def copying_report(records: list[RunRecord]) -> str:
+    records = [r for r in records if r.task in COPY_TASKS]
+    if not records:
+        raise InputError(f"no record of a copying task ({', '.join(COPY_TASKS)}); run `lengthbench run --preset "
+                         "copying`")
+    board = leaderboard_frame(records)
+    chosen = _chosen_on_validation(board)
+    scores = _test_scores(records)
+    lines = ["# Copying: transformers and state-space models (Jelassi et al. 2024)", "", _setup(records), "",
+             f"Tasks that copy their input: {', '.join(f'`{t}`' for t in COPY_TASKS)}. Score: exact match over the "
+             f"test band, mean ± std over seeds. {FIT_RULE} Published: {published.COPYING_CLAIM}. Source: "
+             f"{published.JELASSI}.", ""]
+    families = [m for m in method_order(board.method.unique()) if not m.startswith("transformer/")]
+
+    def cell_text(cells: pd.DataFrame, method: str | None) -> str:
+        if method is None or method not in cells.index:
+            return ""
+        c = cells.loc[method]
+        std = "" if pd.isna(c.ood_exact_match_std) else f" ± {_pct(c.ood_exact_match_std)}"
+        return _pct(c.ood_exact_match_mean) + std + ("" if judged(cells.loc[[method]]).iloc[0] else " (did not fit)")
+
+    rows = []
+    for task in [t for t in COPY_TASKS if t in set(board.task)]:
+        cells, pick = board[board.task == task].set_index("method"), chosen.get(task)
+        rows.append([task, f"`{pick}`" if pick else "none fit", cell_text(cells, pick),
+                     *(cell_text(cells, m) for m in families)])
+    lines += ["## Per task", "",
+              "The transformer's encoding is chosen per task on the validation band (the best mean "
+              "validation exact match among the encodings that fit), never on the test band.", "",
+              *markdown_table(["task", "transformer encoding (chosen on validation)", "transformer"] + families,
+                              rows), ""]
+    ssm = "ssm"
+    rows = []
+    if ssm in scores:
+        picked = pd.Series([scores.loc[(t, s), chosen[t]] if t in chosen and chosen[t] in scores else np.nan
+                            for t, s in scores.index], index=scores.index)
+        others = [("transformer (chosen on validation)", picked)]
+        others += [(f"`{m}`", scores[m]) for m in method_order(scores.columns) if m != ssm]
+        for name, other in others:
+            test = paired_difference(other, scores[ssm])
+            verdict = {"a better": "better than ssm", "b better": "worse than ssm",
+                       "not told apart": "not told apart"}[test["verdict"]]
+            rows.append([name, str(test["n"]), _interval(test), verdict])
+    lines += ["## Against the state-space baseline", "",
+              "Each method minus `ssm`: the difference in test exact match (points), paired by task and seed over "
+              "the copying tasks where both fit, with its 95% Student-t interval. The first row tests the published "
+              "claim (it holds when the interval lies above 0); the others describe each method (one interval "
+              "each, no correction for the many comparisons).", "",
+              *(markdown_table(["method", "task x seed pairs", "method − ssm [95% interval]", "verdict"], rows)
+                if rows else ["`ssm` fit no copying task (or did not run): no comparison."]), ""]
+    return "\n".join(lines) + "\n"
+
+
+REPORTS = {"chomsky": chomsky_report, "nope": nope_report, "coupling": coupling_report, "copying": copying_report}

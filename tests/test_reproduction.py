@@ -9,23 +9,24 @@ import pytest
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.cli import main
-from lengthbench.leaderboard.reproduction import chomsky_report, nope_report, reciprocal_ranks
+from lengthbench.leaderboard.reproduction import chomsky_report, copying_report, nope_report, reciprocal_ranks
 from lengthbench.models import ModelSize
 
 MODEL = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "dropout": 0.0}
 
 
-def record(task, method, seed, token_acc, exact=None, train_length=2):
+def record(task, method, seed, token_acc, exact=None, train_length=2, validation_length=0):
     """A finished run whose per-length token accuracy (lengths 1..) is ``token_acc``."""
     exact = token_acc if exact is None else exact
     per_length = [{"length": n, "status": "ok", "token_accuracy": a, "exact_match": e, "n_samples": 8}
                   for n, (a, e) in enumerate(zip(token_acc, exact), start=1)]
-    summary = {f"{part}_{m}": float(np.mean([r[m] for r in per_length if (r["length"] > train_length) == ood]))
-               for part, ood in (("ood", True), ("id", False)) for m in ("exact_match", "token_accuracy")}
     family, _, encoding = method.partition("/")
     config = replace(get_preset("smoke").run_config(task, encoding, seed, family), train_length=train_length,
-                     validation_length=0, test_length=len(token_acc), steps=10, batch_size=4, lr=1e-3,
-                     model=ModelSize(**MODEL))
+                     validation_length=validation_length, test_length=len(token_acc), steps=10, batch_size=4,
+                     lr=1e-3, model=ModelSize(**MODEL))
+    parts = ("id", "val", "ood") if validation_length else ("id", "ood")
+    summary = {f"{part}_{m}": float(np.mean([r[m] for r in per_length if config.split(r["length"]) == part]))
+               for part in parts for m in ("exact_match", "token_accuracy")}
     return RunRecord(config, "test", "", "", {}, "", status="ok", per_length=per_length, summary=summary)
 
 
@@ -135,3 +136,29 @@ def test_the_coupling_claim_is_tested_by_seed():
     text = coupling_report(records)
     assert "| `transformer/nope` | +80.5 [+69.3, +91.7] | coupled better |" in text
     assert "| `transformer/rope` |  | did not fit (no verdict) |" in text
+
+
+def test_copying_report_chooses_the_encoding_on_validation_and_tests_it_against_ssm():
+    """Jelassi et al.'s claim: the transformer (its encoding chosen on the validation band, length 3, never on
+    the test band 4..5) against `ssm`, paired by task and seed; a cell that did not fit is left out."""
+    def run(task, method, seed, validation, test, fit=1.0):
+        return record(task, method, seed, [fit, fit, validation, test, test], validation_length=3)
+
+    records = []
+    for seed, (copy_nope, dup_nope, copy_ssm, dup_ssm) in enumerate([(0.5, 0.8, 0.1, 0.3), (0.6, 0.9, 0.1, 0.4)]):
+        records += [run("copy", "transformer/nope", seed, 0.9, copy_nope),
+                    run("copy", "transformer/alibi", seed, 0.5, 0.95),  # best on test, worse on validation
+                    run("duplicate_string", "transformer/nope", seed, 0.9, dup_nope),
+                    run("duplicate_string", "transformer/alibi", seed, 0.2, 0.2),
+                    run("copy", "ssm", seed, 0.5, copy_ssm), run("duplicate_string", "ssm", seed, 0.5, dup_ssm),
+                    run("copy", "lstm", seed, 0.5, 0.1), run("duplicate_string", "lstm", seed, 0.5, 0.9, fit=0.5),
+                    run("parity_check", "ssm", seed, 1.0, 1.0)]  # not a copying task: ignored
+    text = copying_report(records)
+    assert "| copy | `transformer/nope` | 55.0 ± 7.1 | 10.0 ± 0.0 | 10.0 ± 0.0 |" in text
+    assert "| duplicate_string | `transformer/nope` | 85.0 ± 7.1 | 90.0 ± 0.0 (did not fit) | 35.0 ± 7.1 |" in text
+    # differences .4, .5 (copy) and .5, .5 (duplicate_string): mean 47.5, sd 5, t(0.975, 3) = 3.182
+    assert "| transformer (chosen on validation) | 4 | +47.5 [+39.5, +55.5] | better than ssm |" in text
+    assert "| `lstm` | 2 | +0.0 |" not in text and "| `lstm` | 2 | +0.0 [+0.0, +0.0] | not told apart |" in text
+    assert "parity_check" not in text
+    with pytest.raises(Exception, match="no record of a copying task"):
+        copying_report([r for r in records if r.task == "parity_check"])
