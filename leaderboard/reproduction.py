@@ -43,6 +43,7 @@ PAPERS = ("chomsky", "nope", "coupling", "copying")
 SOURCE_PRESET = {paper: paper for paper in PAPERS}
 
 NOT_FIT = "did not fit (no verdict)"
+NO_PAIR = "not tested: no task where both fit and an encoding was chosen on a validation band"
 
 
 def _pct(x) -> str:
@@ -386,8 +387,8 @@ def _recurrent_versus_transformer(records: list[RunRecord], board: pd.DataFrame,
     rows = []
     for family in (f for f in recurrent if f in scores):
         test = paired_difference(scores[family], transformer)
-        verdict = {"a better": "recurrent better", "b better": "transformer better",
-                   "not told apart": "not told apart"}[test["verdict"]]
+        verdict = (NO_PAIR if not test["n"] else {"a better": "recurrent better", "b better": "transformer better",
+                                                   "not told apart": "not told apart"}[test["verdict"]])
         rows.append([f"`{family}`", _pct(scores[family].mean()), str(test["n"]), _interval(test), verdict])
     return ["On the regular tasks, each recurrent family against the transformer, whose encoding is chosen per "
             "task on the validation band (never on the test band): the difference in test per-token accuracy "
@@ -435,8 +436,8 @@ def copying_report(records: list[RunRecord]) -> str:
         others += [(f"`{m}`", scores[m]) for m in method_order(scores.columns) if m != ssm]
         for name, other in others:
             test = paired_difference(other, scores[ssm])
-            verdict = {"a better": "better than ssm", "b better": "worse than ssm",
-                       "not told apart": "not told apart"}[test["verdict"]]
+            verdict = (NO_PAIR if not test["n"] else {"a better": "better than ssm", "b better": "worse than ssm",
+                                                       "not told apart": "not told apart"}[test["verdict"]])
             rows.append([name, str(test["n"]), _interval(test), verdict])
     lines += ["## Against the state-space baseline", "",
               "Each method minus `ssm`: the difference in test exact match (points), paired by task and seed over "

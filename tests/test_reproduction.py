@@ -61,7 +61,7 @@ def test_chomsky_report_uses_max_over_seeds_and_states_each_finding():
     # the LSTM solves with one seed of two: "every seed" does not hold
     assert "1/2 seeds solve); published: solved (every seed), does not hold" in text
     # no validation band in these runs, so no encoding is chosen for the transformer: no pair to test
-    assert "| `lstm` | 90.0 | 0 |  | not told apart |" in text
+    assert "| `lstm` | 90.0 | 0 |  | not tested: no task where both fit and an encoding was chosen" in text
     # randomized gain over the two tasks: (60 - 72.5 + 50 - 96) / 2 = -29.25 mean over seeds; two tasks
     # give a t interval (t = 12.7) wider than the range: not told apart
     assert "| `rope` | 2 | -29.2 [-100.0, +100.0] | not told apart | -40.5 |" in text
