@@ -148,7 +148,7 @@ register_preset(Preset(
     name="full",
     description="the complete reference: every task x every built-in encoding, the recurrent families and the "
                 "state-space baseline x 3 seeds, trained until fit (at most 1500 steps) at a laptop budget (--plan on 2 idle "
-                "CPU cores: at most 10.4 h)",
+                "CPU cores: at most 6.5 h)",
     tasks=tuple(task_names()),
     encodings=tuple(ENCODINGS.names()),
     seeds=(0, 1, 2),
