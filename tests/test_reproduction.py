@@ -153,12 +153,16 @@ def test_copying_report_chooses_the_encoding_on_validation_and_tests_it_against_
                     run("duplicate_string", "transformer/alibi", seed, 0.2, 0.2),
                     run("copy", "ssm", seed, 0.5, copy_ssm), run("duplicate_string", "ssm", seed, 0.5, dup_ssm),
                     run("copy", "lstm", seed, 0.5, 0.1), run("duplicate_string", "lstm", seed, 0.5, 0.9, fit=0.5),
+                    run("duplicate_string", "transformer/coupled", seed, 1.0, 1.0),  # reads the task's ids
                     run("parity_check", "ssm", seed, 1.0, 1.0)]  # not a copying task: ignored
     text = copying_report(records)
-    assert "| copy | `transformer/nope` | 55.0 ± 7.1 | 10.0 ± 0.0 | 10.0 ± 0.0 |" in text
-    assert "| duplicate_string | `transformer/nope` | 85.0 ± 7.1 | 90.0 ± 0.0 (did not fit) | 35.0 ± 7.1 |" in text
-    # differences .4, .5 (copy) and .5, .5 (duplicate_string): mean 47.5, sd 5, t(0.975, 3) = 3.182
-    assert "| transformer (chosen on validation) | 4 | +47.5 [+39.5, +55.5] | better than ssm |" in text
+    assert ("| copy | `transformer/nope` | 55.0 ± 7.1 | `transformer/nope` | 55.0 ± 7.1 | 10.0 ± 0.0 | 10.0 ± 0.0 |"
+            in text)
+    assert ("| duplicate_string | `transformer/coupled` | 100.0 ± 0.0 | `transformer/nope` | 85.0 ± 7.1 | 90.0 ± 0.0 "
+            "(did not fit) | 35.0 ± 7.1 |" in text)
+    # task-agnostic: differences .4, .5 (copy) and .5, .5 (duplicate_string): mean 47.5, sd 5, t(0.975, 3) = 3.182
+    assert "| transformer, task-agnostic encoding (chosen on validation) | 4 | +47.5 [+39.5, +55.5] | better than" in text
+    assert "| transformer, any encoding (chosen on validation) | 4 | +55.0 [" in text  # coupled on duplicate_string
     assert "| `lstm` | 2 | +0.0 |" not in text and "| `lstm` | 2 | +0.0 [+0.0, +0.0] | not told apart |" in text
     assert "parity_check" not in text
     with pytest.raises(Exception, match="no record of a copying task"):
