@@ -3,6 +3,7 @@ time beside every set of results (a leaderboard, a saturation report)."""
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -10,6 +11,8 @@ from lengthbench.benchmark.device import hardware_description
 from lengthbench.benchmark.files import write_json
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.benchmark.version import code_version
+
+log = logging.getLogger(__name__)
 
 
 def write_provenance(out_dir: Path, command: str, seconds: float | None, records: list[RunRecord],
@@ -30,12 +33,17 @@ def write_provenance(out_dir: Path, command: str, seconds: float | None, records
     })
 
 
-def write_sitting_provenance(out_dir: Path, command: str, seconds: float, stop) -> Path:
+def write_sitting_provenance(out_dir: Path, command: str, seconds: float, stop) -> Path | None:
     """The provenance of an interrupted invocation (a ``GridInterrupted``
     ``stop``), beside the others as ``provenance-interrupted-<UTC time>.json``:
     a grid made in several sittings keeps the command, machine and wall time
-    of each, which a reference's README sums."""
+    of each, which a reference's README sums. One that cannot be written is
+    warned about, never raised: the interrupt, and its records, come first."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return write_provenance(out_dir, command, seconds, stop.records, name=f"provenance-interrupted-{stamp}.json",
-                            interrupted=True, runs=stop.finished, runs_in_grid=stop.total,
-                            runs_finished_this_invocation=stop.finished_now)
+    try:
+        return write_provenance(out_dir, command, seconds, stop.records, name=f"provenance-interrupted-{stamp}.json",
+                                interrupted=True, runs=stop.finished, runs_in_grid=stop.total,
+                                runs_finished_this_invocation=stop.finished_now)
+    except OSError as err:
+        log.warning("%s; this sitting has no provenance file, its records are kept", err)
+        return None

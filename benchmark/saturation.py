@@ -28,10 +28,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from lengthbench.benchmark.files import write_text
 from lengthbench.benchmark.grid import resolve_workers, run_grid
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.provenance import write_provenance
-from lengthbench.benchmark.files import write_text
 from lengthbench.benchmark.records import length_frame, load_records
 
 TASKS = ("parity_check", "even_pairs", "reverse_string", "copy", "stack_manipulation", "bucket_sort")

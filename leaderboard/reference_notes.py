@@ -49,9 +49,9 @@ def _runs(provenance: dict) -> str:
 def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, folder: Path, rebuild: str,
                      preset: str | None = None, records_folder: Path | None = None) -> str:
     """The folder's README text. ``preset``: the grid the records are counted
-    against (complete or not); ``records_folder``: where the records are, whose
-    parent's provenance counts when ``folder`` has none (a view of another
-    reference's records)."""
+    against (complete or not); ``records_folder``: where the records are; when
+    ``folder`` has no provenance, that of the records' folder (or of its
+    parent) counts: a view of another reference's records."""
     ran = [r for r in records if r.status != "not_applicable"]
     grid_runs = len(grid_configs(PRESETS[preset])) if preset else None
     complete = ("" if grid_runs is None else
@@ -64,8 +64,10 @@ def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, f
     provenances, source = _provenances(folder), None
     if not provenances and records_folder is not None:
         where = Path(records_folder).resolve()
-        source = next((f for f in (where, where.parent) if f != Path(folder).resolve() and _provenances(f)), None)
-        provenances = _provenances(source) if source else []
+        for candidate in (where, where.parent):
+            if candidate != Path(folder).resolve() and _provenances(candidate):
+                source, provenances = candidate, _provenances(candidate)
+                break
     if provenances:
         if source is not None:
             lines += [f"These records are those of `{source.name}` (this folder is a view of its cells); the "

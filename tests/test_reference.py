@@ -55,7 +55,7 @@ def test_reproduction_reports_rebuild_from_their_records(folder):
     assert REPORTS[folder.name](_records(folder)) == (folder / "reproduction.md").read_text()
 
 
-def test_a_reference_build_refuses_records_of_uncommitted_code_and_takes_a_presets_cells(tmp_path, capsys):
+def test_a_reference_build_refuses_records_of_uncommitted_code_and_takes_a_presets_cells(tmp_path, capsys, caplog):
     import json
 
     from lengthbench.cli import main
@@ -103,6 +103,9 @@ def test_a_reference_build_refuses_records_of_uncommitted_code_and_takes_a_prese
         assert "These records are those of `r`" in view
         assert "| 1 of 2 when interrupted (1 finished in this sitting) | 12.0 |" in view
         assert "Wall time of those commands: " in view
+        # a sitting whose provenance cannot be written (its folder is a file) warns; the interrupt goes on
+        assert write_sitting_provenance(tmp_path / "o" / "leaderboard.csv", "c", 1.0, GridInterrupted(1, 2, 1)) is None
+        assert "this sitting has no provenance file, its records are kept" in caplog.text
         capsys.readouterr()
         assert main(["leaderboard", "--results", str(results), "--preset", "quick"]) == 2
         assert "holds no record of preset 'quick'" in capsys.readouterr().err

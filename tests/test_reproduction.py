@@ -9,6 +9,7 @@ import pytest
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.cli import main
+from lengthbench.errors import InputError
 from lengthbench.leaderboard.reproduction import chomsky_report, copying_report, nope_report, reciprocal_ranks
 from lengthbench.models import ModelSize
 
@@ -165,7 +166,7 @@ def test_copying_report_chooses_the_encoding_on_validation_and_tests_it_against_
     assert "| transformer, any encoding (chosen on validation) | 4 | +55.0 [" in text  # coupled on duplicate_string
     assert "| `lstm` | 2 | +0.0 |" not in text and "| `lstm` | 2 | +0.0 [+0.0, +0.0] | not told apart |" in text
     assert "parity_check" not in text
-    with pytest.raises(Exception, match="no record of a copying task"):
+    with pytest.raises(InputError, match="no record of a copying task"):
         copying_report([r for r in records if r.task == "parity_check"])
 
 
