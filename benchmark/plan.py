@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -85,7 +86,7 @@ def _timed(fn) -> float:
     return time.perf_counter() - start
 
 
-def _calibrate(config: RunConfig) -> tuple[float, float]:
+def calibrate(config: RunConfig) -> tuple[float, float]:
     """(train seconds, eval seconds) of one run of ``config`` on one worker."""
     task, device = get_task(config.task), default_device()
     one_step = replace(config, steps=1)
@@ -108,6 +109,41 @@ def _calibrate(config: RunConfig) -> tuple[float, float]:
     return per_step * config.steps, eval_seconds
 
 
+def shape_key(config: RunConfig) -> tuple | None:
+    """What a run's cost depends on (task, model, batch, lengths, steps,
+    evaluation, kind of model), or None for an n/a cell."""
+    kind = _kind(config)
+    if kind is None:
+        return None
+    return (config.task, config.model, config.batch_size, config.train_length, config.test_length,
+            config.steps, config.eval_samples, config.eval_stride, kind)
+
+
+def model_label(key: tuple) -> str:
+    return {"bias": "transformer + attention bias", "plain": "transformer"}.get(key[-1], key[-1])
+
+
+def training_shapes(configs: list[RunConfig]) -> dict[tuple, list[RunConfig]]:
+    """The trainable ``configs`` by ``shape_key``, in first-seen order."""
+    shapes: dict[tuple, list[RunConfig]] = defaultdict(list)
+    for config in configs:
+        key = shape_key(config)
+        if key is not None:
+            shapes[key].append(config)
+    return shapes
+
+
+@contextmanager
+def worker_threads(workers: int, runs: int):
+    """Torch threads set to what one of ``workers`` worker processes gets."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(1, threads // max(1, min(workers, runs))))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def estimate(preset: Preset, results_dir: Path, workers: int,
              group_size: int = 0) -> tuple[list[Estimate], int, int, list[int]]:
     """(one Estimate per training shape of the runs to do, runs in grid, runs
@@ -116,24 +152,13 @@ def estimate(preset: Preset, results_dir: Path, workers: int,
     todo = [c for c in configs if load_finished(results_dir, c.run_id, set_aside=False) is None]
     trainable = [c for c in todo if _kind(c) is not None]
     groups = [len(g) for g in form_groups(trainable, resolve_group_size(group_size, trainable, workers))]
-    shapes: dict[tuple, list[RunConfig]] = defaultdict(list)
-    for config in todo:
-        kind = _kind(config)
-        if kind is not None:
-            shapes[(config.task, config.model, config.batch_size, config.train_length, config.test_length,
-                    config.steps, config.eval_samples, config.eval_stride, kind)].append(config)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(max(1, threads // max(1, min(workers, len(todo)))))
-    try:
-        estimates = []
-        for key, group in shapes.items():
+    estimates = []
+    with worker_threads(workers, len(todo)):
+        for key, group in training_shapes(todo).items():
             train_flops, eval_flops = _flops(group[0])
-            train_seconds, eval_seconds = _calibrate(group[0])
-            model = {"bias": "transformer + attention bias", "plain": "transformer"}.get(key[-1], key[-1])
-            estimates.append(Estimate(group[0].task, model, len(group), group[0].steps, train_flops,
+            train_seconds, eval_seconds = calibrate(group[0])
+            estimates.append(Estimate(group[0].task, model_label(key), len(group), group[0].steps, train_flops,
                                       eval_flops, train_seconds, eval_seconds))
-    finally:
-        torch.set_num_threads(threads)
     return estimates, len(configs), len(configs) - len(todo), groups
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
+import lengthbench.benchmark.plan_check as plan_check
 import lengthbench.benchmark.runner as runner
 from lengthbench.benchmark.grid import run_grid
 from lengthbench.benchmark.presets import PRESETS
@@ -134,6 +135,27 @@ def test_plan_estimates_without_training_or_writing(tmp_path, tiny, monkeypatch,
     capsys.readouterr()
     assert main(argv) == 0
     assert "4 stored (reused), 0 to run" in capsys.readouterr().out
+
+
+def test_plan_check_sets_each_finished_run_beside_its_prediction(tmp_path, tiny, monkeypatch, capsys):
+    """The prediction is the calibrated training cut at the steps the run took, plus evaluation."""
+    results = tmp_path / "res"
+    assert main(["run", *tiny, "--results", str(results)]) == 0
+    capsys.readouterr()
+    for path, steps_done, wall in [(next(results.glob("copy__nope__*.json")), 1, 22.0),
+                                   (next(results.glob("copy__coupled__*.json")), 3, 20.0),
+                                   (next(results.glob("parity_check__nope__*.json")), 3, 62.0)]:
+        data = json.loads(path.read_text())
+        data["training"]["steps_done"], data["wall_time_s"] = steps_done, wall
+        path.write_text(json.dumps(data))
+    monkeypatch.setattr(plan_check, "calibrate", lambda config: (30.0, 1.0))  # 3 steps in 30 s, eval 1 s
+    assert plan_check.main(["--results", str(results), "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "| copy | transformer | 2 | " in out and "| 21.0 | 21.0 | 1.00 |" in out
+    assert "| parity_check | transformer | 1 | " in out and "| 62.0 | 31.0 | 2.00 |" in out
+    assert "all 3 runs: measured " in out
+    assert plan_check.main(["--results", str(results), "--tasks", "bucket_sort"]) == 2
+    assert "holds no finished trained record of tasks bucket_sort" in capsys.readouterr().err
 
 
 @pytest.fixture
