@@ -143,6 +143,7 @@ dialog { border: 1px solid #aaa; border-radius: 6px; max-width: 95vw; }
 #legend { columns: 2; font-size: .9em; margin-top: .5em; }
 #legend div.highlight { font-weight: bold; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; }
+#cd { overflow-x: auto; }
 </style>
 </head>
 <body>
@@ -336,14 +337,31 @@ function drawRanking() {
     `Friedman test F = ${r.f === null ? "\u221e" : r.f.toFixed(2)}, p = ${r.p.toPrecision(2)}; methods joined by a thick line are not told ` +
     `apart by the Nemenyi test (critical difference ${r.cd.toFixed(2)}).` + (r.left_out.length ? ` Left out (no score on every task): ${r.left_out.join(", ")}.` : "") +
     (r.unfit_tasks.length ? ` Tasks left out (some method did not fit there): ${r.unfit_tasks.join(", ")}.` : "");
-  const k = r.ranks.length, half = Math.ceil(k / 2), W = 760, left = 230, right = W - 230;
+  // The margins fit the longest method label on each side and the axis gives every rank
+  // 26 px, so no label is cut at the edge and no two tick labels touch, however many methods.
+  const k = r.ranks.length, half = Math.ceil(k / 2);
+  const svg = svgEl("svg", {});
+  document.getElementById("cd").append(svg);
+  const labels = r.ranks.map(([method, rank]) => `${method} (${rank.toFixed(2)})`);
+  const width = (text) => {
+    const probe = svgEl("text", {});
+    probe.textContent = text;
+    svg.append(probe);
+    const w = probe.getComputedTextLength();
+    probe.remove();
+    return w;
+  };
+  const left = 24 + Math.max(0, ...labels.slice(0, half).map(width));
+  const right = left + Math.max(300, 26 * (k - 1)), W = right + 24 + Math.max(0, ...labels.slice(half).map(width));
   const H = 70 + 22 * half + 12 * r.groups.length;
   const sx = (rank) => left + (rank - 1) / Math.max(1, k - 1) * (right - left);
-  const svg = svgEl("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}` });
+  for (const [name, value] of Object.entries({ width: W, height: H, viewBox: `0 0 ${W} ${H}` })) {
+    svg.setAttribute(name, value);
+  }
   svg.append(svgEl("line", { x1: sx(1), x2: sx(k), y1: 40, y2: 40, stroke: "#222" }));
   for (let t = 1; t <= k; t++) {
     svg.append(svgEl("line", { x1: sx(t), x2: sx(t), y1: 36, y2: 40, stroke: "#222" }));
-    const label = svgEl("text", { x: sx(t), y: 32, "text-anchor": "middle" });
+    const label = svgEl("text", { x: sx(t), y: 32, "text-anchor": "middle", class: "cd-tick" });
     label.textContent = String(t);
     svg.append(label);
   }
@@ -356,8 +374,9 @@ function drawRanking() {
     const end = onLeft ? left - 10 : right + 10;
     svg.append(svgEl("polyline", { points: `${sx(rank)},40 ${sx(rank)},${row} ${end},${row}`, fill: "none",
                                    stroke: DATA.colors[method] || "#555", class: "cd-method", "data-method": method }));
-    const label = svgEl("text", { x: onLeft ? end - 4 : end + 4, y: row + 4, "text-anchor": onLeft ? "end" : "start" });
-    label.textContent = `${method} (${rank.toFixed(2)})`;
+    const label = svgEl("text", { x: onLeft ? end - 4 : end + 4, y: row + 4, "text-anchor": onLeft ? "end" : "start",
+                                  class: "cd-label" });
+    label.textContent = labels[i];
     svg.append(label);
   });
   const rankOf = Object.fromEntries(r.ranks);
@@ -366,7 +385,6 @@ function drawRanking() {
     svg.append(svgEl("line", { x1: Math.min(...xs) - 3, x2: Math.max(...xs) + 3, y1: 50 + 12 * depth,
                                y2: 50 + 12 * depth, stroke: "#222", "stroke-width": 4, class: "cd-group" }));
   });
-  document.getElementById("cd").append(svg);
 }
 buildFilters();
 buildHeader();

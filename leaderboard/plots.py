@@ -180,17 +180,25 @@ def heatmap_figure(board: pd.DataFrame, metric: str = "ood_exact_match_mean") ->
 
 
 def plot_critical_difference(ranking, path: Path) -> Path:
+    return save_figure(critical_difference_figure(ranking), path, dpi=SAVE_DPI, bbox_inches="tight")
+
+
+def critical_difference_figure(ranking) -> Figure:
     """Demšar's critical-difference diagram: methods on the average-rank axis
     (1 = best, at the left), a bar the length of the Nemenyi critical
-    difference, and a thick line joining each group the test does not tell apart."""
+    difference, and a thick line joining each group the test does not tell
+    apart. The rank axis widens with the number of methods, so that its
+    tick labels never touch, and the label rows start below the last group line."""
     names, ranks = list(ranking.average_ranks.index), ranking.average_ranks.to_numpy()
     k = len(names)
     half = -(-k // 2)
-    fig = Figure(figsize=(7.5, 1.6 + 0.28 * half))
+    groups = ranking.groups()
+    first_row = max(1.0, 0.35 + 0.18 * len(groups) + 0.3)
+    fig = Figure(figsize=(7.5 + 0.3 * max(0, k - 10), 1.6 + 0.28 * (half + first_row - 1)))
     ax = fig.subplots()
     low, high = 1, max(2, k)
     ax.set_xlim(low - 0.3, high + 0.3)
-    ax.set_ylim(-(half + 1.2), 1.6)
+    ax.set_ylim(-(half + first_row + 0.2), 1.6)
     ax.hlines(0, low, high, color="black", lw=1)
     for tick in range(low, high + 1):
         ax.vlines(tick, 0, 0.15, color="black", lw=1)
@@ -200,16 +208,16 @@ def plot_critical_difference(ranking, path: Path) -> Path:
             va="bottom", fontsize=8)
     for i, (name, rank) in enumerate(zip(names, ranks)):
         left = i < half
-        row = -(i if left else k - 1 - i) - 1
+        row = -(i if left else k - 1 - i) - first_row
         end = low - 0.2 if left else high + 0.2
         ax.plot([rank, rank, end], [0, row, row], color="0.3", lw=0.8)
         ax.text(end, row, f"{name} ({rank:.2f})", ha="right" if left else "left", va="center", fontsize=8,
                 clip_on=False)
-    for depth, group in enumerate(ranking.groups()):
+    for depth, group in enumerate(groups):
         members = [ranks[names.index(m)] for m in group]
         ax.hlines(-0.35 - 0.18 * depth, min(members) - 0.03, max(members) + 0.03, color="black", lw=3)
     ax.axis("off")
     ax.set_title(f"average rank over {ranking.n_tasks} tasks (Friedman p = {ranking.p_value:.2g}; "
                  f"joined: not different at alpha 0.05, Nemenyi)", fontsize=9)
     fig.tight_layout()
-    return save_figure(fig, path, dpi=SAVE_DPI, bbox_inches="tight")
+    return fig

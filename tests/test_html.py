@@ -149,6 +149,30 @@ def test_a_page_of_cells_that_never_finished_still_works(browser, tmp_path):
     assert errors == [] and requests == []
 
 
+def test_the_diagram_of_many_methods_keeps_every_label_whole_and_apart(browser, tmp_path):
+    """19 ranked encodings: the page's fixed 230 px margin cut the longest labels at its
+    left edge, and a fixed 300 px axis crowds the tick labels as methods are added."""
+    from test_leaderboard import fake_record
+
+    from lengthbench.models.encodings import encoding_names
+
+    encodings = [e for e in encoding_names() if e not in ("coupled", "abacus")][:19]
+    records = [fake_record(task, encoding, 0, [1, 1, (i * 7 + j * 3) % 10 / 10, (i * 5 + j) % 10 / 10], train_length=2)
+               for j, task in enumerate(("copy", "reverse_string", "parity_check", "even_pairs"))
+               for i, encoding in enumerate(encodings)]
+    _, paths = build_leaderboard(records, tmp_path)
+    page, errors, _ = open_page(browser, paths["html"])
+    svg = page.query_selector("#cd svg").bounding_box()
+    labels = [el.bounding_box() for el in page.query_selector_all("#cd text.cd-label")]
+    ticks = [el.bounding_box() for el in page.query_selector_all("#cd text.cd-tick")]
+    assert len(labels) == len(ticks) == len(encodings) and errors == []
+    for box in labels + ticks:
+        assert svg["x"] <= box["x"] and box["x"] + box["width"] <= svg["x"] + svg["width"]
+    for a, b in zip(ticks, ticks[1:]):
+        assert a["x"] + a["width"] < b["x"]
+    page.close()
+
+
 def test_the_page_draws_the_critical_difference_diagram(page_of_quick, browser, tmp_path):
     """Every ranked method sits on the rank axis in rank order, with its groups; a
     page with nothing to rank keeps the section hidden."""

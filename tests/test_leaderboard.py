@@ -260,6 +260,33 @@ def test_the_accuracy_vs_length_legend_lies_inside_the_saved_image(n_tasks, tmp_
     assert abs(saved[0] - image.width) <= 1 and abs(saved[1] - image.height) <= 1
 
 
+@pytest.mark.parametrize("k", [6, 24])
+def test_critical_difference_labels_never_touch(k):
+    """At 24 methods (the complete reference's block) the rank axis's tick labels ran into each other."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from lengthbench.leaderboard.plots import SAVE_DPI, critical_difference_figure
+    from lengthbench.leaderboard.ranking import friedman
+
+    names = [f"transformer/randomized-kerple-power-{i}" for i in range(k)]
+    scores = pd.DataFrame(np.random.default_rng(0).random((9, k)) + np.linspace(0, 1, k), columns=names)
+    fig = critical_difference_figure(friedman(scores))
+    FigureCanvasAgg(fig)
+    fig.set_dpi(SAVE_DPI)
+    renderer = fig.canvas.get_renderer()
+    texts = fig.axes[0].texts + [fig.axes[0].title]
+    assert len(texts) == 2 * k + 2  # the ticks, the CD bar's label, the methods and the title
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    for i, a in enumerate(boxes):
+        for j in range(i):
+            assert not a.overlaps(boxes[j]), (texts[i].get_text(), texts[j].get_text())
+    ax = fig.axes[0]
+    group_lines = [y for c in ax.collections if c.get_linewidth()[0] == 3 for seg in c.get_segments() for _, y in seg]
+    assert group_lines  # the test cannot tell these methods apart
+    lowest_line = ax.transData.transform((1, min(group_lines)))[1]
+    assert all(box.y1 < lowest_line for box in boxes[k + 1:2 * k + 1])  # every method label below every group
+
+
 def test_nemenyi_critical_values_match_demsar_table():
     from lengthbench.leaderboard.ranking import nemenyi_q
 
