@@ -28,6 +28,7 @@ from lengthbench.benchmark.grid import resolve_workers
 from lengthbench.benchmark.plan import calibrate, model_label, training_shapes, worker_threads
 from lengthbench.benchmark.records import load_records
 from lengthbench.errors import InputError
+from lengthbench.tasks import get_task
 
 
 def predicted_seconds(train_seconds: float, eval_seconds: float, steps: int, steps_done: int) -> float:
@@ -38,6 +39,8 @@ def predicted_seconds(train_seconds: float, eval_seconds: float, steps: int, ste
 def measure(results: Path, workers: int, tasks: tuple[str, ...] = ()) -> pd.DataFrame:
     """One row per training shape: its records, their kernel levels, and the
     summed measured and predicted seconds."""
+    for task in tasks:
+        get_task(task)  # an unknown name is refused with the valid ones
     records = [r for r in load_records(results) if r.status == "ok" and r.training and r.wall_time_s is not None
                and (not tasks or r.task in tasks)]
     if not records:
@@ -87,7 +90,7 @@ def main(argv=None) -> int:
         frame = measure(args.results, resolve_workers(args.workers),
                         tuple(t for t in args.tasks.split(",") if t))
     except InputError as err:
-        print(f"plan_check: error: {err}", file=sys.stderr)
+        print(f"lengthbench: error: {err}", file=sys.stderr)
         return 2
     print(report(frame, time.perf_counter() - start))
     return 0

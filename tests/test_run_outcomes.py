@@ -155,7 +155,10 @@ def test_plan_check_sets_each_finished_run_beside_its_prediction(tmp_path, tiny,
     assert "| parity_check | transformer | 1 | " in out and "| 62.0 | 31.0 | 2.00 |" in out
     assert "all 3 runs: measured " in out
     assert plan_check.main(["--results", str(results), "--tasks", "bucket_sort"]) == 2
-    assert "holds no finished trained record of tasks bucket_sort" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "lengthbench: error: " in err and "holds no finished trained record of tasks bucket_sort" in err
+    assert plan_check.main(["--results", str(results), "--tasks", "bucket-sort"]) == 2
+    assert "unknown task 'bucket-sort' (did you mean 'bucket_sort'?); valid choices: addition," in capsys.readouterr().err
 
 
 @pytest.fixture
