@@ -193,7 +193,8 @@ def critical_difference_figure(ranking) -> Figure:
     k = len(names)
     half = -(-k // 2)
     groups = ranking.groups()
-    first_row = max(1.0, 0.35 + 0.18 * len(groups) + 0.3)
+    group_top, group_step = 0.35, 0.18  # the first group line's depth below the axis, and the spacing of the rest
+    first_row = max(1.0, group_top + group_step * len(groups) + 0.3)
     fig = Figure(figsize=(7.5 + 0.3 * max(0, k - 10), 1.6 + 0.28 * (half + first_row - 1)))
     ax = fig.subplots()
     low, high = 1, max(2, k)
@@ -215,7 +216,7 @@ def critical_difference_figure(ranking) -> Figure:
                 clip_on=False)
     for depth, group in enumerate(groups):
         members = [ranks[names.index(m)] for m in group]
-        ax.hlines(-0.35 - 0.18 * depth, min(members) - 0.03, max(members) + 0.03, color="black", lw=3)
+        ax.hlines(-group_top - group_step * depth, min(members) - 0.03, max(members) + 0.03, color="black", lw=3)
     ax.axis("off")
     ax.set_title(f"average rank over {ranking.n_tasks} tasks (Friedman p = {ranking.p_value:.2g}; "
                  f"joined: not different at alpha 0.05, Nemenyi)", fontsize=9)
