@@ -8,20 +8,24 @@ chosen by an exact dynamic program to minimise padded tokens, with as few
 buckets as keep the padding at or below ``MAX_PADDING``. The trainer runs one
 forward and backward pass per bucket and sums token losses, so the update is
 the one the whole padded batch would give: same examples, same loss, same
-gradient. A group of runs is bucketed by rank: bucket rows ``lo:hi`` of
-every run's batch (their i-th shortest examples have similar lengths, since
-all draw from one distribution) share one stacked pass.
+gradient.
+
+A model that can attend within segments of a row (``RunModel.packs_sequences``:
+the transformer) gets no padding at all to speak of: ``pack`` lays the
+batch's examples end to end into rows as wide as its longest example
+(best-fit decreasing), each slot marked with its example's segment, so that
+attention stays inside each example and every position keeps the position
+its example gave it. One pass, the same examples, loss and gradient.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 MAX_PADDING = 0.10  # share of a step's tokens that may be padding
-# Solo batches need at most 7 buckets for 10% padding; a group bucketed by rank needs more
-# (the i-th shortest examples of different runs differ a little): reference batches, 4 runs:
-# 13 buckets for 9.9%; 16 runs: 16 buckets for 12.5%.
-MAX_BUCKETS = 16
+MAX_BUCKETS = 16  # the reference batches need at most 7 for 10% padding
 # A forward/backward pass has a fixed cost (kernel launches, Python), so a small batch is
 # cheaper padded than split: at most one bucket per this many (estimated) padded tokens.
 # Measured on 2 CPU cores: quick's copy batch (64 x ~19 tokens) ran 0.85x as fast in 4
@@ -29,22 +33,20 @@ MAX_BUCKETS = 16
 MIN_BUCKET_TOKENS = 1024
 
 
-def length_buckets(widths: np.ndarray, n_runs: int = 1, real_tokens: float | None = None,
-                   max_padding: float = MAX_PADDING, max_buckets: int = MAX_BUCKETS,
+def length_buckets(widths: np.ndarray, max_padding: float = MAX_PADDING, max_buckets: int = MAX_BUCKETS,
                    min_bucket_tokens: int = MIN_BUCKET_TOKENS) -> list[tuple[int, int]]:
-    """Rank ranges ``(lo, hi)`` of the non-decreasing per-row ``widths``: the
+    """Row ranges ``(lo, hi)`` of the non-decreasing per-row ``widths``: the
     fewest contiguous buckets (up to ``max_buckets``, and one per
-    ``min_bucket_tokens`` padded tokens) whose padding share against
-    ``real_tokens`` (default: the widths' sum) is <= ``max_padding``, each
-    the split that minimises padded tokens for its count. Every bucket is
-    padded to its last width, for each of ``n_runs`` runs."""
+    ``min_bucket_tokens`` padded tokens) whose padding share is <=
+    ``max_padding``, each the split that minimises padded tokens for its
+    count. Every bucket is padded to its last width."""
     widths = np.asarray(widths, dtype=np.int64)
     values, counts = np.unique(widths, return_counts=True)  # sorted widths: contiguous runs of equal values
     m = len(values)
-    real = float(widths.sum() * n_runs if real_tokens is None else real_tokens)
-    max_buckets = max(1, min(max_buckets, int(values[-1] * counts.sum() * n_runs) // min_bucket_tokens))
+    real = float(widths.sum())
+    max_buckets = max(1, min(max_buckets, int(values[-1] * counts.sum()) // min_bucket_tokens))
     before = np.concatenate([[0], np.cumsum(counts)])
-    width = values.astype(float) * n_runs
+    width = values.astype(float)
     # padded[k][j]: least padded tokens covering the first j distinct widths with k buckets
     padded = np.full((max_buckets + 1, m + 1), np.inf)
     cut = np.zeros((max_buckets + 1, m + 1), dtype=np.int64)
@@ -64,12 +66,43 @@ def length_buckets(widths: np.ndarray, n_runs: int = 1, real_tokens: float | Non
     return [(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
 
 
-def group_buckets(seq_lens: list[np.ndarray]) -> list[tuple[int, int, int]]:
-    """Buckets ``(lo, hi, width)`` for one step of a group of runs, each
-    batch's rows in ascending task length (``make_batch``'s order): bucket
-    rows ``lo:hi`` of every run, truncated to ``width`` tokens (the longest
-    real sequence among them), form one stacked forward pass."""
-    stacked = np.stack([np.asarray(s, dtype=np.int64) for s in seq_lens])
-    widths = np.maximum.accumulate(stacked.max(axis=0))  # non-decreasing by rank
-    return [(lo, hi, int(stacked[:, lo:hi].max()))
-            for lo, hi in length_buckets(widths, len(seq_lens), real_tokens=float(stacked.sum()))]
+@dataclass(frozen=True)
+class Packing:
+    """Where a padded batch's tokens go in packed rows: ``source[r, s]`` is the
+    flat index (row x width + column) of the padded batch's token that slot s
+    of packed row r holds, ``segment[r, s]`` which of the row's examples it
+    belongs to; both are -1 for a padding slot."""
+
+    source: np.ndarray
+    segment: np.ndarray
+
+
+def pack(seq_lens: np.ndarray, width: int) -> Packing:
+    """The examples of a padded batch (``seq_lens`` real tokens each, rows
+    ``width`` wide) packed best-fit decreasing into rows as wide as the longest."""
+    seq_lens = np.asarray(seq_lens, dtype=np.int64)
+    lengths = seq_lens.tolist()
+    row_width = max(lengths)
+    free: list[int] = []  # room left in each row
+    row_of, start_of, segment_of = [0] * len(lengths), [0] * len(lengths), [0] * len(lengths)
+    filled: list[int] = []  # examples in each row
+    for example in sorted(range(len(lengths)), key=lengths.__getitem__, reverse=True):
+        need, best = lengths[example], -1
+        for row, room in enumerate(free):
+            if need <= room and (best < 0 or room < free[best]):
+                best = row
+        if best < 0:
+            best = len(free)
+            free.append(row_width)
+            filled.append(0)
+        row_of[example], start_of[example], segment_of[example] = best, row_width - free[best], filled[best]
+        free[best] -= need
+        filled[best] += 1
+    examples = np.repeat(np.arange(len(lengths)), seq_lens)  # every real token's example
+    within = np.arange(len(examples)) - np.repeat(np.cumsum(seq_lens) - seq_lens, seq_lens)
+    source = np.full((len(free), row_width), -1, dtype=np.int64)
+    segment = np.full((len(free), row_width), -1, dtype=np.int64)
+    at = (np.asarray(row_of)[examples], np.asarray(start_of)[examples] + within)
+    source[at] = examples * width + within
+    segment[at] = np.asarray(segment_of)[examples]
+    return Packing(source, segment)

@@ -1,16 +1,15 @@
 """Training checkpoints: a long run killed half-way resumes where it was.
 
-While a group trains, its whole training state (stacked model, optimizer,
-every run's data and position random streams, the losses so far, which runs
-diverged, the next step) is saved atomically every ``every_s`` seconds to
-``<results>/checkpoints/<key>.pt``, with ``<key>.json`` naming its runs. A
-rerun that trains the same runs as one group resumes from it, so its records
-equal those of an uninterrupted run. A checkpoint is deleted once every run
-it holds has a record.
+While a run trains, its whole training state (model, optimizer, its data
+and position random streams, the losses so far, the next step) is saved
+atomically every ``every_s`` seconds to ``<results>/checkpoints/<key>.pt``,
+with ``<key>.json`` naming its run. A rerun of the same run resumes from it,
+so its record equals that of an uninterrupted run. A checkpoint is deleted
+once its run has a record.
 
-It fails safe. It holds the ids of its runs (each with its config hash) and
-is used only by exactly those runs: one copied or renamed from other runs is
-ignored with a warning. One that cannot be loaded (truncated, not a torch
+It fails safe. It holds the id of its run (with its config hash) and is used
+only by exactly that run: one copied or renamed from another run is ignored
+with a warning. One that cannot be loaded (truncated, not a torch
 file, missing keys, a pickle the safe loader refuses) is moved aside to
 ``<file>.invalid`` with a warning, and training starts from step 0. One that
 cannot be written (disk full, a file-size limit) leaves the previous one in
@@ -31,28 +30,28 @@ import torch
 from lengthbench.benchmark.files import atomic_path, file_problem, folder_lock, write_json
 
 log = logging.getLogger(__name__)
-STATE_KEYS = ("step", "model", "optimizer", "data_rngs", "position_rngs", "losses", "diverged_at", "run_ids")
+STATE_KEYS = ("step", "model", "optimizer", "data_rng", "position_rng", "losses", "run_ids")
 
 CHECKPOINT_EVERY_S = 300.0  # a few minutes of work
 FOLDER = "checkpoints"
-MAX_CHECKPOINT_BYTES = 16 << 30  # far above any group's model and optimizer state
+MAX_CHECKPOINT_BYTES = 16 << 30  # far above any model's and optimizer's state
 
 
 class Checkpoint:
-    """Save and resume one group's training state."""
+    """Save and resume one run's training state."""
 
-    def __init__(self, results_dir: Path, run_ids: list[str], every_s: float = CHECKPOINT_EVERY_S):
+    def __init__(self, results_dir: Path, run_id: str, every_s: float = CHECKPOINT_EVERY_S):
         self.folder = Path(results_dir) / FOLDER
-        self.run_ids = list(run_ids)
-        key = hashlib.sha256("\n".join(sorted(run_ids)).encode()).hexdigest()[:16]
+        self.run_ids = [run_id]  # a list, as the index file and older checkpoints hold it
+        key = hashlib.sha256(run_id.encode()).hexdigest()[:16]
         self.path, self.index = self.folder / f"{key}.pt", self.folder / f"{key}.json"
         self.every_s = every_s
         self.last = time.monotonic()
         self.write_failed = False
 
     def load(self) -> dict | None:
-        """The saved state of exactly these runs, or None (none saved, another
-        runs', or unloadable: moved aside)."""
+        """The saved state of exactly this run, or None (none saved, another
+        run's, or unloadable: moved aside)."""
         problem = file_problem(self.path, MAX_CHECKPOINT_BYTES)
         if problem == "no such file":
             return None
@@ -67,7 +66,7 @@ class Checkpoint:
             self.set_aside(f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
             return None
         if state["run_ids"] != self.run_ids:
-            log.warning("checkpoint %s holds other runs (%s), not this group's; training from step 0",
+            log.warning("checkpoint %s holds other runs (%s), not this one; training from step 0",
                         self.path, ", ".join(map(str, state["run_ids"]))[:200])
             return None
         return state

@@ -16,7 +16,7 @@ from lengthbench.benchmark.seeding import init_seed
 from lengthbench.benchmark.versions import code_versions
 from lengthbench.errors import InputError
 from lengthbench.models.encodings import PositionEncoding, build_encoding, encoding_entry, resolve_params
-from lengthbench.models.families import TRANSFORMER, ModelSize, RunInit, family_entry, method_name
+from lengthbench.models.families import TRANSFORMER, ModelSize, RunModel, build_model, family_entry, method_name
 from lengthbench.tasks import get_task
 
 EVAL_SEED = 1234  # every preset's: evaluation data and eval-time positions, independent of the run seed
@@ -122,9 +122,9 @@ class RunConfig:
             return None
         return build_encoding(self.encoding, self.model.d_model, self.model.n_heads, self.encoding_params)
 
-    def run_init(self) -> RunInit:
-        """What the run brings to its model: its init seed and encoding factory."""
-        return RunInit(init_seed(self.seed), self.make_encoding if self.encoding else None)
+    def build_model(self, vocab_size: int) -> RunModel:
+        """The run's freshly initialised model (its init seed, then its encoding, then its layers)."""
+        return build_model(self.family, vocab_size, self.model, init_seed(self.seed), self.make_encoding)
 
     def not_applicable(self) -> str | None:
         """Why this cell has no result to compute (its family's rule, e.g. an

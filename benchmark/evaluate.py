@@ -1,5 +1,4 @@
-"""Evaluation: one teacher-forced forward pass per chunk per length, for
-every run of a group at once.
+"""Evaluation: one teacher-forced forward pass per chunk per length.
 
 Teacher-forced argmax exact match equals greedy-decoding exact match (a
 greedy decoder emits the same tokens as long as every earlier one was right,
@@ -15,15 +14,15 @@ from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.seeding import eval_streams, fit_check_streams
 from lengthbench.benchmark.train import batch_tensors
 from lengthbench.models.encodings import PositionsOutOfRange
-from lengthbench.models.families import RunStack
+from lengthbench.models.families import RunModel
 from lengthbench.tasks import Task, make_batch
 
 ATTENTION_BUDGET_BYTES = 1 << 28  # per chunk, for the (B, H, T, T) score/bias tensors
 FIT_CHECK_SAMPLES = 64  # per trained length, at each in-training fit check
 
 
-def chunk_size(total: int, seq_len: int, n_heads: int, n_runs: int = 1) -> int:
-    per_example = 4 * n_heads * seq_len * seq_len * 3 * n_runs
+def chunk_size(total: int, seq_len: int, n_heads: int) -> int:
+    per_example = 4 * n_heads * seq_len * seq_len * 3
     return max(1, min(total, ATTENTION_BUDGET_BYTES // per_example))
 
 
@@ -33,89 +32,61 @@ def _unsupported(length: int, reason: str) -> dict:
 
 
 @torch.no_grad()
-def _score(model: RunStack, t: dict, positions: dict, runs: list[int], n_heads: int):
-    """Per run: per-example token accuracy and exact match, and how many
-    examples had a non-finite logit at a scored position (those count as
-    wrong, whatever their argmax), one pass per chunk."""
+def _score(model: RunModel, t: dict, positions: torch.Tensor, n_heads: int):
+    """Per-example token accuracy and exact match, and how many examples had
+    a non-finite logit at a scored position (those count as wrong, whatever
+    their argmax), one pass per chunk."""
     total, seq_len = t["tokens"].shape
-    step = chunk_size(total, seq_len, n_heads, len(runs))
-    token_acc, exact, nonfinite = [[] for _ in runs], [[] for _ in runs], [0 for _ in runs]
+    step = chunk_size(total, seq_len, n_heads)
+    token_acc, exact, nonfinite = [], [], 0
     for lo in range(0, total, step):
         sl = slice(lo, lo + step)
-        tokens = t["tokens"][sl].expand(len(runs), -1, -1)
-        pos = [positions[r][sl] if positions[r].shape[0] > 1 else positions[r] for r in runs]
         scored = t["scored"][sl]
-        logits = model(tokens, pos, runs)
-        broken = (~torch.isfinite(logits).all(-1) & scored).any(-1)  # (R, B): a scored prediction is not a number
-        correct = (logits.argmax(-1) == t["targets"][sl]) & scored & ~broken[..., None]
-        right, n_scored = correct.sum(2), scored.sum(1)
-        for i in range(len(runs)):
-            token_acc[i].append((right[i] / n_scored).cpu())
-            exact[i].append((right[i] == n_scored).cpu())
-            nonfinite[i] += int(broken[i].sum())
-    return {r: (torch.cat(a).float().mean(), torch.cat(e).float().mean(), n)
-            for r, a, e, n in zip(runs, token_acc, exact, nonfinite)}
+        logits = model(t["tokens"][sl], positions[sl] if positions.shape[0] > 1 else positions)
+        broken = (~torch.isfinite(logits).all(-1) & scored).any(-1)  # (B,): a scored prediction is not a number
+        correct = (logits.argmax(-1) == t["targets"][sl]) & scored & ~broken[:, None]
+        right, n_scored = correct.sum(1), scored.sum(1)
+        token_acc.append((right / n_scored).cpu())
+        exact.append((right == n_scored).cpu())
+        nonfinite += int(broken.sum())
+    return torch.cat(token_acc).float().mean(), torch.cat(exact).float().mean(), nonfinite
 
 
 @torch.no_grad()
-def evaluate_length(model: RunStack, task: Task, length: int, config: RunConfig,
-                    device: torch.device, runs: list[int] | None = None,
-                    streams=eval_streams, n_samples: int | None = None) -> dict[int, dict]:
-    """Metrics of each of ``runs`` (default: all) at one task length, on the
-    fixed evaluation stream (``streams``; ``n_samples`` examples, default the
-    config's); every run sees the same examples and draws its eval-time
-    positions from a fresh copy of the same stream, as if alone."""
-    runs = list(range(model.n_runs)) if runs is None else list(runs)
+def evaluate_length(model: RunModel, task: Task, length: int, config: RunConfig, device: torch.device,
+                    streams=eval_streams, n_samples: int | None = None) -> dict:
+    """The run's metrics at one task length, on the fixed evaluation stream
+    (``streams``; ``n_samples`` examples, default the config's), its
+    eval-time positions drawn from that stream's generator."""
     n_samples = config.eval_samples if n_samples is None else n_samples
     model.eval()
-    rng, _ = streams(config.eval_seed, length, device)
+    rng, generator = streams(config.eval_seed, length, device)
     t = batch_tensors(make_batch(task, rng, np.full(n_samples, length)), device)
-    results, positions = {}, {}
-    for r in runs:
-        try:
-            positions[r] = model.positions(r, t["tokens"], t["position_ids"], t["seq_lens"],
-                                           streams(config.eval_seed, length, device)[1])
-        except PositionsOutOfRange as err:
-            results[r] = _unsupported(length, str(err))
-    able = [r for r in runs if r in positions]
     try:
-        scores = _score(model, t, positions, able, config.model.n_heads) if able else {}
-    except PositionsOutOfRange:  # some run cannot take this length: find which, one by one
-        scores = {}
-        for r in able:
-            try:
-                scores.update(_score(model, t, positions, [r], config.model.n_heads))
-            except PositionsOutOfRange as err:
-                results[r] = _unsupported(length, str(err))
-    for r, (token_acc, exact, nonfinite) in scores.items():
-        results[r] = {"length": length, "status": "ok", "token_accuracy": round(float(token_acc), 6),
-                      "exact_match": round(float(exact), 6), "n_samples": n_samples}
-        if nonfinite:  # only then: the records of runs with finite outputs stay as they were
-            results[r]["nonfinite"] = nonfinite
-    return results
+        positions = model.positions(t["tokens"], t["position_ids"], t["seq_lens"], generator)
+        token_acc, exact, nonfinite = _score(model, t, positions, config.model.n_heads)
+    except PositionsOutOfRange as err:
+        return _unsupported(length, str(err))
+    result = {"length": length, "status": "ok", "token_accuracy": round(float(token_acc), 6),
+              "exact_match": round(float(exact), 6), "n_samples": n_samples}
+    if nonfinite:  # only then: the records of runs with finite outputs stay as they were
+        result["nonfinite"] = nonfinite
+    return result
 
 
-def evaluate(model: RunStack, task: Task, config: RunConfig, device: torch.device,
-             runs: list[int] | None = None, progress=None) -> dict[int, list[dict]]:
-    """Every evaluated length (``config.eval_lengths``) for each of ``runs``."""
-    runs = list(range(model.n_runs)) if runs is None else list(runs)
-    per_run: dict[int, list[dict]] = {r: [] for r in runs}
+def evaluate(model: RunModel, task: Task, config: RunConfig, device: torch.device, progress=None) -> list[dict]:
+    """Every evaluated length (``config.eval_lengths``)."""
+    rows = []
     for length in config.eval_lengths():
-        for r, row in evaluate_length(model, task, length, config, device, runs).items():
-            per_run[r].append(row)
+        rows.append(evaluate_length(model, task, length, config, device))
         if progress is not None:
             progress.update(1)
-    return per_run
+    return rows
 
 
-def held_out_fit(model: RunStack, task: Task, config: RunConfig, device: torch.device,
-                 runs: list[int]) -> dict[int, float]:
-    """Each run's mean exact match over its trained lengths, on held-out
-    examples (``seeding.fit_check_streams``): the in-training fit check."""
+def held_out_fit(model: RunModel, task: Task, config: RunConfig, device: torch.device) -> float:
+    """Mean exact match over the trained lengths, on held-out examples
+    (``seeding.fit_check_streams``): the in-training fit check."""
     lengths = [n for n in config.eval_lengths() if config.split(n) == "id"]
-    scores: dict[int, list[float]] = {r: [] for r in runs}
-    for length in lengths:
-        for r, row in evaluate_length(model, task, length, config, device, runs, fit_check_streams,
-                                      FIT_CHECK_SAMPLES).items():
-            scores[r].append(row["exact_match"])
-    return {r: float(np.mean(values)) for r, values in scores.items()}
+    return float(np.mean([evaluate_length(model, task, n, config, device, fit_check_streams,
+                                          FIT_CHECK_SAMPLES)["exact_match"] for n in lengths]))

@@ -1,5 +1,5 @@
-"""The grid runner: expands a preset into runs, skips finished ones, forms
-stacked groups of the rest, hands them to an executor (``EXECUTORS``: this
+"""The grid runner: expands a preset into runs, skips finished ones, hands
+the rest to an executor (``EXECUTORS``: this
 machine or a Ray cluster) and writes each record as soon as its run ends (an
 interrupted grid keeps every finished run). A run is claimed before it
 trains (``claims``), so drivers sharing a results folder split the grid;
@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
-import torch
 from tqdm.auto import tqdm
 
 from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S, remove_finished
@@ -37,14 +35,12 @@ from lengthbench.benchmark.records import (
     write_record,
 )
 from lengthbench.benchmark.runner import run_claimed
-from lengthbench.benchmark.train import group_key
 from lengthbench.errors import InputError
 from lengthbench.registry import Registry
 
 log = logging.getLogger(__name__)
 
 CLAIM_POLL_S = 1.0  # how often a driver looks for records of runs another process claimed
-GROUP_SIZE_CUDA = 32
 
 
 @dataclass(frozen=True)
@@ -130,59 +126,15 @@ def _collect_elsewhere(pending: list[RunConfig], results_dir: Path, force: bool,
             time.sleep(CLAIM_POLL_S)
 
 
-def form_groups(todo: list[RunConfig], group_size: int) -> list[list[RunConfig]]:
-    """Runs that can share a stacked model (equal ``group_key``: same task,
-    shape and schedule), in grid order, cut into groups of at most
-    ``group_size``."""
-    by_key: dict[str, list[RunConfig]] = {}
-    for config in todo:
-        by_key.setdefault(group_key(config), []).append(config)
-    groups = []
-    for members in by_key.values():
-        n_groups = -(-len(members) // group_size)
-        sizes = [len(members) // n_groups + (i < len(members) % n_groups) for i in range(n_groups)]
-        starts = np.cumsum([0] + sizes)
-        groups += [members[a:b] for a, b in zip(starts[:-1], starts[1:])]
-    return groups
-
-
-def auto_group_size(todo: list[RunConfig], workers: int) -> int:
-    """On CUDA, large groups fill the device (bounded by a quarter of its free
-    memory and by one group per worker). On CPU, runs train alone: stacking
-    gains ~15% on quick-sized models and loses ~8% on the reference model
-    (attention dominates; ``lengthbench perf``), and a run trained alone
-    rounds exactly as a plain model, so its record does not depend on which
-    other runs were still to do. ``--group-size`` stacks on CPU too."""
-    if default_device().type != "cuda" or not todo:
-        return 1
-    budget = torch.cuda.mem_get_info()[0] / 4
-    by_memory = max(1, int(budget // max(activation_bytes(c) for c in todo)))
-    per_worker = -(-len(todo) // max(1, workers))
-    return max(1, min(GROUP_SIZE_CUDA, by_memory, per_worker))
-
-
-def activation_bytes(config: RunConfig) -> float:
-    """Rough float32 activation memory of one run's training step: per token
-    and layer ~32 d_model-wide tensors, plus the attention scores."""
-    m, width = config.model, 2 * config.train_length + 3
-    tokens = config.batch_size * width
-    return 4.0 * m.n_layers * (tokens * (32 * m.d_model + 4 * m.d_ff) + config.batch_size * m.n_heads * width ** 2)
-
-
-def resolve_group_size(requested: int, todo: list[RunConfig], workers: int) -> int:
-    """``0`` means auto (``auto_group_size``)."""
-    return requested or auto_group_size(todo, workers)
-
-
 def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers: int = 1,
-             group_size: int = 0, plugins: tuple = (), progress: bool = True,
+             plugins: tuple = (), progress: bool = True,
              checkpoint_every: float = CHECKPOINT_EVERY_S, executor: str = "local",
              address: str | None = None) -> list[RunRecord]:
     """Run (or load) every cell of ``preset``; returns the records in grid order.
 
-    Groups run on ``executor`` (an ``EXECUTORS`` name; ``address`` is a Ray
-    cluster's), in stacked groups of at most ``group_size`` runs (0: auto),
-    checkpointed every ``checkpoint_every`` seconds (``checkpoints``).
+    Runs go to ``executor`` (an ``EXECUTORS`` name; ``address`` is a Ray
+    cluster's) one by one, checkpointed every ``checkpoint_every`` seconds
+    (``checkpoints``).
     ``plugins`` are ``models.plugins.PluginFile``s that workers load.
     Raises ``GridInterrupted`` on Ctrl-C, after saving what finished."""
     entry = EXECUTORS[executor]
@@ -228,7 +180,7 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
         outer.set_postfix_str(f"{record.task}/{record.method}: {record.status}")
         outer.update(1)
 
-    groups = form_groups(todo, resolve_group_size(group_size, todo, workers))
+    groups = [[config] for config in todo]
     job = GroupJob(Path(results_dir), force, checkpoint_every, tuple(plugins))
     try:
         with entry.make(job, workers=workers, n_groups=len(groups), progress=progress, address=address) as runner:

@@ -7,15 +7,15 @@ for ``quick``'s copy model:
 
 * ``plain loop``: the baseline, the same model trained by the few lines a
   user would write (one padded batch per step, made once, mean loss, AdamW);
-* ``group of R``: lengthbench's trainer (fresh data every step, length
-  buckets, warmup/cosine, clipping) on a stacked group of R runs (seeds
-  0..R-1); a group of 1 is the solo trainer;
+* ``solo``: lengthbench's trainer on one run (fresh data every step, length
+  buckets, warmup/cosine, clipping), as a grid trains every run;
 
-with ``--bf16``, the groups again under bfloat16 autocast, and an accuracy
+with ``--bf16``, the trainer again under bfloat16 autocast, and an accuracy
 check: the ``smoke`` grid trained in fp32 and in bf16, its OOD metrics
-compared; all sides interleaved (A B C A B C), medians; on CUDA when present; each as run-steps/s (a group
-step counts R), real (non-padding) tokens/s, useful GFLOP/s (the FLOPs of
-real tokens only) and its share of the matmul peak, and its padding share;
+compared; all sides interleaved (A B C A B C), medians; on CUDA when
+present; each as run-steps/s, real (non-padding) tokens/s, useful GFLOP/s
+(the FLOPs of real tokens only) and its share of the matmul peak, and its
+padding share;
 the data-generation share of a solo step; and evaluation seconds and peak memory at task lengths 100 and
 500 (512 samples, the paper's protocol), each in a fresh process.
 """
@@ -34,15 +34,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lengthbench.benchmark.batching import group_buckets
+from lengthbench.benchmark.batching import length_buckets, pack
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.device import default_device, device_description
 from lengthbench.benchmark.evaluate import evaluate_length
 from lengthbench.benchmark.flops import training_flops
-from lengthbench.benchmark.grid import form_groups, grid_configs
+from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.presets import get_preset
-from lengthbench.benchmark.runner import execute_group
-from lengthbench.benchmark.train import batch_tensors, build_group, train_group
+from lengthbench.benchmark.runner import execute_run
+from lengthbench.benchmark.train import batch_tensors, train_run
 from lengthbench.models.families import ModelSize
 from lengthbench.tasks import IGNORE, get_task, make_batch
 
@@ -84,14 +84,14 @@ def _sample_lengths(config: RunConfig, task, rng) -> np.ndarray:
 def plain_loop_seconds(config: RunConfig, steps: int) -> float:
     """Seconds per step of the baseline loop on one fixed padded batch."""
     task = get_task(config.task)
-    model = build_group([config], task, DEVICE).train()  # one run, trained by hand below
+    model = config.build_model(task.vocab_size).to(DEVICE).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr)
     t = batch_tensors(make_batch(task, np.random.default_rng(0), _sample_lengths(
         config, task, np.random.default_rng(0))), DEVICE)
 
     def step():
-        positions = model.positions(0, t["tokens"], t["position_ids"], t["seq_lens"], None)
-        logits = model(t["tokens"][None], [positions])[0]
+        positions = model.positions(t["tokens"], t["position_ids"], t["seq_lens"], None)
+        logits = model(t["tokens"], positions)
         loss = F.cross_entropy(logits.flatten(0, 1), t["targets"].flatten(), ignore_index=IGNORE)
         optimizer.zero_grad()
         loss.backward()
@@ -100,10 +100,6 @@ def plain_loop_seconds(config: RunConfig, steps: int) -> float:
 
     step()
     return median_seconds(step, steps)
-
-
-def group_configs(config: RunConfig, runs: int, steps: int) -> list[RunConfig]:
-    return [replace(config, seed=seed, steps=steps) for seed in range(runs)]
 
 
 def synced(value=None):
@@ -118,26 +114,26 @@ def precision(bf16: bool):
     return torch.autocast(DEVICE.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
 
 
-def trainer_seconds(config: RunConfig, steps: int, runs: int = 1, bf16: bool = False) -> float:
-    """Seconds per step of ``train_group`` on a group of ``runs`` seeds
-    (data generation included); the first step is warm-up."""
+def trainer_seconds(config: RunConfig, steps: int, bf16: bool = False) -> float:
+    """Seconds per step of ``train_run`` (data generation included); a first
+    one-step run is warm-up."""
     task = get_task(config.task)
-    model = build_group(group_configs(config, runs, steps), task, DEVICE)
+    model = config.build_model(task.vocab_size).to(DEVICE)
     with precision(bf16):
-        train_group(model, task, group_configs(config, runs, 1), DEVICE)
+        train_run(model, task, replace(config, steps=1), DEVICE)
         start = time.perf_counter()
-        synced(train_group(model, task, group_configs(config, runs, steps), DEVICE))
+        synced(train_run(model, task, replace(config, steps=steps), DEVICE))
     return (time.perf_counter() - start) / steps
 
 
 def bf16_accuracy_check() -> dict:
     """The ``smoke`` grid trained and evaluated in fp32 and under bf16
     autocast: how far the bf16 OOD metrics land from the fp32 ones."""
-    groups = form_groups(grid_configs(get_preset("smoke")), 32)
+    configs = grid_configs(get_preset("smoke"))
     summaries = {}
     for bf16 in (False, True):
         with precision(bf16):
-            records = [r for g in groups for r in execute_group(g, DEVICE) if r.status == "ok"]
+            records = [r for r in (execute_run(c, DEVICE) for c in configs) if r.status == "ok"]
         summaries[bf16] = {r.run_id: r.summary for r in records}
     common = sorted(set(summaries[False]) & set(summaries[True]))
     report = {"cells": len(common), "failed_in_bf16": len(summaries[False]) - len(common)}
@@ -148,35 +144,34 @@ def bf16_accuracy_check() -> dict:
     return report
 
 
-def batch_shape(config: RunConfig, groups: tuple[int, ...], samples: int = 20) -> dict:
-    """Per run-step: real tokens, useful FLOPs and data-generation seconds;
-    padding shares of one padded batch and of the buckets of each group size."""
+def batch_shape(config: RunConfig, samples: int = 20) -> dict:
+    """Per step: real tokens, useful FLOPs and data-generation seconds;
+    padding shares of one padded batch and of what the trainer computes
+    (packed rows for a model that packs sequences, else length buckets)."""
     task = get_task(config.task)
+    packs = config.build_model(task.vocab_size).packs_sequences
     rng = np.random.default_rng(1)
-    real, padded_whole, gen_seconds, flops = [], [], [], []
-    padded = {runs: [] for runs in groups}
+    real, padded_whole, computed, gen_seconds, flops = [], [], [], [], []
     for _ in range(samples):
         start = time.perf_counter()
-        whole = batch_tensors(make_batch(task, rng, _sample_lengths(config, task, rng)), DEVICE)
+        batch = make_batch(task, rng, _sample_lengths(config, task, rng))
+        whole = batch_tensors(batch, DEVICE)
         gen_seconds.append(time.perf_counter() - start)
-        real.append(int(whole["seq_lens"].sum()))
+        real.append(int(batch.seq_lens.sum()))
         padded_whole.append(whole["tokens"].numel())
-        flops.append(training_flops(whole["seq_lens"].numpy(), config.model, task.vocab_size))
-    for runs in groups:
-        for _ in range(max(1, samples // runs)):
-            lens = [make_batch(task, rng, _sample_lengths(config, task, rng)).seq_lens for _ in range(runs)]
-            bucketed = sum((hi - lo) * width * runs for lo, hi, width in group_buckets(lens))
-            padded[runs].append(1 - sum(int(s.sum()) for s in lens) / bucketed)
+        computed.append(pack(batch.seq_lens, batch.tokens.shape[1]).source.size if packs else
+                        sum((hi - lo) * int(batch.seq_lens[hi - 1]) for lo, hi in length_buckets(batch.seq_lens)))
+        flops.append(training_flops(batch.seq_lens, config.model, task.vocab_size))
     return {"real_tokens_per_step": float(np.mean(real)),
             "padding_share_padded_batch": 1 - sum(real) / sum(padded_whole),
-            "padding_share_buckets": {str(runs): float(np.mean(v)) for runs, v in padded.items()},
+            "padding_share_trainer": 1 - sum(real) / sum(computed),
             "data_seconds_per_step": statistics.median(gen_seconds),
             "useful_flops_per_step": float(np.mean(flops))}
 
 
 def _eval_in_child(config: RunConfig, length: int, queue) -> None:
     task = get_task(config.task)
-    model = build_group([config], task, DEVICE)
+    model = config.build_model(task.vocab_size).to(DEVICE)
     start = time.perf_counter()
     synced(evaluate_length(model, task, length, config, DEVICE))
     queue.put((time.perf_counter() - start, peak_rss_mb()))
@@ -205,22 +200,20 @@ def eval_seconds(config: RunConfig, length: int, samples: int = 512) -> tuple[fl
     return result
 
 
-def measure(configs: list[str], steps: int, eval_lengths: tuple[int, ...], groups: tuple[int, ...] = (1, 4, 16),
-            bf16: bool = False, rounds: int = 2) -> dict:
+def measure(configs: list[str], steps: int, eval_lengths: tuple[int, ...], bf16: bool = False,
+            rounds: int = 2) -> dict:
     report = {"torch": torch.__version__, "device": device_description(DEVICE),
               "threads": torch.get_num_threads(), "matmul_peak_gflops": matmul_peak(), "configs": {}}
     peak = report["matmul_peak_gflops"]
-    groups = tuple(sorted(set(groups) | {1}))
     for name in configs:
         config = perf_configs()[name]
-        shape = batch_shape(config, groups)
-        sides = {"plain_loop": []} | {f"group_{runs}": [] for runs in groups}
-        sides |= {f"group_{runs}_bf16": [] for runs in (groups if bf16 else ())}
+        shape = batch_shape(config)
+        sides = {"plain_loop": [], "solo": []} | ({"solo_bf16": []} if bf16 else {})
         for _ in range(rounds):  # interleaved: A B C A B C
             sides["plain_loop"].append(plain_loop_seconds(config, steps))
-            for side in list(sides)[1:]:  # seconds per run-step
-                runs = int(side.split("_")[1])
-                sides[side].append(trainer_seconds(config, steps, runs, side.endswith("bf16")) / runs)
+            sides["solo"].append(trainer_seconds(config, steps))
+            if bf16:
+                sides["solo_bf16"].append(trainer_seconds(config, steps, bf16=True))
         entry = {"task": config.task, "encoding": config.encoding, "batch_size": config.batch_size,
                  "train_length": config.train_length, "model": vars(config.model), **shape}
         for side, seconds in sides.items():
@@ -229,10 +222,8 @@ def measure(configs: list[str], steps: int, eval_lengths: tuple[int, ...], group
             entry[side] = {"seconds_per_run_step": step, "run_steps_per_s": 1 / step,
                            "real_tokens_per_s": shape["real_tokens_per_step"] / step,
                            "useful_gflops": flops, "share_of_peak": flops / peak}
-        entry["solo_trainer_vs_plain_loop"] = (entry["group_1"]["run_steps_per_s"]
-                                               / entry["plain_loop"]["run_steps_per_s"])
-        entry["data_share_of_trainer_step"] = (shape["data_seconds_per_step"]
-                                               / entry["group_1"]["seconds_per_run_step"])
+        entry["solo_trainer_vs_plain_loop"] = entry["solo"]["run_steps_per_s"] / entry["plain_loop"]["run_steps_per_s"]
+        entry["data_share_of_trainer_step"] = shape["data_seconds_per_step"] / entry["solo"]["seconds_per_run_step"]
         if name == "reference":
             entry["eval"] = {str(n): dict(zip(("seconds", "peak_rss_mb"), eval_seconds(config, n)))
                              for n in eval_lengths}
@@ -250,14 +241,13 @@ def format_report(report: dict) -> str:
                      f"1..{e['train_length']}, d={e['model']['d_model']} x {e['model']['n_layers']} layers")
         lines.append(f"  {'':17s} {'run-steps/s':>11s} {'tokens/s':>9s} {'GFLOP/s':>8s} {'of peak':>8s} "
                      f"{'padding':>8s}")
-        for side in [k for k in e if k == "plain_loop" or k.startswith("group_")]:
+        for side in [k for k in ("plain_loop", "solo", "solo_bf16") if k in e]:
             s = e[side]
-            runs = side.split("_")[1] if side != "plain_loop" else None
-            padding = e["padding_share_buckets"][runs] if runs else e["padding_share_padded_batch"]
-            label = f"group of {runs}" + (" bf16" if side.endswith("bf16") else "") if runs else "plain loop"
+            padding = e["padding_share_padded_batch"] if side == "plain_loop" else e["padding_share_trainer"]
+            label = {"plain_loop": "plain loop", "solo": "solo trainer", "solo_bf16": "solo trainer bf16"}[side]
             lines.append(f"  {label:17s} {s['run_steps_per_s']:11.2f} {s['real_tokens_per_s']:9.0f} "
                          f"{s['useful_gflops']:8.1f} {100 * s['share_of_peak']:7.1f}% {100 * padding:7.1f}%")
-        lines.append(f"  solo trainer (group of 1) / plain loop: {e['solo_trainer_vs_plain_loop']:.2f}x; "
+        lines.append(f"  solo trainer / plain loop: {e['solo_trainer_vs_plain_loop']:.2f}x; "
                      f"data generation {100 * e['data_share_of_trainer_step']:.1f}% of a solo step")
         for length, ev in e.get("eval", {}).items():
             lines.append(f"  eval 512 samples at length {length}: {ev['seconds']:.1f} s, "

@@ -9,9 +9,7 @@ or the model family)
 it times a few trainer steps of one run alone (the median counts) and two
 small evaluations with the threads one worker process gets. The wall-time
 estimate is the calibrated seconds summed over the runs and shared by the
-worker processes; stacking runs in groups changes the per-run cost little
-on a CPU (``lengthbench perf`` measures it), so it is not credited here.
-It also shows how the runs will be grouped. Nothing is written.
+worker processes. Nothing is written.
 """
 
 from __future__ import annotations
@@ -29,9 +27,9 @@ from lengthbench.benchmark.config import Preset, RunConfig
 from lengthbench.benchmark.device import default_device
 from lengthbench.benchmark.evaluate import evaluate_length
 from lengthbench.benchmark.flops import forward_flops, training_flops
-from lengthbench.benchmark.grid import form_groups, grid_configs, resolve_group_size
+from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.records import load_finished
-from lengthbench.benchmark.train import build_group, train_group
+from lengthbench.benchmark.train import train_run
 from lengthbench.tasks import get_task, make_batch
 
 CALIBRATION_STEPS = 5  # timed one at a time; the median counts
@@ -90,9 +88,9 @@ def calibrate(config: RunConfig) -> tuple[float, float]:
     """(train seconds, eval seconds) of one run of ``config`` on one worker."""
     task, device = get_task(config.task), default_device()
     one_step = replace(config, steps=1)
-    model = build_group([one_step], task, device)
-    train_group(model, task, [one_step], device)
-    per_step = float(np.median([_timed(lambda: train_group(model, task, [one_step], device))
+    model = one_step.build_model(task.vocab_size).to(device)
+    train_run(model, task, one_step, device)
+    per_step = float(np.median([_timed(lambda: train_run(model, task, one_step, device))
                                 for _ in range(CALIBRATION_STEPS)]))
     lengths = config.eval_lengths()
     probe = replace(config, eval_samples=CALIBRATION_SAMPLES)
@@ -144,14 +142,10 @@ def worker_threads(workers: int, runs: int):
         torch.set_num_threads(threads)
 
 
-def estimate(preset: Preset, results_dir: Path, workers: int,
-             group_size: int = 0) -> tuple[list[Estimate], int, int, list[int]]:
-    """(one Estimate per training shape of the runs to do, runs in grid, runs
-    stored, the size of each stacked group the grid will train)."""
+def estimate(preset: Preset, results_dir: Path, workers: int) -> tuple[list[Estimate], int, int]:
+    """(one Estimate per training shape of the runs to do, runs in grid, runs stored)."""
     configs = grid_configs(preset)
     todo = [c for c in configs if load_finished(results_dir, c.run_id, set_aside=False) is None]
-    trainable = [c for c in todo if _kind(c) is not None]
-    groups = [len(g) for g in form_groups(trainable, resolve_group_size(group_size, trainable, workers))]
     estimates = []
     with worker_threads(workers, len(todo)):
         for key, group in training_shapes(todo).items():
@@ -159,17 +153,7 @@ def estimate(preset: Preset, results_dir: Path, workers: int,
             train_seconds, eval_seconds = calibrate(group[0])
             estimates.append(Estimate(group[0].task, model_label(key), len(group), group[0].steps, train_flops,
                                       eval_flops, train_seconds, eval_seconds))
-    return estimates, len(configs), len(configs) - len(todo), groups
-
-
-def _grouping(groups: list[int]) -> str:
-    if not groups:
-        return "nothing to train"
-    if max(groups) == 1:
-        return f"each of the {len(groups)} runs trains alone (--group-size stacks runs of one task)"
-    sizes = sorted(set(groups), reverse=True)
-    parts = ", ".join(f"{groups.count(n)} of {n}" for n in sizes)
-    return f"{len(groups)} stacked group(s) ({parts} runs; runs of one task, shape and schedule train as one model)"
+    return estimates, len(configs), len(configs) - len(todo)
 
 
 def _duration(seconds: float) -> str:
@@ -201,7 +185,7 @@ def protocol_lines(preset: Preset) -> list[str]:
 
 
 def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: int, workers: int,
-                calibration_seconds: float, groups: list[int]) -> str:
+                calibration_seconds: float) -> str:
     todo = sum(e.runs for e in estimates)
     serial = sum(e.runs * (e.train_seconds + e.eval_seconds) for e in estimates)
     flops = sum(e.runs * (e.train_flops + e.eval_flops) for e in estimates)
@@ -210,7 +194,7 @@ def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: i
         f"plan for preset {preset.name!r}: {len(preset.tasks)} tasks x {len(preset.methods())} methods x "
         f"{len(preset.seeds)} seeds = {total} runs; {stored} stored (reused), {total - stored} to run "
         f"({total - stored - todo} of them n/a: recorded without training)",
-        f"grouping: {_grouping(groups)}; {parallel} worker process(es) side by side",
+        f"{parallel} worker process(es) side by side, each training one run at a time",
         *protocol_lines(preset),
         "",
         "| task | model | runs | steps | train TFLOP/run | eval TFLOP/run | train/run | eval/run |",

@@ -2,8 +2,15 @@
 that code is unchanged in effect.
 
 Every task (``Task.version``), every encoding (``register_encoding(...,
-version=)``), every model family (``register_family(..., version=)``) and the trainer (``TRAINER_VERSION``: model, batching,
-training, evaluation, seeding, batch assembly) has a version. Versions other
+version=)``), every model family (``register_family(..., version=)``) and the
+trainer (``TRAINER_VERSION``: every other module the run harness imports that
+decides a result: configs, batching, training, evaluation, seeding, records,
+batch assembly, ...) has a version. The trainer's files are not listed by
+hand: they are the repository modules ``benchmark/runner.py`` imports,
+directly or not (read from their import statements), less those a task,
+encoding or family digest covers and those that decide no result
+(``NOT_RESULT_SOURCES``), so a new module the harness comes to import is
+guarded from the start. Versions other
 than 1 enter the run config (``RunConfig.code_versions``) and so its hash: a
 bump makes every affected record stale, and ``run`` reruns those cells.
 
@@ -16,6 +23,7 @@ bump the version if results change, then record the new digests with
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import inspect
 import json
@@ -27,12 +35,16 @@ from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import FAMILIES
 from lengthbench.tasks import TASKS
 
-TRAINER_VERSION = 1
+TRAINER_VERSION = 2  # 2: one plain model per run, rotary pairs interleaved
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = Path(__file__).with_name("code_digests.json")
-TRAINER_SOURCES = ("benchmark/train.py", "benchmark/batching.py", "benchmark/evaluate.py", "benchmark/records.py",
-                   "benchmark/seeding.py", "models/transformer.py", "tasks/base.py")
+HARNESS = "benchmark/runner.py"  # what executes a run: everything it imports may decide the result
+# Modules the harness imports that decide no result: where and how files are written and claimed,
+# which device, error types, the registry type, version strings and this guard itself.
+NOT_RESULT_SOURCES = ("benchmark/claims.py", "benchmark/device.py", "benchmark/files.py", "benchmark/version.py",
+                      "benchmark/versions.py", "lengthbench/__init__.py", "lengthbench/errors.py",
+                      "lengthbench/registry.py")
 
 
 def code_versions(task: str, encoding: str | None, family: str = "transformer") -> dict[str, int]:
@@ -49,6 +61,41 @@ def _source(obj) -> Path:
     return Path(inspect.getfile(obj)).resolve()
 
 
+def _module_files(module: str) -> list[Path]:
+    """The repository files that importing ``module`` (``lengthbench.x.y``)
+    executes: its own and its packages' ``__init__``s."""
+    parts, files = module.split(".")[1:], []
+    for depth in range(len(parts) + 1):
+        base = ROOT / "lengthbench" / Path(*parts[:depth]) if depth else ROOT / "lengthbench"
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.is_file():
+                files.append(candidate.resolve())
+    return files
+
+
+def imported_sources(entry: Path) -> set[Path]:
+    """``entry`` and every repository file it imports, directly or not (from
+    the import statements, wherever they stand in a file)."""
+    seen, todo = set(), [entry.resolve()]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                     if isinstance(node, ast.ImportFrom) and node.module else
+                     [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            todo += [f for name in names if name.split(".")[0] == "lengthbench" for f in _module_files(name)]
+    return seen
+
+
+def trainer_sources(covered: set[Path]) -> list[Path]:
+    """The harness's result-deciding files that no component digest ``covered``."""
+    skip = covered | {(ROOT / f).resolve() for f in NOT_RESULT_SOURCES}
+    return sorted(imported_sources(ROOT / HARNESS) - skip)
+
+
 def _digest(files: list[Path]) -> str:
     sha = hashlib.sha256()
     for path in sorted(set(files)):
@@ -57,11 +104,13 @@ def _digest(files: list[Path]) -> str:
 
 
 def components() -> dict[str, dict]:
-    """Every built-in task and encoding and the trainer: version and digest
-    of the source files that decide its results (a task's or encoding's
-    module, with the base encoding's for a randomized one)."""
-    table = {"trainer": {"version": TRAINER_VERSION, "digest": _digest([ROOT / f for f in TRAINER_SOURCES])}}
+    """Every built-in task, encoding and family and the trainer: version and
+    digest of the source files that decide its results (a task's or
+    encoding's module, with the base encoding's for a randomized one; a
+    family's module; the trainer's ``trainer_sources``)."""
+    table, covered = {}, set()
     for name, cls in sorted(TASKS.items()):
+        covered.add(_source(cls))
         table[f"task:{name}"] = {"version": cls.version, "digest": _digest([_source(cls)])}
     for name, entry in sorted(ENCODINGS.items()):
         if entry.source != "built-in":
@@ -69,12 +118,15 @@ def components() -> dict[str, dict]:
         files = [_source(entry.factory), ROOT / "models/encodings/base.py"]
         if entry.base is not None:
             files.append(_source(ENCODINGS[entry.base].factory))
+        covered.update(f.resolve() for f in files)
         table[f"encoding:{name}"] = {"version": entry.version, "digest": _digest(files)}
     for name, entry in FAMILIES.items():
         if entry.source != "built-in":
             continue  # a plugin's file hash is already in its configs (family_source)
-        table[f"family:{name}"] = {"version": entry.version,
-                                   "digest": _digest([_source(entry.build), ROOT / "models/families.py"])}
+        files = [_source(entry.build), (ROOT / "models/families.py").resolve()]
+        covered.update(files)
+        table[f"family:{name}"] = {"version": entry.version, "digest": _digest(files)}
+    table["trainer"] = {"version": TRAINER_VERSION, "digest": _digest(trainer_sources(covered))}
     return table
 
 

@@ -87,7 +87,7 @@ __all__ = [
 def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings: Sequence[str] | None = None,
         models: Sequence[str] | None = None, seeds: Sequence[int] | None = None,
         results: PathLike | None = None, out: PathLike | None = None, force: bool = False,
-        workers: int = 0, group_size: int = 0, executor: str = "local", address: str | None = None,
+        workers: int = 0, executor: str = "local", address: str | None = None,
         plugins: Iterable[PathLike] = (), checkpoint_every: float | None = None, progress: bool = True,
         select: str | None = None, command: str | None = None) -> pd.DataFrame:
     """Train and evaluate ``preset``'s grid (optionally narrowed to ``tasks``,
@@ -99,7 +99,7 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
     ``provenance.json`` go to ``out`` (default: ``results``). ``plugins`` are
     encoding files, contract-checked before any run. A run that fails is
     recorded in its cell (status ``error``; ``attrs["failed"]`` lists them,
-    ``attrs["runs"]`` counts the grid's runs), not raised. ``workers``/``group_size`` 0 choose automatically.
+    ``attrs["runs"]`` counts the grid's runs), not raised. ``workers`` 0 chooses automatically.
     ``select`` (``"lr=5e-4,1e-3,2e-3"``; default: the preset's own ``select``)
     trains the grid once per value and keeps, per (task, method), the value
     with the best validation-band exact match (``benchmark.selection``).
@@ -113,16 +113,16 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
                                        results=results, out=out, select=select).items() if v is not None}
         command = f"lengthbench.run({preset!r}" + "".join(f", {k}={v!r}" for k, v in given.items()) + ")"
     return _run_grid_to_leaderboard(grid, plugin_files, results=results, out=out, force=force, workers=workers,
-                                    group_size=group_size, executor=executor, address=address,
+                                    executor=executor, address=address,
                                     checkpoint_every=checkpoint_every or CHECKPOINT_EVERY_S,
                                     progress=progress, command=command, selection=selection)
 
 
 def plan(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings: Sequence[str] | None = None,
          models: Sequence[str] | None = None, seeds: Sequence[int] | None = None, results: PathLike | None = None,
-         workers: int = 0, group_size: int = 0, plugins: Iterable[PathLike] = ()) -> str:
+         workers: int = 0, plugins: Iterable[PathLike] = ()) -> str:
     """What ``run`` with the same arguments would cost here (runs stored and
-    to run, groups, useful FLOPs, calibrated wall time), as text; trains and
+    to run, useful FLOPs, calibrated wall time), as text; trains and
     writes nothing."""
     grid, _ = _narrowed_grid(preset, tasks, encodings, models, seeds, plugins)
     folder = Path(results or f"results/{grid.name}")
@@ -130,8 +130,8 @@ def plan(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings
         raise InputError(f"--results {str(folder)!r} is a file, not a folder; give a folder path")
     workers = resolve_workers(workers)
     start = time.perf_counter()
-    estimates, total, stored, groups = estimate(grid, folder, workers, group_size)
-    text = format_plan(grid, estimates, total, stored, workers, time.perf_counter() - start, groups)
+    estimates, total, stored = estimate(grid, folder, workers)
+    text = format_plan(grid, estimates, total, stored, workers, time.perf_counter() - start)
     if grid.select:
         choice = SelectionGrid.parse(grid.select)
         text += (f"\nselection: {choice.describe()} (the preset's own select): the grid trains once per value, "
@@ -141,7 +141,7 @@ def plan(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings
 
 def submit(path: PathLike, preset: str = "quick", *, name: str | None = None,
            tasks: Sequence[str] | None = None, seeds: Sequence[int] | None = None, results: PathLike | None = None,
-           out: PathLike | None = None, workers: int = 0, group_size: int = 0, executor: str = "local",
+           out: PathLike | None = None, workers: int = 0, executor: str = "local",
            address: str | None = None, checkpoint_every: float = CHECKPOINT_EVERY_S, progress: bool = True,
            command: str | None = None) -> pd.DataFrame:
     """Check the encoding (or model-family) file ``path``, run its cells through ``preset`` (the
@@ -161,7 +161,7 @@ def submit(path: PathLike, preset: str = "quick", *, name: str | None = None,
     grid = grid.with_grid(tasks=tasks, encodings=[e for e in grid.encodings if e not in encodings] + encodings,
                           seeds=seeds, families=[f for f in grid.families if f not in families] + families)
     records, out, seconds = _run_grid(grid, plugins, results=results, out=out, force=False, workers=workers,
-                                      group_size=group_size, executor=executor, address=address,
+                                      executor=executor, address=address,
                                       checkpoint_every=checkpoint_every, progress=progress)
     board = _with_outcome(leaderboard_frame(records), records, {})
     per_length = length_frame(records)
@@ -223,7 +223,7 @@ def _narrowed_grid(preset: str, tasks=None, encodings=None, models=None, seeds=N
 
 
 def _run_grid(grid: Preset, plugin_files: list, *, results: PathLike | None, out: PathLike | None, force: bool,
-              workers: int, group_size: int, executor: str, address: str | None, checkpoint_every: float,
+              workers: int, executor: str, address: str | None, checkpoint_every: float,
               progress: bool, selection: SelectionGrid | None = None,
               command: str | None = None) -> tuple[list[RunRecord], Path, float]:
     """Run a validated grid (once per value of ``selection``, keeping the
@@ -235,7 +235,7 @@ def _run_grid(grid: Preset, plugin_files: list, *, results: PathLike | None, out
     results = ensure_output_dir(results or f"results/{grid.name}", "--results")
     out = ensure_output_dir(out, "--out") if out else results
     start = time.perf_counter()
-    options = dict(force=force, workers=resolve_workers(workers), group_size=group_size, plugins=tuple(plugin_files),
+    options = dict(force=force, workers=resolve_workers(workers), plugins=tuple(plugin_files),
                    checkpoint_every=checkpoint_every, executor=executor, address=address, progress=progress)
     try:
         records = (run_selection(grid, selection, results, **options) if selection is not None
@@ -418,7 +418,7 @@ def perf_configs() -> list[str]:
 
 
 def perf(configs: Sequence[str] = ("reference", "quick"), *, steps: int = 10,
-         eval_lengths: Sequence[int] = (100, 500), groups: Sequence[int] = (1, 4, 16), bf16: bool = False,
+         eval_lengths: Sequence[int] = (100, 500), bf16: bool = False,
          out: PathLike | None = "results/perf.json") -> str:
     """Training and evaluation speed on this machine (``benchmark/perf.py``),
     as the printed table; the full report goes to ``out`` as JSON."""
@@ -429,7 +429,7 @@ def perf(configs: Sequence[str] = ("reference", "quick"), *, steps: int = 10,
             raise UnknownNameError("perf configuration", name, perf_configs())
     if out:
         ensure_output_dir(Path(out).parent, "--out (its folder)")
-    report = perf_bench.measure(list(configs), steps, tuple(eval_lengths), tuple(groups), bf16)
+    report = perf_bench.measure(list(configs), steps, tuple(eval_lengths), bf16)
     text = perf_bench.format_report(report)
     return text + (f"\nwrote {write_json(out, report)}" if out else "")
 

@@ -94,7 +94,7 @@ def _report_run(board) -> int:
 
 
 def _grid_options(args) -> dict:
-    return dict(results=args.results, out=args.out, workers=args.workers, group_size=args.group_size,
+    return dict(results=args.results, out=args.out, workers=args.workers,
                 executor=args.executor, address=args.address, checkpoint_every=args.checkpoint_every,
                 progress=not args.no_progress, command="lengthbench " + " ".join(args.argv))
 
@@ -103,7 +103,7 @@ def cmd_run(args) -> int:
     axes = dict(tasks=args.tasks, encodings=args.encodings, models=args.models, seeds=args.seeds,
                 plugins=args.plugin or ())
     if args.plan:
-        print(api.plan(args.preset, **axes, results=args.results, workers=args.workers, group_size=args.group_size))
+        print(api.plan(args.preset, **axes, results=args.results, workers=args.workers))
         return EXIT_OK
     return _report_run(api.run(args.preset, **axes, force=args.force, select=args.select, **_grid_options(args)))
 
@@ -162,7 +162,7 @@ def cmd_bench_generation(args) -> int:
 
 
 def cmd_perf(args) -> int:
-    print(api.perf(args.configs, steps=args.steps, eval_lengths=args.eval_lengths, groups=args.groups,
+    print(api.perf(args.configs, steps=args.steps, eval_lengths=args.eval_lengths,
                    bf16=args.bf16, out=args.out))
     return EXIT_OK
 
@@ -172,7 +172,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     sub = parser.add_subparsers(dest="command", required=True)
     workers = _count(0, "--workers is 0 (auto) or a positive number of processes")
-    group_size = _count(0, "--group-size is 0 (auto) or a positive number of runs")
 
     run = sub.add_parser("run", help="train and evaluate a preset's grid, then build the leaderboard")
     run.add_argument("--preset", default="quick", help=f"one of: {', '.join(api.PRESETS)} (default quick)")
@@ -188,11 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=workers, default=0,
                      help="parallel run processes; 0 = auto: one per CPU core (at most 8) on CPU, "
                           "1 on CUDA; more than the CPU cores is capped (default 0)")
-    run.add_argument("--group-size", type=group_size, default=0,
-                     help="train up to this many runs of one task as one stacked model; "
-                          "0 = auto: alone on CPU, up to 32 on CUDA (bounded by memory) (default 0)")
     run.add_argument("--executor", choices=tuple(api.EXECUTORS), default="local",
-                     help="where groups run: this machine (processes, --workers) or a Ray cluster (default local)")
+                     help="where runs train: this machine (processes, --workers) or a Ray cluster (default local)")
     run.add_argument("--address", help="with --executor ray: the cluster (auto, or HOST:PORT); "
                                        "default: start a local one")
     run.add_argument("--checkpoint-every", type=_seconds, default=api.CHECKPOINT_EVERY_S, metavar="SECONDS",
@@ -252,10 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     sbm.add_argument("--results", help="records folder (default results/<preset>, shared with run)")
     sbm.add_argument("--out", help="leaderboard folder (default: the records folder)")
     sbm.add_argument("--workers", type=workers, default=0, help="parallel run processes (0 = auto)")
-    sbm.add_argument("--group-size", type=group_size, default=0,
-                     help="runs per stacked model (0 = auto: alone on CPU, up to 32 on CUDA)")
     sbm.add_argument("--executor", choices=tuple(api.EXECUTORS), default="local",
-                     help="where groups run: this machine or a Ray cluster (default local)")
+                     help="where runs train: this machine or a Ray cluster (default local)")
     sbm.add_argument("--address", help="with --executor ray: the cluster (auto, or HOST:PORT)")
     sbm.add_argument("--checkpoint-every", type=_seconds, default=api.CHECKPOINT_EVERY_S, metavar="SECONDS",
                      help=f"save training state this often (default {api.CHECKPOINT_EVERY_S:.0f})")
@@ -291,10 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
                      default=10, help="timed training steps per measurement (default 10)")
     prf.add_argument("--eval-lengths", type=_lengths, default=[100, 500],
                      help="task lengths to time evaluation at (default 100,500)")
-    prf.add_argument("--groups", type=_positive_list("group sizes", "1,4,16"), default=[1, 4, 16],
-                     help="group sizes to time the trainer at (default 1,4,16; 1 = the solo trainer)")
     prf.add_argument("--bf16", action="store_true",
-                     help="also time the groups under bfloat16 autocast and compare smoke's metrics to fp32")
+                     help="also time the trainer under bfloat16 autocast and compare smoke's metrics to fp32")
     prf.add_argument("--out", default="results/perf.json", help="JSON report (default results/perf.json)")
     prf.set_defaults(func=cmd_perf)
     for action in sub._choices_actions:  # each command's --help opens with its one-line summary

@@ -3,8 +3,9 @@ position-encoding registry."""
 
 from lengthbench.models import recurrent, state_space, transformer  # noqa: F401  (they register their families)
 from lengthbench.models.encodings import build_encoding, encoding_entry, encoding_names
-from lengthbench.models.families import FAMILIES, ModelSize, RunInit, family_entry, family_names, method_name
+from lengthbench.models.families import (FAMILIES, ModelSize, RunModel, build_model, family_entry, family_names,
+                                         method_name)
 from lengthbench.models.transformer import Transformer
 
-__all__ = ["FAMILIES", "ModelSize", "RunInit", "Transformer", "build_encoding", "encoding_entry", "encoding_names",
-           "family_entry", "family_names", "method_name"]
+__all__ = ["FAMILIES", "ModelSize", "RunModel", "Transformer", "build_encoding", "build_model", "encoding_entry",
+           "encoding_names", "family_entry", "family_names", "method_name"]

@@ -4,24 +4,26 @@ A *method* is what a leaderboard row ranks: ``transformer/<encoding>`` for
 the transformer family (which takes a position encoding) and the family name
 alone for families that take none (``lstm``, ``rnn``, ``stack-rnn``, ``tape-rnn``, ``ssm``).
 
-A family registers one builder, ``build(vocab_size, size, runs) -> RunStack``:
-it makes the models of a group of runs that share vocabulary and size (one
-per ``RunInit``, each initialised from its own seed) behind the ``RunStack``
-interface the trainer and evaluation use, with two facts the harness reads
-from the registry: its useful FLOPs per sequence (``run --plan``, ``perf``)
-and the rule that makes a cell not applicable. A new family is one file that
-registers its builder with ``@register_family``, loaded as a plugin exactly
-as an encoding file is (``lengthbench check``, ``run --plugin``, ``submit``,
-entry points) and checked by the family contract (``contract.check_family``);
-a built-in one is such a module imported in ``models/__init__.py`` with its
-name in ``FAMILY_ORDER``. A family that declares no FLOPs can train but
-``run --plan`` refuses to cost it.
+A family registers one builder that makes the plain ``nn.Module`` of one run
+(a ``RunModel``): ``build(vocab_size, size, encoding)`` for a family that
+takes a position encoding, ``build(vocab_size, size)`` for one that does
+not. The harness seeds the process-wide stream with the run's init seed
+before it calls the builder (``build_model``), so the builder simply creates
+its layers. Two facts the harness reads from the registry: the family's
+useful FLOPs per sequence (``run --plan``, ``perf``) and the rule that makes
+a cell not applicable. A new family is one file that registers its builder
+with ``@register_family``, loaded as a plugin exactly as an encoding file is
+(``lengthbench check``, ``run --plugin``, ``submit``, entry points) and
+checked by the family contract (``contract.check_family``); a built-in one is
+such a module imported in ``models/__init__.py`` with its name in
+``FAMILY_ORDER``. A family that declares no FLOPs can train but ``run
+--plan`` refuses to cost it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Protocol
+from typing import Callable
 
 import numpy as np
 import torch
@@ -44,68 +46,41 @@ class ModelSize:
     dropout: float = 0.0
 
 
-@dataclass(frozen=True)
-class RunInit:
-    """What one run of a group brings to its model: the seed its weights are
-    initialised from and, for a family that takes one, a factory for its
-    position encoding (called right after seeding, so the encoding's own
-    parameters come from the run's stream, before the family's weights)."""
+class RunModel(nn.Module):
+    """A family's model for one run: ``forward(tokens (B, T), positions
+    (B|1, T)) -> logits (B, T, V)``, next-token prediction, causal.
+    ``positions`` gives the positions the forward pass reads for a batch; a
+    family that reads none keeps this default (0..T-1, ignored by its forward).
 
-    init_seed: int
-    make_encoding: Callable[[], PositionEncoding] | None = None
+    A family whose ``packs_sequences`` is True also takes ``segments (B, T)``
+    (``forward(tokens, positions, segments)``): several examples laid end to
+    end in one row, each slot marked with its example's number (-1 for
+    padding), each example computed as if alone (the trainer then skips
+    padding; ``contract.check_encoding`` tests it for the transformer)."""
 
+    packs_sequences = False
 
-class RunStack(Protocol):
-    """What the trainer and evaluation need from a model family: the models of
-    R runs of one shape behind one module (an ``nn.Module``: ``parameters``,
-    ``state_dict``, ``train``/``eval``, ``to``). ``n_parameters(r)`` counts
-    run r's parameters, ``run_parameters(r)`` lists them (views into the
-    stacked tensors), ``run_gradients(r)`` lists all of run r's gradients,
-    ``positions`` gives run r's positions for a batch (a family may ignore
-    them), and calling it maps ``(R', B, T)`` tokens of the chosen ``runs``
-    (default: all, in order) to ``(R', B, T, V)`` logits."""
-
-    n_runs: int
-
-    def n_parameters(self, run: int) -> int: ...
-
-    def run_parameters(self, run: int) -> list[torch.Tensor]: ...
-
-    def run_gradients(self, run: int) -> list[torch.Tensor]: ...
-
-    def positions(self, run: int, tokens, position_ids, seq_lens, generator) -> torch.Tensor: ...
-
-    def __call__(self, tokens: torch.Tensor, positions: list[torch.Tensor],
-                 runs: list[int] | None = None) -> torch.Tensor: ...
-
-
-class StackedWeights(nn.Module):
-    """The ``RunStack`` bookkeeping of a family whose every weight is one
-    tensor of ``self.weights`` (an ``nn.ParameterDict``) with the run on its
-    first dimension, and which reads no positions (the recurrent and
-    state-space families)."""
-
-    n_runs: int
-    weights: nn.ParameterDict
-
-    def n_parameters(self, run: int) -> int:
-        return sum(p.numel() for p in self.weights.values()) // self.n_runs  # every weight is stacked
-
-    def run_parameters(self, run: int) -> list[torch.Tensor]:
-        return [p[run] for p in self.weights.values()]
-
-    def run_gradients(self, run: int) -> list[torch.Tensor]:
-        return [p.grad[run] for p in self.weights.values() if p.grad is not None]
-
-    def positions(self, run: int, tokens, position_ids, seq_lens, generator) -> torch.Tensor:
+    def positions(self, tokens: torch.Tensor, position_ids: torch.Tensor | None, seq_lens: torch.Tensor | None,
+                  generator: torch.Generator | None) -> torch.Tensor:
         return torch.arange(tokens.shape[1], device=tokens.device)[None]
 
-    def _weights(self, runs: list[int] | None) -> dict[str, torch.Tensor]:
-        """The chosen runs' weights (all, in order, by default)."""
-        if runs is None or list(runs) == list(range(self.n_runs)):
-            return dict(self.weights.items())
-        index = torch.tensor(list(runs), device=next(iter(self.weights.values())).device)
-        return {name: p.index_select(0, index) for name, p in self.weights.items()}
+
+def build_model(family: str, vocab_size: int, size: ModelSize, seed: int,
+                make_encoding: Callable[[], PositionEncoding] | None = None) -> RunModel:
+    """One run's model: the process-wide random stream seeded with ``seed``,
+    then, for a family that takes one, its encoding (so the encoding's own
+    parameters come first from the run's stream), then the family's layers."""
+    entry = FAMILIES[family]
+    torch.manual_seed(seed)
+    if entry.takes_encoding:
+        if make_encoding is None:
+            raise ValueError(f"model family {family!r} takes a position encoding; none was given")
+        return entry.build(vocab_size, size, make_encoding())
+    return entry.build(vocab_size, size)
+
+
+def n_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
 
 
 def no_cell_is_not_applicable(task, encoding: PositionEncoding | None) -> str | None:
@@ -116,7 +91,7 @@ def no_cell_is_not_applicable(task, encoding: PositionEncoding | None) -> str | 
 @dataclass(frozen=True)
 class FamilyEntry:
     name: str
-    build: Callable[[int, ModelSize, list[RunInit]], nn.Module]  # -> a RunStack
+    build: Callable[..., RunModel]  # (vocab_size, size[, encoding]) -> one run's model
     description: str
     #: forward FLOPs of sequences of the given token lengths: (lengths, size, vocab) -> FLOPs; None: undeclared
     flops: Callable[[np.ndarray, ModelSize, int], float] | None
@@ -134,7 +109,7 @@ FAMILIES: Registry[FamilyEntry] = Registry("model family", order=FAMILY_ORDER)
 
 def register_family(name: str, *, description: str, flops=None, takes_encoding: bool = False,
                     not_applicable=no_cell_is_not_applicable, version: int = 1):
-    """Decorator for a family's builder ``build(vocab_size, size, runs)``."""
+    """Decorator for a family's builder ``build(vocab_size, size[, encoding])``."""
     check_encoding_name(name)  # the same rules: it becomes a row key and part of record file names
 
     def deco(build):

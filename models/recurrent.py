@@ -6,10 +6,9 @@ differentiable stack and writes it by a softmax over push / pop / no-op) and
 that reads the cell under its head, writes it, then moves the head by a
 softmax over stay / left / right / jump left / jump right by the input length).
 
-One ``StackedRecurrent`` holds the runs of a group with every weight on a
-leading run dimension (the ``RunStack`` interface), so the trainer and
-evaluation treat it as they treat stacked transformers. Each run's weights
-are initialised from its own seed, as a solo run's would be.
+One ``Recurrent`` module is one run's network: an embedding, the cell's
+input and recurrent projections (``nn.Linear``), its stack or tape
+projections, and the head.
 
 Differences from the reference, chosen to fit our decoder-only framing:
 the network reads ``BOS input SEP output`` token by token, teacher-forced,
@@ -30,10 +29,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from lengthbench.models.families import ModelSize, RunInit, StackedWeights, register_family
+from lengthbench.models.families import ModelSize, RunModel, register_family
 from lengthbench.tasks.base import SEP
 
 GATES = {"rnn": 1, "lstm": 4, "stack-rnn": 1, "tape-rnn": 1}  # pre-activation blocks per hidden unit
@@ -42,23 +40,6 @@ STACK_ACTIONS = 3  # push, pop, no-op
 TAPE_CELL = 8
 TAPE_ACTIONS = 5  # write, then: stay, left, right, jump left, jump right (by the input length)
 LSTM_FORGET_BIAS = 1.0  # added to the forget gate's pre-activation, as Haiku's LSTM does
-
-
-def _initial_weights(cell: str, vocab_size: int, hidden: int) -> dict[str, torch.Tensor]:
-    """One run's weights, drawn from the process-wide stream (seeded by the caller)."""
-    layers = {
-        "embedding": nn.Embedding(vocab_size, hidden),
-        "input": nn.Linear(hidden, GATES[cell] * hidden),
-        "recurrent": nn.Linear(hidden, GATES[cell] * hidden, bias=False),
-    }
-    if cell == "stack-rnn":
-        layers |= {"stack_read": nn.Linear(STACK_CELL, hidden, bias=False),
-                   "push": nn.Linear(hidden, STACK_CELL), "action": nn.Linear(hidden, STACK_ACTIONS)}
-    if cell == "tape-rnn":
-        layers |= {"tape_read": nn.Linear(TAPE_CELL, hidden, bias=False),
-                   "write": nn.Linear(hidden, TAPE_CELL), "action": nn.Linear(hidden, TAPE_ACTIONS)}
-    layers["head"] = nn.Linear(hidden, vocab_size)
-    return {f"{name}:{kind}": p.detach() for name, layer in layers.items() for kind, p in layer.named_parameters()}
 
 
 def update_stack(stack: torch.Tensor, actions: torch.Tensor, push: torch.Tensor) -> torch.Tensor:
@@ -96,41 +77,43 @@ def input_lengths(tokens: torch.Tensor) -> torch.Tensor:
     return torch.minimum(steps, sep_at[..., None] - 1)
 
 
-class StackedRecurrent(StackedWeights):
-    """``forward(tokens (R', B, T), positions, runs) -> logits (R', B, T, V)``
-    for the runs ``runs`` (default: all); ``positions`` are ignored."""
+class Recurrent(RunModel):
+    """``forward(tokens (B, T), positions) -> logits (B, T, V)``; positions are ignored."""
 
-    def __init__(self, cell: str, vocab_size: int, size: ModelSize, runs: list[RunInit]):
+    def __init__(self, cell: str, vocab_size: int, size: ModelSize):
         super().__init__()
         if cell not in GATES:
             raise ValueError(f"unknown recurrent cell {cell!r}; valid: {', '.join(GATES)}")
-        self.cell, self.hidden, self.n_runs = cell, size.d_model, len(runs)
-        per_run = []
-        for run in runs:
-            torch.manual_seed(run.init_seed)
-            per_run.append(_initial_weights(cell, vocab_size, size.d_model))
-        self.weights = nn.ParameterDict([(name, nn.Parameter(torch.stack([w[name] for w in per_run])))
-                                         for name in per_run[0]])
+        hidden = size.d_model
+        self.cell, self.hidden = cell, hidden
+        self.embedding = nn.Embedding(vocab_size, hidden)
+        self.input = nn.Linear(hidden, GATES[cell] * hidden)
+        self.recurrent = nn.Linear(hidden, GATES[cell] * hidden, bias=False)
+        if cell == "stack-rnn":
+            self.memory_read = nn.Linear(STACK_CELL, hidden, bias=False)
+            self.push = nn.Linear(hidden, STACK_CELL)
+            self.action = nn.Linear(hidden, STACK_ACTIONS)
+        if cell == "tape-rnn":
+            self.memory_read = nn.Linear(TAPE_CELL, hidden, bias=False)
+            self.write = nn.Linear(hidden, TAPE_CELL)
+            self.action = nn.Linear(hidden, TAPE_ACTIONS)
+        self.head = nn.Linear(hidden, vocab_size)
 
-    def forward(self, tokens: torch.Tensor, positions=None, runs: list[int] | None = None) -> torch.Tensor:
-        w = self._weights(runs)
-        n_runs, b, t = tokens.shape
-        vocab = w["embedding:weight"].shape[1]
-        offsets = torch.arange(n_runs, device=tokens.device)[:, None, None] * vocab
-        x = F.embedding(tokens + offsets, w["embedding:weight"].flatten(0, 1))  # (R, B, T, H)
-        inputs = _project(x, w, "input")  # every step's input projection in one matmul
-        h = x.new_zeros(n_runs, b, self.hidden)
+    def forward(self, tokens: torch.Tensor, positions=None) -> torch.Tensor:
+        b, t = tokens.shape
+        inputs = self.input(self.embedding(tokens))  # every step's input projection in one matmul
+        h = inputs.new_zeros(b, self.hidden)
         c = torch.zeros_like(h)
-        stack = x.new_zeros(n_runs, b, t + 1, STACK_CELL) if self.cell == "stack-rnn" else None
-        tape = x.new_zeros(n_runs, b, 2 * t + 2, TAPE_CELL) if self.cell == "tape-rnn" else None
+        stack = inputs.new_zeros(b, t + 1, STACK_CELL) if self.cell == "stack-rnn" else None
+        tape = inputs.new_zeros(b, 2 * t + 2, TAPE_CELL) if self.cell == "tape-rnn" else None
         jumps = input_lengths(tokens) if tape is not None else None
         states = []
         for step in range(t):
-            pre = torch.baddbmm(inputs[:, :, step], h, w["recurrent:weight"].transpose(1, 2))
+            pre = inputs[:, step] + self.recurrent(h)
             if stack is not None:
-                pre = torch.baddbmm(pre, stack[:, :, 0], w["stack_read:weight"].transpose(1, 2))
+                pre = pre + self.memory_read(stack[:, 0])
             if tape is not None:
-                pre = torch.baddbmm(pre, tape[:, :, 0], w["tape_read:weight"].transpose(1, 2))
+                pre = pre + self.memory_read(tape[:, 0])
             if self.cell == "lstm":
                 i, f, g, o = pre.chunk(4, dim=-1)
                 c = torch.sigmoid(f + LSTM_FORGET_BIAS) * c + torch.sigmoid(i) * torch.tanh(g)
@@ -138,23 +121,11 @@ class StackedRecurrent(StackedWeights):
             else:
                 h = torch.tanh(pre)
             if stack is not None:
-                push = _project(h, w, "push")
-                actions = torch.softmax(_project(h, w, "action"), dim=-1)
-                stack = update_stack(stack, actions, push)
+                stack = update_stack(stack, torch.softmax(self.action(h), dim=-1), self.push(h))
             if tape is not None:
-                actions = torch.softmax(_project(h, w, "action"), dim=-1)
-                tape = update_tape(tape, actions, _project(h, w, "write"), jumps[:, :, step])
+                tape = update_tape(tape, torch.softmax(self.action(h), dim=-1), self.write(h), jumps[:, step])
             states.append(h)
-        return _project(torch.stack(states, dim=2), w, "head")
-
-
-
-def _project(x: torch.Tensor, w: dict, name: str) -> torch.Tensor:
-    """``x (R, ..., in) @ W_r^T + b_r`` per run, any middle dimensions."""
-    weight, bias = w[f"{name}:weight"], w[f"{name}:bias"]
-    flat = x.reshape(x.shape[0], -1, x.shape[-1])
-    y = torch.baddbmm(bias[:, None, :], flat, weight.transpose(1, 2))
-    return y.view(*x.shape[:-1], -1)
+        return self.head(torch.stack(states, dim=1))
 
 
 def recurrent_flops(cell: str, token_lengths, size: ModelSize, vocab: int) -> float:
@@ -174,8 +145,8 @@ def recurrent_flops(cell: str, token_lengths, size: ModelSize, vocab: int) -> fl
 
 
 def _register(cell: str, description: str) -> None:
-    def build(vocab_size: int, size: ModelSize, runs: list[RunInit]) -> StackedRecurrent:
-        return StackedRecurrent(cell, vocab_size, size, runs)
+    def build(vocab_size: int, size: ModelSize) -> Recurrent:
+        return Recurrent(cell, vocab_size, size)
 
     def flops(token_lengths, size: ModelSize, vocab: int) -> float:
         return recurrent_flops(cell, token_lengths, size, vocab)

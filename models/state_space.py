@@ -27,9 +27,7 @@ It equals the step-by-step recurrence (``naive_scan``, tested).
 Differences from Mamba-2, chosen for a small CPU baseline: plain torch (no
 fused kernel), head dim 16 and state 16 (Mamba-2: 64 and 64-128), the
 output gated as in Mamba-1 (no norm inside the gate), weight decay on every
-weight (Mamba exempts A and D), and every weight stacked on a leading run
-dimension (the ``RunStack`` interface, as the recurrent families) so a
-group's runs train as one model. Positions are not used: as in the recurrent
+weight (Mamba exempts A and D). Positions are not used: as in the recurrent
 baselines, order comes from the recurrence alone.
 """
 
@@ -42,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lengthbench.models.families import ModelSize, RunInit, StackedWeights, register_family
+from lengthbench.models.families import ModelSize, RunModel, register_family
 
 EXPAND = 2  # channels per model dimension (Mamba's default)
 HEAD_DIM = 16  # channels per head, each head one decay
@@ -89,89 +87,59 @@ def chunked_scan(x: torch.Tensor, log_decay: torch.Tensor, b: torch.Tensor, c: t
     return (inside + before).reshape(s, n_chunks * k, h, p)[:, :t]
 
 
-def _initial_weights(vocab_size: int, size: ModelSize) -> dict[str, torch.Tensor]:
-    """One run's weights, drawn from the process-wide stream (seeded by the caller)."""
-    d, e = size.d_model, EXPAND * size.d_model
-    heads, mixed = e // HEAD_DIM, e + 2 * STATE
-    weights = {"embedding": nn.Embedding(vocab_size, d).weight}
-    for layer in range(size.n_layers):
-        conv = nn.Conv1d(mixed, mixed, CONV, groups=mixed)
-        dt = torch.exp(torch.rand(heads) * (math.log(DT_MAX) - math.log(DT_MIN)) + math.log(DT_MIN))
-        weights |= {f"{layer}.norm": torch.ones(d),
-                    f"{layer}.in_proj": nn.Linear(d, e + mixed + heads, bias=False).weight,
-                    f"{layer}.conv": conv.weight[:, 0], f"{layer}.conv_bias": conv.bias,
-                    f"{layer}.dt_bias": dt + torch.log(-torch.expm1(-dt)),  # softplus(dt_bias) = dt
-                    f"{layer}.A_log": torch.log(torch.empty(heads).uniform_(A_MIN, A_MAX)),
-                    f"{layer}.D": torch.ones(heads),
-                    f"{layer}.out_proj": nn.Linear(e, d, bias=False).weight}
-    head = nn.Linear(d, vocab_size)
-    weights |= {"norm": torch.ones(d), "head": head.weight, "head_bias": head.bias}
-    return {name: w.detach() for name, w in weights.items()}
-
-
-def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """``x (R, ..., in) @ W_r^T (+ b_r)`` per run, any middle dimensions."""
-    flat = x.reshape(x.shape[0], -1, x.shape[-1])
-    y = torch.bmm(flat, weight.transpose(1, 2)) if bias is None else torch.baddbmm(
-        bias[:, None, :], flat, weight.transpose(1, 2))
-    return y.view(*x.shape[:-1], -1)
-
-
 def _rms_norm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + RMS_EPS) * weight[:, None, None, :]
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + RMS_EPS) * weight
 
 
-def _causal_conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """Depthwise causal convolution of ``x (R, B, T, C)`` with each run's ``(C, CONV)`` kernels."""
-    r, b, t, ch = x.shape
-    channels = x.permute(1, 0, 3, 2).reshape(b, r * ch, t)  # every run's channels side by side
-    out = F.conv1d(F.pad(channels, (CONV - 1, 0)), weight.reshape(r * ch, 1, CONV), bias.reshape(r * ch),
-                   groups=r * ch)
-    return out.view(b, r, ch, t).permute(1, 0, 3, 2)
+class SSDBlock(nn.Module):
+    """One residual block's mixer (its input is already normalised)."""
+
+    def __init__(self, size: ModelSize):
+        super().__init__()
+        d, e = size.d_model, EXPAND * size.d_model
+        heads, mixed = e // HEAD_DIM, e + 2 * STATE
+        self.heads = heads
+        self.conv = nn.Conv1d(mixed, mixed, CONV, groups=mixed, padding=CONV - 1)  # causal: the tail is cut
+        dt = torch.exp(torch.rand(heads) * (math.log(DT_MAX) - math.log(DT_MIN)) + math.log(DT_MIN))
+        self.in_proj = nn.Linear(d, e + mixed + heads, bias=False)
+        self.dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))  # softplus(dt_bias) = dt
+        self.A_log = nn.Parameter(torch.log(torch.empty(heads).uniform_(A_MIN, A_MAX)))
+        self.D = nn.Parameter(torch.ones(heads))
+        self.out_proj = nn.Linear(e, d, bias=False)
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:
+        b, t, _ = u.shape
+        e = self.heads * HEAD_DIM
+        gate, mixed, dt = self.in_proj(u).split([e, e + 2 * STATE, self.heads], dim=-1)
+        mixed = self.conv(mixed.transpose(1, 2))[..., :t].transpose(1, 2)
+        x, b_in, c_out = F.silu(mixed).split([e, STATE, STATE], dim=-1)
+        dt = F.softplus(dt + self.dt_bias)  # (B, T, H)
+        log_decay = dt * -torch.exp(self.A_log)
+        x = x.reshape(b, t, self.heads, HEAD_DIM)
+        y = chunked_scan(x * dt[..., None], log_decay, b_in, c_out)
+        y = (y + self.D[:, None] * x).flatten(-2)
+        return self.out_proj(y * F.silu(gate))
 
 
-class StackedStateSpace(StackedWeights):
-    """``forward(tokens (R', B, T), positions, runs) -> logits (R', B, T, V)``
-    for the runs ``runs`` (default: all); ``positions`` are ignored."""
+class StateSpace(RunModel):
+    """``forward(tokens (B, T), positions) -> logits (B, T, V)``; positions are ignored."""
 
-    def __init__(self, vocab_size: int, size: ModelSize, runs: list[RunInit]):
+    def __init__(self, vocab_size: int, size: ModelSize):
         super().__init__()
         if size.d_model % (HEAD_DIM // EXPAND):
             raise ValueError(f"ssm splits its {EXPAND} x d_model channels into heads of {HEAD_DIM}: d_model must be a "
                              f"multiple of {HEAD_DIM // EXPAND}, not {size.d_model}")
-        self.n_runs, self.n_layers = len(runs), size.n_layers
-        per_run = []
-        for run in runs:
-            torch.manual_seed(run.init_seed)
-            per_run.append(_initial_weights(vocab_size, size))
-        self.weights = nn.ParameterDict([(name.replace(".", ":"), nn.Parameter(torch.stack([w[name] for w in per_run])))
-                                         for name in per_run[0]])
+        self.embedding = nn.Embedding(vocab_size, size.d_model)
+        self.norms = nn.ParameterList(nn.Parameter(torch.ones(size.d_model)) for _ in range(size.n_layers))
+        self.blocks = nn.ModuleList(SSDBlock(size) for _ in range(size.n_layers))
+        self.norm = nn.Parameter(torch.ones(size.d_model))
+        self.head = nn.Linear(size.d_model, vocab_size)
 
-    def forward(self, tokens: torch.Tensor, positions=None, runs: list[int] | None = None) -> torch.Tensor:
-        w = self._weights(runs)
-        n_runs, vocab = tokens.shape[0], w["embedding"].shape[1]
-        offsets = torch.arange(n_runs, device=tokens.device)[:, None, None] * vocab
-        h = F.embedding(tokens + offsets, w["embedding"].flatten(0, 1))  # (R, B, T, d)
-        for layer in range(self.n_layers):
-            h = h + self._block(_rms_norm(h, w[f"{layer}:norm"]), {k.split(":", 1)[1]: v for k, v in w.items()
-                                                                   if k.startswith(f"{layer}:")})
-        return _linear(_rms_norm(h, w["norm"]), w["head"], w["head_bias"])
-
-    @staticmethod
-    def _block(u: torch.Tensor, w: dict[str, torch.Tensor]) -> torch.Tensor:
-        r, b, t, _ = u.shape
-        heads = w["A_log"].shape[-1]
-        e = heads * HEAD_DIM
-        gate, mixed, dt = _linear(u, w["in_proj"]).split([e, e + 2 * STATE, heads], dim=-1)
-        x, b_in, c_out = F.silu(_causal_conv(mixed, w["conv"], w["conv_bias"])).split([e, STATE, STATE], dim=-1)
-        dt = F.softplus(dt + w["dt_bias"][:, None, None])  # (R, B, T, H)
-        log_decay = dt * -torch.exp(w["A_log"])[:, None, None]
-        x = x.reshape(r, b, t, heads, HEAD_DIM)
-        y = chunked_scan((x * dt[..., None]).flatten(0, 1), log_decay.flatten(0, 1), b_in.flatten(0, 1),
-                         c_out.flatten(0, 1)).view(r, b, t, heads, HEAD_DIM)
-        y = (y + w["D"][:, None, None, :, None] * x).flatten(-2)
-        return _linear(y * F.silu(gate), w["out_proj"])
-
+    def forward(self, tokens: torch.Tensor, positions=None) -> torch.Tensor:
+        h = self.embedding(tokens)
+        for norm, block in zip(self.norms, self.blocks):
+            h = h + block(_rms_norm(h, norm))
+        return self.head(_rms_norm(h, self.norm))
 
 
 def state_space_flops(token_lengths, size: ModelSize, vocab: int) -> float:
@@ -190,5 +158,5 @@ def state_space_flops(token_lengths, size: ModelSize, vocab: int) -> float:
 @register_family("ssm", flops=state_space_flops,
                  description="selective diagonal state-space model (Mamba-2-style SSD blocks, chunked scan), "
                              "d_model wide, n_layers deep")
-def build(vocab_size: int, size: ModelSize, runs: list[RunInit]) -> StackedStateSpace:
-    return StackedStateSpace(vocab_size, size, runs)
+def build(vocab_size: int, size: ModelSize) -> StateSpace:
+    return StateSpace(vocab_size, size)

@@ -45,7 +45,7 @@ def ctx(tmp_path, valid_results, monkeypatch, tiny_preset):
     def no_training(*args, **kwargs):
         raise AssertionError("a run was trained although the input was bad")
 
-    monkeypatch.setattr(runner_module, "execute_group", no_training)
+    monkeypatch.setattr(runner_module, "execute_run", no_training)
     return {"tmp": tmp_path, "results": results, "board": results / "leaderboard.csv",
             "file": tmp_path / "a_file.txt"}
 
@@ -92,7 +92,6 @@ ARGV_CASES = [
     ("run-workers-word", lambda c: RUN + ["--workers", "many", "--results", c["results"]], "'many'", "0 (auto) or a positive"),
     ("run-checkpoint-zero", lambda c: RUN + ["--checkpoint-every", "0", "--results", c["results"]], "'0'", "seconds > 0"),
     ("run-checkpoint-word", lambda c: RUN + ["--checkpoint-every", "often", "--results", c["results"]], "'often'", "seconds > 0"),
-    ("run-group-size-negative", lambda c: RUN + ["--group-size", "-2", "--results", c["results"]], "'-2'", "0 (auto) or a positive"),
     ("run-executor-unknown", lambda c: RUN + ["--executor", "slurm", "--results", c["results"]], "'slurm'", "choose from 'local', 'ray'"),
     ("run-task-unknown", lambda c: RUN + ["--tasks", "copyy", "--results", c["results"]], "'copyy'", "valid choices: addition"),
     ("run-encoding-unknown", lambda c: RUN + ["--encodings", "rop", "--results", c["results"]], "'rop'", "valid choices:"),

@@ -68,7 +68,7 @@ def test_a_killed_run_resumes_from_its_checkpoint_to_the_same_record(tmp_path):
     resumed = _run(tmp_path, results)
     _, log = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, log
-    [step] = re.findall(r"resumed 1 run\(s\) from their checkpoint at step (\d+) of 800", log)
+    [step] = re.findall(r"resumed from its checkpoint at step (\d+) of 800", log)
     assert int(step) == saved_step  # it went on from the saved state, not from step 0
     first, again = _record(whole), _record(results)
     for key in ("per_length", "summary", "training"):
@@ -79,23 +79,22 @@ def test_a_killed_run_resumes_from_its_checkpoint_to_the_same_record(tmp_path):
 
 # --- failing safe: a checkpoint never costs a run ---------------------------------------------------------------
 
-def _group():
+def _config():
     from dataclasses import replace
 
     from lengthbench.benchmark.presets import get_preset
 
-    preset = get_preset("smoke")
-    return [replace(preset.run_config("copy", e, 0), steps=40) for e in ("nope", "rope")]
+    return replace(get_preset("smoke").run_config("copy", "rope", 0), steps=40)
 
 
-def _train(configs, results, every_s=1e9):
+def _train(config, results, every_s=1e9):
     from lengthbench.benchmark.checkpoints import Checkpoint
-    from lengthbench.benchmark.train import build_group, train_group
+    from lengthbench.benchmark.train import train_run
     from lengthbench.tasks import get_task
 
     task, cpu = get_task("copy"), torch.device("cpu")
-    checkpoint = Checkpoint(results, [c.run_id for c in configs], every_s)
-    return train_group(build_group(configs, task, cpu), task, configs, cpu, checkpoint=checkpoint), checkpoint
+    checkpoint = Checkpoint(results, config.run_id, every_s)
+    return train_run(config.build_model(task.vocab_size), task, config, cpu, checkpoint=checkpoint), checkpoint
 
 
 class Pickled:
@@ -114,20 +113,19 @@ def _damage(kind: str, path: Path, ids: list[str]) -> None:
     elif kind == "refused-pickle":
         torch.save({"step": 5, "run_ids": ids, "payload": Pickled()}, path)
     elif kind == "bad-state":
-        torch.save({k: ([] if k != "run_ids" else ids) for k in ("step", "model", "optimizer", "data_rngs",
-                                                                  "position_rngs", "losses", "diverged_at",
-                                                                  "run_ids")}, path)
+        torch.save({k: ([] if k != "run_ids" else ids) for k in ("step", "model", "optimizer", "data_rng",
+                                                                  "position_rng", "losses", "run_ids")}, path)
 
 
 @pytest.mark.parametrize("kind", ["truncated", "not-torch", "missing-keys", "refused-pickle", "bad-state"])
 def test_an_unloadable_checkpoint_is_set_aside_and_training_starts_over(tmp_path, kind, caplog):
-    configs = _group()
-    clean, _ = _train(configs, tmp_path / "clean")
-    _, checkpoint = _train(configs, tmp_path / "damaged", every_s=1e9)
+    config = _config()
+    clean, _ = _train(config, tmp_path / "clean")
+    _, checkpoint = _train(config, tmp_path / "damaged", every_s=1e9)
     _damage(kind, checkpoint.path, checkpoint.run_ids)
     with caplog.at_level(logging.WARNING):
-        again, _ = _train(configs, tmp_path / "damaged")
-    assert [r.step_losses for r in again] == [r.step_losses for r in clean]  # from step 0, not an error
+        again, _ = _train(config, tmp_path / "damaged")
+    assert again.step_losses == clean.step_losses  # from step 0, not an error
     assert not checkpoint.path.exists() and checkpoint.path.with_name(checkpoint.path.name + ".invalid").exists()
     warnings = [r.getMessage() for r in caplog.records if "cannot be used" in r.getMessage()]
     assert len(warnings) == 1 and str(checkpoint.path) in warnings[0]
@@ -136,19 +134,19 @@ def test_an_unloadable_checkpoint_is_set_aside_and_training_starts_over(tmp_path
 def test_a_checkpoint_of_other_runs_is_ignored_with_a_warning(tmp_path, caplog):
     from dataclasses import replace
 
-    configs = _group()
-    _, theirs = _train([replace(c, seed=1) for c in configs], tmp_path, every_s=0)  # saved every step
+    config = _config()
+    _, theirs = _train(replace(config, seed=1), tmp_path, every_s=0)  # saved every step
     assert theirs.path.exists()
-    _, mine = _train(configs, tmp_path / "unused")
+    _, mine = _train(config, tmp_path / "unused")
     mine.path.parent.mkdir(parents=True, exist_ok=True)
     theirs_copy = (tmp_path / "checkpoints" / theirs.path.name).read_bytes()
-    clean, _ = _train(configs, tmp_path / "clean")
+    clean, _ = _train(config, tmp_path / "clean")
     target = tmp_path / "mine"
     (target / "checkpoints").mkdir(parents=True)
     (target / "checkpoints" / mine.path.name).write_bytes(theirs_copy)  # copied and renamed
     with caplog.at_level(logging.WARNING):
-        again, _ = _train(configs, target)
-    assert [r.step_losses for r in again] == [r.step_losses for r in clean]
+        again, _ = _train(config, target)
+    assert again.step_losses == clean.step_losses
     assert any("holds other runs" in r.getMessage() for r in caplog.records)
 
 
@@ -187,7 +185,7 @@ def test_drivers_creating_and_removing_the_folder_do_not_break_each_other(tmp_pa
     failed = []
     try:
         for i in range(300):
-            checkpoint = Checkpoint(tmp_path, [f"copy__nope__seed{i}__1"], 0)
+            checkpoint = Checkpoint(tmp_path, f"copy__nope__seed{i}__1", 0)
             checkpoint.save({"step": 1})
             failed += [i] if checkpoint.write_failed or not checkpoint.path.exists() else []
             remove_finished(tmp_path, {f"copy__nope__seed{i}__1"})

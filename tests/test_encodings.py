@@ -4,7 +4,8 @@ ALiBi slopes, RoPE relativity, out-of-range tables."""
 import pytest
 import torch
 
-from lengthbench.models import ModelSize, RunInit, Transformer, build_encoding, encoding_names
+from lengthbench.models import ModelSize, build_encoding, build_model, encoding_names
+from lengthbench.models.contract import logits_of
 from lengthbench.models.encodings import PositionsOutOfRange, encoding_entry
 from lengthbench.models.encodings.alibi import alibi_slopes
 from lengthbench.models.encodings.randomized import random_sorted_positions
@@ -13,8 +14,7 @@ SIZE = ModelSize(d_model=16, n_layers=2, n_heads=2, d_ff=32)
 
 
 def make_model(name, **params):
-    """A one-run model whose ``run_logits(tokens, ...)`` is a plain model's forward."""
-    model = Transformer(12, SIZE, [RunInit(0, lambda: build_encoding(name, SIZE.d_model, SIZE.n_heads, params))])
+    model = build_model("transformer", 12, SIZE, 0, lambda: build_encoding(name, SIZE.d_model, SIZE.n_heads, params))
     return model.eval()
 
 
@@ -29,8 +29,8 @@ def test_causality(name, t):
     changed = tokens.clone()
     changed[:, t + 1:] = (changed[:, t + 1:] + 5) % 12
     seq_lens = torch.full((3,), 10)
-    a = model.run_logits(tokens, pos, seq_lens, torch.Generator().manual_seed(3))
-    b = model.run_logits(changed, pos, seq_lens, torch.Generator().manual_seed(3))
+    a = logits_of(model, tokens, pos, seq_lens, torch.Generator().manual_seed(3))
+    b = logits_of(model, changed, pos, seq_lens, torch.Generator().manual_seed(3))
     torch.testing.assert_close(a[:, : t + 1], b[:, : t + 1])
 
 
@@ -60,9 +60,9 @@ def test_randomized_positions_cover_range():
 def test_randomized_used_in_eval_and_reproducible():
     model = make_model("randomized-rope", max_len=64)
     tokens = torch.randint(0, 12, (2, 8))
-    a = model.run_logits(tokens, None, None, torch.Generator().manual_seed(5))
-    b = model.run_logits(tokens, None, None, torch.Generator().manual_seed(5))
-    c = model.run_logits(tokens, None, None, torch.Generator().manual_seed(6))
+    a = logits_of(model, tokens, None, None, torch.Generator().manual_seed(5))
+    b = logits_of(model, tokens, None, None, torch.Generator().manual_seed(5))
+    c = logits_of(model, tokens, None, None, torch.Generator().manual_seed(6))
     torch.testing.assert_close(a, b)
     assert not torch.allclose(a, c)
 
@@ -90,7 +90,7 @@ def test_rope_dot_product_depends_only_on_distance():
 def test_learned_table_too_short_is_reported():
     model = make_model("learned", max_positions=6)
     with pytest.raises(PositionsOutOfRange, match="6 positions"):
-        model.run_logits(torch.zeros(1, 8, dtype=torch.long))
+        logits_of(model, torch.zeros(1, 8, dtype=torch.long))
 
 
 def test_coupled_offsets_only_in_training():
@@ -154,20 +154,21 @@ def test_t5_buckets():
 @pytest.mark.parametrize("name", ["kerple-power", "kerple-log", "fire", "t5"])
 def test_gradients_finite(name):
     model = make_model(name).train()
-    out = model.run_logits(torch.randint(0, 12, (2, 12)))
+    out = logits_of(model, torch.randint(0, 12, (2, 12)))
     out.sum().backward()
     for p in model.parameters():
         assert p.grad is None or torch.isfinite(p.grad).all()
 
 
 def test_xpos_logit_is_rope_times_the_distance_decay():
-    """Pair t of q_i . k_j: cos((i-j) theta_t) * zeta_t^((i-j)/gamma), for unit q and k on pair t."""
+    """Pair t (dimensions 2t, 2t + 1) of q_i . k_j: cos((i-j) theta_t) * zeta_t^((i-j)/gamma), for unit q and k
+    on pair t."""
     enc = build_encoding("xpos", 16, 2)
     d_head, half, gamma = 8, 4, 512.0
     pos = torch.tensor([[0, 5, 40, 300]])
     for t in range(half):
         unit = torch.zeros(1, 1, 4, d_head)
-        unit[..., t] = 1.0
+        unit[..., 2 * t] = 1.0
         q, k = enc.rotate(unit, unit, pos)
         logits = (q @ k.transpose(-1, -2))[0, 0]
         theta = 10000.0 ** (-2 * t / d_head)
@@ -305,7 +306,7 @@ def test_absolute_positions_are_added_at_the_token_embeddings_scale():
 def test_sinusoidal_fits_even_pairs_in_distribution_at_the_suite_budget():
     """At unit amplitude on std-0.02 tokens it fitted 54% in distribution; at the tokens' scale it fits."""
     from lengthbench.benchmark.presets import get_preset
-    from lengthbench.benchmark.runner import execute_group
+    from lengthbench.benchmark.runner import execute_run
 
-    [record] = execute_group([get_preset("suite").run_config("even_pairs", "sinusoidal", 0)], torch.device("cpu"))
+    record = execute_run(get_preset("suite").run_config("even_pairs", "sinusoidal", 0), torch.device("cpu"))
     assert record.summary["id_exact_match"] >= 0.9, record.summary

@@ -10,11 +10,11 @@ import torch
 from lengthbench.benchmark.evaluate import evaluate_length
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.records import read_record
-from lengthbench.benchmark.train import build_group, train_group
+from lengthbench.benchmark.train import train_run
 from lengthbench.cli import main
 from lengthbench.leaderboard.schema import SCHEMA_VERSION, read_leaderboard
-from lengthbench.models.families import ModelSize, RunInit, family_entry, family_names
-from lengthbench.models.recurrent import StackedRecurrent, input_lengths, update_stack, update_tape
+from lengthbench.models.families import ModelSize, build_model, family_entry, family_names
+from lengthbench.models.recurrent import input_lengths, update_stack, update_tape
 from lengthbench.tasks import get_task
 
 CPU = torch.device("cpu")
@@ -66,21 +66,19 @@ def test_the_tape_jump_is_the_input_length_a_causal_reader_knows():
 
 
 @pytest.mark.parametrize("cell", RECURRENT)
-def test_recurrent_is_causal_and_a_stack_computes_each_run(cell):
+def test_recurrent_is_causal_and_seeded(cell):
     torch.set_default_dtype(torch.float64)
     try:
-        runs = [RunInit(s) for s in (3, 4, 5)]
-        stack = StackedRecurrent(cell, 11, SIZE, runs).eval()
-        tokens = torch.randint(0, 11, (3, 4, 9), generator=torch.Generator().manual_seed(0))
-        out = stack(tokens)
-        for r, run in enumerate(runs):
-            alone = StackedRecurrent(cell, 11, SIZE, [run]).eval()
-            torch.testing.assert_close(out[r:r + 1], alone(tokens[r:r + 1]), rtol=1e-12, atol=1e-12)
-        torch.testing.assert_close(stack(tokens[[0, 2]], runs=[0, 2]), out[[0, 2]])
+        model = build_model(cell, 11, SIZE, 3).eval()
+        tokens = torch.randint(0, 11, (4, 9), generator=torch.Generator().manual_seed(0))
+        out = model(tokens)
+        assert out.shape == (4, 9, 11)
+        torch.testing.assert_close(build_model(cell, 11, SIZE, 3).eval()(tokens), out, rtol=0, atol=0)
+        assert not torch.allclose(build_model(cell, 11, SIZE, 4).eval()(tokens), out)
         changed = tokens.clone()
         changed[..., 5:] = (changed[..., 5:] + 3) % 11
-        torch.testing.assert_close(stack(changed)[..., :5, :], out[..., :5, :])
-        assert not torch.allclose(stack(changed)[..., 5:, :], out[..., 5:, :])
+        torch.testing.assert_close(model(changed)[..., :5, :], out[..., :5, :])
+        assert not torch.allclose(model(changed)[..., 5:, :], out[..., 5:, :])
     finally:
         torch.set_default_dtype(torch.float32)
 
@@ -95,9 +93,9 @@ def test_recurrent_families_learn_parity(cell):
     config = replace(preset.run_config("parity_check", "", 0, cell), steps=600, lr=1e-2, warmup_steps=20,
                      eval_samples=256, model=ModelSize(d_model=32))
     task = get_task("parity_check")
-    model = build_group([config], task, CPU)
-    train_group(model, task, [config], CPU)
-    scores = [evaluate_length(model, task, n, config, CPU)[0]["exact_match"] for n in range(1, config.train_length + 1)]
+    model = config.build_model(task.vocab_size)
+    train_run(model, task, config, CPU)
+    scores = [evaluate_length(model, task, n, config, CPU)["exact_match"] for n in range(1, config.train_length + 1)]
     assert min(scores) >= 0.95, scores
 
 
@@ -116,9 +114,9 @@ def test_records_without_a_method_are_transformer_runs(tmp_path):
     """Records written before families (no ``method``, no ``family``) keep their hash and read as transformers."""
     config = get_preset("smoke").run_config("copy", "rope", 0)
     assert "family" not in config.to_dict() and config.method == "transformer/rope"
-    from lengthbench.benchmark.runner import execute_group
+    from lengthbench.benchmark.runner import execute_run
 
-    [record] = execute_group([replace(config, steps=2)], CPU)
+    record = execute_run(replace(config, steps=2), CPU)
     data = record.to_json()
     del data["method"]
     path = tmp_path / f"{record.run_id}.json"

@@ -8,8 +8,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from lengthbench.benchmark.flops import forward_flops, training_flops
-from lengthbench.models import ModelSize, RunInit, Transformer, build_encoding
-from lengthbench.models.recurrent import STACK_CELL, TAPE_CELL, StackedRecurrent, update_stack, update_tape
+from lengthbench.models import ModelSize, build_encoding, build_model
+from lengthbench.models.contract import logits_of
+from lengthbench.models.recurrent import STACK_CELL, TAPE_CELL, update_stack, update_tape
 
 ARITHMETIC = (torch.ops.aten.mul.Tensor, torch.ops.aten.add.Tensor, torch.ops.aten.sub.Tensor)
 
@@ -41,9 +42,9 @@ def _matmul_flops(model, tokens) -> int:
 @pytest.mark.parametrize("n", [1, 13, 40])
 def test_projection_and_head_flops_match_torch_count(n):
     size = ModelSize(d_model=32, n_layers=2, n_heads=4, d_ff=64)
-    model = Transformer(11, size, [RunInit(0, lambda: build_encoding("nope", 32, 4))]).eval()
+    model = build_model("transformer", 11, size, 0, lambda: build_encoding("nope", 32, 4)).eval()
     with FlopCounterMode(display=False) as counter, torch.no_grad():
-        model.run_logits(torch.randint(0, 11, (1, n)))
+        logits_of(model, torch.randint(0, 11, (1, n)))
     counted = sum(v for op, v in counter.get_flop_counts()["Global"].items()
                   if str(op) in ("aten.addmm", "aten.mm"))
     causal_attention = size.n_layers * 2 * size.d_model * n * (n + 1)  # scores + mixing, j <= i
@@ -56,10 +57,10 @@ def _update_flops(cell: str, n: int) -> int:
     counter = FloatArithmetic()
     with counter, torch.no_grad():
         if cell == "stack-rnn":
-            update_stack(torch.rand(1, 1, n + 1, STACK_CELL), torch.rand(1, 1, 3), torch.rand(1, 1, STACK_CELL))
+            update_stack(torch.rand(1, n + 1, STACK_CELL), torch.rand(1, 3), torch.rand(1, STACK_CELL))
         elif cell == "tape-rnn":
-            update_tape(torch.rand(1, 1, 2 * n + 2, TAPE_CELL), torch.rand(1, 1, 5), torch.rand(1, 1, TAPE_CELL),
-                        torch.tensor([[1]]))
+            update_tape(torch.rand(1, 2 * n + 2, TAPE_CELL), torch.rand(1, 5), torch.rand(1, TAPE_CELL),
+                        torch.tensor([1]))
     return counter.flops
 
 
@@ -70,8 +71,8 @@ def test_recurrent_flops_match_the_operations_they_run(cell, n):
     stack's and tape's updates (elementwise, once per token), counted as
     they run."""
     size = ModelSize(d_model=16, n_layers=1, n_heads=2, d_ff=32)
-    model = StackedRecurrent(cell, 11, size, [RunInit(0)]).eval()
-    expected = _matmul_flops(model, torch.randint(0, 11, (1, 1, n))) + n * _update_flops(cell, n)
+    model = build_model(cell, 11, size, 0).eval()
+    expected = _matmul_flops(model, torch.randint(0, 11, (1, n))) + n * _update_flops(cell, n)
     assert forward_flops([n], size, 11, cell) == expected
     if cell in ("stack-rnn", "tape-rnn"):
         assert _update_flops(cell, n) > 0

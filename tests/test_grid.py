@@ -26,7 +26,7 @@ def test_grid_writes_records_and_resume_skips(tmp_path, tiny_preset, monkeypatch
     def no_training(*a, **k):
         raise AssertionError("a finished run was executed again")
 
-    monkeypatch.setattr(runner_module, "execute_group", no_training)
+    monkeypatch.setattr(runner_module, "execute_run", no_training)
     again = run_grid(tiny_preset, tmp_path, progress=False)
     assert again == records
 
@@ -35,8 +35,8 @@ def test_force_reruns(tmp_path, tiny_preset, monkeypatch):
     preset = tiny_preset.with_grid(tasks=["copy"], encodings=["nope"])
     run_grid(preset, tmp_path, progress=False)
     calls = []
-    real = runner_module.execute_group
-    monkeypatch.setattr(runner_module, "execute_group", lambda g, *a, **k: calls.extend(g) or real(g, *a, **k))
+    real = runner_module.execute_run
+    monkeypatch.setattr(runner_module, "execute_run", lambda c, *a, **k: calls.append(c) or real(c, *a, **k))
     run_grid(preset, tmp_path, force=True, progress=False)
     assert len(calls) == 1
 
@@ -44,14 +44,14 @@ def test_force_reruns(tmp_path, tiny_preset, monkeypatch):
 def test_error_cell_is_recorded_not_fatal(tmp_path, tiny_preset, monkeypatch):
     import lengthbench.benchmark.runner as runner
 
-    real_train = runner.train_group
+    real_train = runner.train_run
 
-    def flaky(model, task, configs, *a, **k):
+    def flaky(model, task, config, *a, **k):
         if task.name == "copy":
             raise RuntimeError("boom in copy")
-        return real_train(model, task, configs, *a, **k)
+        return real_train(model, task, config, *a, **k)
 
-    monkeypatch.setattr(runner, "train_group", flaky)
+    monkeypatch.setattr(runner, "train_run", flaky)
     preset = tiny_preset.with_grid(encodings=["nope"])
     records = run_grid(preset, tmp_path, progress=False)
     by_task = {r.task: r for r in records}
@@ -138,13 +138,12 @@ def test_evaluation_has_dropout_off(tiny_preset):
     import torch
 
     from lengthbench.benchmark.evaluate import evaluate
-    from lengthbench.benchmark.train import build_group
     from lengthbench.tasks import get_task
 
     config = tiny_preset.run_config("copy", "nope", 0)
     config = replace(config, model=replace(config.model, dropout=0.5))
     task = get_task("copy")
-    model = build_group([config], task, torch.device("cpu"))
+    model = config.build_model(task.vocab_size)
     model.train()
     first = evaluate(model, task, config, torch.device("cpu"))
     assert not model.training
@@ -157,9 +156,9 @@ def test_unsupported_length_is_recorded(tiny_preset):
     preset = tiny_preset.with_grid(tasks=["copy"], encodings=["learned"])
     preset = preset.__class__(**{**preset.__dict__, "encoding_params": {"learned": {"max_positions": 12}}})
     from lengthbench.benchmark.device import default_device
-    from lengthbench.benchmark.runner import execute_group
+    from lengthbench.benchmark.runner import execute_run
 
-    [record] = execute_group(grid_configs(preset)[:1], default_device())
+    record = execute_run(grid_configs(preset)[0], default_device())
     assert record.status == "ok"
     statuses = {m["length"]: m["status"] for m in record.per_length}
     assert statuses[5] == "ok" and statuses[7] == "unsupported"

@@ -10,7 +10,7 @@ import torch
 from lengthbench.benchmark.evaluate import evaluate_length
 from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.presets import PAPER_PRESETS, get_preset
-from lengthbench.benchmark.train import build_group, train_group
+from lengthbench.benchmark.train import train_run
 from lengthbench.models import ModelSize
 from lengthbench.tasks import get_task
 
@@ -47,9 +47,9 @@ def test_every_cell_of_a_paper_preset_runs_at_tiny_size(name):
     for config in cells(name):
         tiny = replace(config, model=TINY, steps=2, batch_size=2, warmup_steps=1, eval_samples=1)
         task = get_task(tiny.task)
-        model = build_group([tiny], task, CPU)
-        [result] = train_group(model, task, [tiny], CPU)
+        model = tiny.build_model(task.vocab_size)
+        result = train_run(model, task, tiny, CPU)
         assert result.steps_done == 2 and not result.diverged, config.run_id
         with torch.no_grad():
-            row = evaluate_length(model, task, tiny.test_length, tiny, CPU)[0]
+            row = evaluate_length(model, task, tiny.test_length, tiny, CPU)
         assert row["status"] == "ok", (config.run_id, row)  # positions reach the longest test length

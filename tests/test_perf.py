@@ -9,34 +9,31 @@ from lengthbench.cli import main
 
 def test_perf_measures_and_writes_json(tmp_path, capsys):
     out = tmp_path / "perf.json"
-    assert main(["perf", "--configs", "quick", "--steps", "2", "--groups", "1,3", "--out", str(out)]) == 0
+    assert main(["perf", "--configs", "quick", "--steps", "2", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["matmul_peak_gflops"] > 0
     quick = report["configs"]["quick"]
-    for side in ("plain_loop", "group_1", "group_3"):
+    for side in ("plain_loop", "solo"):
         s = quick[side]
         assert s["run_steps_per_s"] > 0 and abs(s["run_steps_per_s"] * s["seconds_per_run_step"] - 1) < 1e-9
         assert s["useful_gflops"] > 0 and 0 < s["share_of_peak"] < 1
-    assert "group_4" not in quick
-    assert 0 < quick["padding_share_padded_batch"] < 1
-    assert set(quick["padding_share_buckets"]) == {"1", "3"}
-    assert all(0 <= v < 1 for v in quick["padding_share_buckets"].values())
+    assert "solo_bf16" not in quick
+    assert 0 <= quick["padding_share_trainer"] < quick["padding_share_padded_batch"] < 1  # packed rows
     assert 0 < quick["data_share_of_trainer_step"] < 1
     printed = capsys.readouterr().out
-    assert "fp32 matmul peak:" in printed and "solo trainer (group of 1) / plain loop:" in printed
-    assert "group of 3" in printed
+    assert "fp32 matmul peak:" in printed and "solo trainer / plain loop:" in printed
 
 
-def test_perf_bf16_times_groups_and_checks_accuracy(tmp_path, monkeypatch, capsys):
+def test_perf_bf16_times_the_trainer_and_checks_accuracy(tmp_path, monkeypatch, capsys):
     from conftest import make_tiny_preset
 
     import lengthbench.benchmark.perf as perf
 
     monkeypatch.setattr(perf, "get_preset", lambda name: make_tiny_preset() if name == "smoke" else get_preset(name))
     out = tmp_path / "perf.json"
-    assert main(["perf", "--configs", "quick", "--steps", "1", "--groups", "1", "--bf16", "--out", str(out)]) == 0
+    assert main(["perf", "--configs", "quick", "--steps", "1", "--bf16", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
-    assert report["configs"]["quick"]["group_1_bf16"]["run_steps_per_s"] > 0
+    assert report["configs"]["quick"]["solo_bf16"]["run_steps_per_s"] > 0
     check = report["bf16_accuracy_check"]
     assert check["cells"] == 3 and check["failed_in_bf16"] == 0  # tiny: 4 cells, one n/a
     assert 0 <= check["ood_exact_match_mean_abs_diff"] <= check["ood_exact_match_max_abs_diff"] <= 1

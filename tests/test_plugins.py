@@ -95,9 +95,9 @@ def test_submit_ranks_and_reuses_builtin_records(tmp_path, capsys, tiny_preset, 
                  "--workers", "1"]) == 0
     preset_files = _files(results)
     executed = []
-    real = runner_module.execute_group
-    monkeypatch.setattr(runner_module, "execute_group",
-                        lambda group, *a, **k: executed.extend(c.encoding for c in group) or real(group, *a, **k))
+    real = runner_module.execute_run
+    monkeypatch.setattr(runner_module, "execute_run",
+                        lambda config, *a, **k: executed.append(config.encoding) or real(config, *a, **k))
     assert main(argv) == 0
     assert set(executed) == {"log-decay-sink"} and len(executed) == 2  # two tasks, built-ins reused
     out = capsys.readouterr().out
@@ -175,7 +175,7 @@ GRU = Path(__file__).resolve().parent.parent / "examples" / "gru_family.py"
 def test_a_model_family_plugin_passes_its_contract_and_runs_as_a_method(tmp_path, capsys, tiny_preset):
     assert main(["check", str(GRU)]) == 0
     out = capsys.readouterr().out
-    assert "model family 'gru'" in out and "PASS" in out and "stacked group equals its runs alone" in out
+    assert "model family 'gru'" in out and "PASS" in out and "each run's seed decides its weights" in out
     results = tmp_path / "res"
     assert main(["run", "--preset", "tiny", "--plugin", str(GRU), "--models", "transformer,gru", "--results",
                  str(results), "--no-progress", "--workers", "1"]) == 0
@@ -191,7 +191,7 @@ def test_a_model_family_plugin_passes_its_contract_and_runs_as_a_method(tmp_path
 
 
 @pytest.mark.parametrize("fixture,check,reason", [
-    ("broken_family_seeds.py", "stacked group equals its runs alone", "runs with different seeds compute the same"),
+    ("broken_family_seeds.py", "each run's seed decides its weights", "give the same outputs (do not reseed"),
     ("broken_family_no_flops.py", "FLOPs declared", "declares no FLOPs"),
     ("broken_family_leaky.py", "causality", "the model reads the future"),
 ])
@@ -206,10 +206,9 @@ def test_broken_model_families_fail_their_contract(capsys, fixture, check, reaso
 def test_plan_refuses_a_family_that_declares_no_flops(capsys):
     """Never costed as some other family: run --plan names the family instead."""
     from lengthbench.models.families import FAMILIES, register_family
-    from lengthbench.models.recurrent import StackedRecurrent
+    from lengthbench.models.recurrent import Recurrent
 
-    register_family("test-no-flops", description="no FLOPs declared")(
-        lambda vocab, size, runs: StackedRecurrent("rnn", vocab, size, runs))
+    register_family("test-no-flops", description="no FLOPs declared")(lambda vocab, size: Recurrent("rnn", vocab, size))
     try:
         assert main(["run", "--preset", "smoke", "--models", "test-no-flops", "--tasks", "copy", "--plan"]) == 2
         assert "model family 'test-no-flops' declares no FLOPs" in capsys.readouterr().err

@@ -63,10 +63,10 @@ def test_grid_where_no_run_finished_still_gets_a_leaderboard(tmp_path, tiny, mon
     from lengthbench.benchmark.train import TrainResult
 
     if outcome == "error":
-        monkeypatch.setattr(runner, "train_group", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
+        monkeypatch.setattr(runner, "train_run", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
     if outcome == "diverged":
-        monkeypatch.setattr(runner, "train_group",
-                            lambda model, task, configs, *a, **k: [TrainResult(2, True, [1.0], float("nan"), [1.0])] * len(configs))
+        monkeypatch.setattr(runner, "train_run",
+                            lambda *a, **k: TrainResult(2, True, [1.0], float("nan"), [1.0], "diverged"))
     encodings = "coupled" if outcome == "not_applicable" else "nope,coupled"
     out = tmp_path / "res"
     (out / "accuracy_vs_length.png").parent.mkdir()
@@ -115,22 +115,20 @@ def test_submit_name_reaches_pool_workers(tmp_path, monkeypatch, tiny_preset, ca
 def test_plan_estimates_without_training_or_writing(tmp_path, tiny, monkeypatch, capsys):
     results = tmp_path / "res"
     argv = ["run", *tiny, "--results", str(results), "--plan"]
-    real = runner.execute_group
-    monkeypatch.setattr(runner, "execute_group", lambda *a, **k: pytest.fail("--plan trained"))
+    real = runner.execute_run
+    monkeypatch.setattr(runner, "execute_run", lambda *a, **k: pytest.fail("--plan trained"))
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "2 tasks x 2 methods x 1 seeds = 4 runs; 0 stored (reused), 4 to run (1 of them n/a" in out
     assert "| copy | transformer | 2 | 3 |" in out and "estimated wall time on this machine:" in out
-    assert "grouping: each of the 3 runs trains alone" in out
+    assert "1 worker process(es) side by side, each training one run at a time" in out
     assert "lengths: train 1..5, validation 6..6, test 7..7; budget: 3 steps" in out
     assert main(["run", "--preset", "full", "--tasks", "copy", "--encodings", "rope", "--models", "transformer",
                  "--results", str(results), "--plan"]) == 0
     assert ("budget: until fit (held-out ID exact match >= 0.9 at 2 checks in a row, every 250 steps), at most "
             "1500 steps") in capsys.readouterr().out
-    assert main(["run", *tiny, "--results", str(results), "--plan", "--group-size", "2"]) == 0
-    assert "grouping: 2 stacked group(s) (1 of 2, 1 of 1 runs;" in capsys.readouterr().out
     assert not results.exists()
-    monkeypatch.setattr(runner, "execute_group", real)
+    monkeypatch.setattr(runner, "execute_run", real)
     assert main(["run", *tiny, "--results", str(results)]) == 0
     capsys.readouterr()
     assert main(argv) == 0

@@ -68,7 +68,7 @@ def test_special_files_as_claims_and_checkpoints_never_block_a_run(tmp_path):
     results.mkdir()
     [config] = grid_configs(get_preset("smoke").with_grid(tasks=["copy"], encodings=["nope"]))
     os.mkfifo(results / f"{config.run_id}.claim")
-    checkpoint = Checkpoint(results, [config.run_id])
+    checkpoint = Checkpoint(results, config.run_id)
     checkpoint.folder.mkdir()
     os.mkfifo(checkpoint.path)
     (checkpoint.folder / "0000000000000000.json").symlink_to("/dev/zero")  # an index that is a device

@@ -1,5 +1,5 @@
 """The state-space baseline: its chunked scan is the recurrence, the model is
-causal and stacks runs exactly, it learns, and ``full`` sizes it fairly."""
+causal and seeded, it learns, and ``full`` sizes it fairly."""
 
 from dataclasses import replace
 
@@ -8,9 +8,9 @@ import torch
 
 from lengthbench.benchmark.evaluate import evaluate_length
 from lengthbench.benchmark.presets import get_preset
-from lengthbench.benchmark.train import build_group, train_group
-from lengthbench.models.families import ModelSize, RunInit, family_entry
-from lengthbench.models.state_space import StackedStateSpace, chunked_scan, naive_scan
+from lengthbench.benchmark.train import train_run
+from lengthbench.models.families import ModelSize, build_model, n_parameters
+from lengthbench.models.state_space import StateSpace, chunked_scan, naive_scan
 from lengthbench.tasks import get_task
 
 CPU = torch.device("cpu")
@@ -47,29 +47,26 @@ def test_a_strong_decay_over_a_long_chunk_stays_finite():
     torch.testing.assert_close(out, naive_scan(x, log_decay, b, c))
 
 
-def test_the_model_is_causal_and_a_stack_computes_each_run():
+def test_the_model_is_causal_and_seeded():
     torch.set_default_dtype(torch.float64)
     try:
-        runs = [RunInit(s) for s in (3, 4, 5)]
-        stack = StackedStateSpace(11, SIZE, runs).eval()
-        tokens = torch.randint(0, 11, (3, 4, 40), generator=torch.Generator().manual_seed(0))
-        out = stack(tokens)
-        for r, run in enumerate(runs):
-            alone = StackedStateSpace(11, SIZE, [run]).eval()
-            torch.testing.assert_close(out[r:r + 1], alone(tokens[r:r + 1]), rtol=1e-12, atol=1e-12)
-        torch.testing.assert_close(stack(tokens[[0, 2]], runs=[0, 2]), out[[0, 2]])
+        model = build_model("ssm", 11, SIZE, 3).eval()
+        tokens = torch.randint(0, 11, (4, 40), generator=torch.Generator().manual_seed(0))
+        out = model(tokens)
+        assert out.shape == (4, 40, 11)
+        torch.testing.assert_close(build_model("ssm", 11, SIZE, 3).eval()(tokens), out, rtol=0, atol=0)
+        assert not torch.allclose(build_model("ssm", 11, SIZE, 4).eval()(tokens), out)  # runs differ by seed
         changed = tokens.clone()
         changed[..., 35:] = (changed[..., 35:] + 3) % 11  # past the first scan chunk: the carried state
-        torch.testing.assert_close(stack(changed)[..., :35, :], out[..., :35, :])
-        assert not torch.allclose(stack(changed)[..., 35:, :], out[..., 35:, :])
-        assert not torch.allclose(out[0], out[1])  # runs differ by seed
+        torch.testing.assert_close(model(changed)[..., :35, :], out[..., :35, :])
+        assert not torch.allclose(model(changed)[..., 35:, :], out[..., 35:, :])
     finally:
         torch.set_default_dtype(torch.float32)
 
 
 def test_a_width_the_heads_cannot_split_is_refused_by_value():
     with pytest.raises(ValueError, match="multiple of 8, not 20"):
-        StackedStateSpace(11, ModelSize(d_model=20), [RunInit(0)])
+        StateSpace(11, ModelSize(d_model=20))
 
 
 def test_it_learns_copy_beyond_the_reach_of_its_convolutions():
@@ -80,9 +77,9 @@ def test_it_learns_copy_beyond_the_reach_of_its_convolutions():
     config = replace(preset.run_config("copy", "", 0, "ssm"), steps=600, lr=3e-3, warmup_steps=20,
                      eval_samples=128, model=ModelSize(d_model=32, n_layers=2), fit_check_every=0)
     task = get_task("copy")
-    model = build_group([config], task, CPU)
-    train_group(model, task, [config], CPU)
-    scores = [evaluate_length(model, task, n, config, CPU)[0]["exact_match"] for n in range(1, 7)]
+    model = config.build_model(task.vocab_size)
+    train_run(model, task, config, CPU)
+    scores = [evaluate_length(model, task, n, config, CPU)["exact_match"] for n in range(1, 7)]
     assert min(scores) >= 0.9, scores
 
 
@@ -91,7 +88,6 @@ def test_full_gives_every_family_about_the_transformers_parameter_count():
     counts = {}
     for family in preset.families:
         config = preset.run_config("copy", "rope" if family == "transformer" else "", 0, family)
-        model = family_entry(family).build(get_task("copy").vocab_size, config.model, [config.run_init()])
-        counts[family] = model.n_parameters(0)
+        counts[family] = n_parameters(config.build_model(get_task("copy").vocab_size))
     reference = counts.pop("transformer")
     assert all(abs(n / reference - 1) < 0.1 for n in counts.values()), (reference, counts)

@@ -31,7 +31,11 @@ def test_an_edited_sampler_without_a_bump_is_caught(monkeypatch):
     assert "task:copy" in changed and "trainer" not in changed and "encoding:rope" not in changed
 
 
-def test_configs_of_unbumped_code_keep_their_hashes(tiny_preset):
+def test_configs_name_only_the_bumped_versions(tiny_preset, monkeypatch):
+    """Versions at 1 stay out of a config (so configs of unbumped code keep their hashes)."""
+    config = tiny_preset.run_config("copy", "nope", 0)
+    assert config.code_versions == {"trainer": versions.TRAINER_VERSION}
+    monkeypatch.setattr(versions, "TRAINER_VERSION", 1)
     config = tiny_preset.run_config("copy", "nope", 0)
     assert config.code_versions == {} and "code_versions" not in config.to_dict()
 
@@ -43,7 +47,7 @@ def test_a_bumped_task_reruns_its_cells_and_reuses_the_others(tmp_path, tiny_pre
         second = run_grid(tiny_preset, tmp_path, progress=False)
     for record in second:
         if record.task == "copy":
-            assert record.run_id not in first and record.config.code_versions == {"task": 2}
+            assert record.run_id not in first and record.config.code_versions == {"task": 2, "trainer": versions.TRAINER_VERSION}
         else:
             assert first[record.run_id] == record  # reused as it was
     assert "2 records were made by other code versions (stale)" in caplog.text
@@ -67,3 +71,30 @@ def test_run_refuses_a_grid_whose_sources_drifted_and_runs_one_that_did_not(tmp_
     assert err[-1].startswith("lengthbench: error: the source of task:copy changed since code_digests.json")
     assert not results.exists() or not list(results.glob("*.json"))  # nothing ran
     assert main([*argv, "--tasks", "parity_check"]) == 0  # copy is not in this grid
+
+
+@pytest.mark.parametrize("source", ["benchmark/config.py", "benchmark/runner.py", "tasks/expressions.py"])
+def test_an_edited_harness_module_without_a_bump_makes_run_refuse(source, tmp_path, monkeypatch, capsys):
+    """The trainer's digest covers every module the run harness imports that
+    decides a result (configs and lengths, the runner, task helpers), not a
+    hand-kept list."""
+    from lengthbench.cli import main
+
+    module = (versions.ROOT / source).resolve()
+    assert module in versions.trainer_sources(set())
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes",
+                        lambda self: real(self) + b"\n# edited\n" if self == module else real(self))
+    assert versions.unrecorded_changes() == ["trainer"]
+    argv = ["run", "--preset", "smoke", "--encodings", "nope", "--seeds", "0", "--tasks", "copy", "--results",
+            str(tmp_path), "--no-progress", "--workers", "1"]
+    assert main(argv) == 2
+    assert "the source of trainer changed since code_digests.json" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.json"))  # nothing ran
+
+
+def test_the_harness_imports_are_read_from_its_import_statements():
+    sources = {str(p.relative_to(versions.ROOT)) for p in versions.imported_sources(versions.ROOT / versions.HARNESS)}
+    assert {"benchmark/runner.py", "benchmark/config.py", "benchmark/train.py", "models/transformer.py",
+            "tasks/base.py", "models/encodings/rope.py"} <= sources
+    assert not {"leaderboard/aggregate.py", "lengthbench/cli.py", "benchmark/grid.py"} & sources

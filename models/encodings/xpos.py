@@ -1,6 +1,6 @@
 """``xpos``: extrapolatable position embedding (Sun et al. 2022).
 
-RoPE (same split-halves pair layout and frequencies) whose rotation is
+RoPE (same interleaved pair layout and frequencies) whose rotation is
 also scaled: pair t of a query at position i is multiplied by
 ``zeta_t^(i/gamma)`` and of a key at position j by ``zeta_t^(-j/gamma)``,
 with ``zeta_t = (t/(d_head/2) + zeta_offset) / (1 + zeta_offset)`` (the
@@ -14,7 +14,7 @@ in float range at very long lengths).
 import torch
 
 from lengthbench.models.encodings.base import register_encoding
-from lengthbench.models.encodings.rope import RoPE, rotate_half
+from lengthbench.models.encodings.rope import RoPE, rotate_pairs
 
 
 @register_encoding("xpos", defaults={"base": 10000.0, "scale_base": 512.0, "zeta_offset": 0.4},
@@ -28,9 +28,12 @@ class XPos(RoPE):
                              / (1 + zeta_offset), persistent=False)
 
     def rotate(self, q, k, pos):
-        pos = pos.to(torch.float32)[:, None, :, None]  # (B|1, 1, T, 1)
-        angles = pos * self.inv_freq
-        cos, sin = angles.cos().to(q.dtype), angles.sin().to(q.dtype)
-        scale = self.zeta ** (pos / self.params["scale_base"])
-        scale = torch.cat([scale, scale], dim=-1).to(q.dtype)  # pair t is dimensions t and t + d_head/2
-        return rotate_half(q, cos, sin) * scale, rotate_half(k, cos, sin) / scale
+        query_turn, key_turn = self.rotations.get(pos, self._turns)
+        return rotate_pairs(q, query_turn), rotate_pairs(k, key_turn)
+
+    def _turns(self, pos):
+        """The complex factors of a query's and a key's pairs: RoPE's rotation
+        scaled by ``zeta^(pos/gamma)`` (query) and by its inverse (key)."""
+        angles = self.angles(pos)
+        scale = self.zeta ** (pos.to(torch.float32)[:, None, :, None] / self.params["scale_base"])
+        return torch.polar(scale, angles), torch.polar(1 / scale, angles)
