@@ -89,6 +89,14 @@ class RunConfig:
         blob = json.dumps(self.to_dict(), sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
+    def cell_key(self) -> str:
+        """The grid cell this run fills, whatever code version made it: its
+        config without ``code_versions`` (a record of an earlier trainer still
+        belongs to its cell of a preset, which ``config_hash`` tells apart)."""
+        data = self.to_dict()
+        data.pop("code_versions", None)
+        return json.dumps(data, sort_keys=True)
+
     @property
     def method(self) -> str:
         """The leaderboard row key: ``transformer/rope``, ``lstm``."""

@@ -266,11 +266,13 @@ def _run_grid_to_leaderboard(grid: Preset, plugin_files: list, *, command: str, 
 
 def of_preset(records: list[RunRecord], preset: str | None, where: PathLike) -> list[RunRecord]:
     """The records of ``preset``'s grid cells only (all with None): a preset
-    whose cells are another's (``suite`` in ``full``) is built from its records."""
+    whose cells are another's (``suite`` in ``full``) is built from its records.
+    A cell is matched whatever code version made its record (``RunConfig.cell_key``),
+    so a folder of records stays readable as its preset after a version bump."""
     if preset is None:
         return records
-    ids = {config.run_id for config in grid_configs(PRESETS[preset])}
-    mine = [r for r in records if r.run_id in ids]
+    cells = {config.cell_key() for config in grid_configs(PRESETS[preset])}
+    mine = [r for r in records if r.config.cell_key() in cells]
     if not mine:
         raise InputError(f"{str(where)!r} holds no record of preset {preset!r}'s grid; run "
                          f"`lengthbench run --preset {preset}` (or give the folder of a preset that contains it)")

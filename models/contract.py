@@ -235,6 +235,28 @@ def check_eval_determinism(name: str, size: ModelSize, t: int = 16) -> str:
     return "identical outputs for the same generator seed"
 
 
+def check_packing(name: str, size: ModelSize, lengths: tuple[int, int] = (5, 9)) -> str:
+    """Two examples laid end to end in one row (what the trainer does with
+    every batch) give each the logits it gets alone: the hooks read
+    positions from ``pos``, never from a slot's index."""
+    model = _model(name, size).eval()
+    t = max(lengths)
+    tokens = torch.randint(0, VOCAB, (len(lengths), t), generator=torch.Generator().manual_seed(4))
+    seq_lens = torch.tensor(lengths)
+    with torch.no_grad():
+        pos = model.positions(tokens, torch.arange(t).expand(len(lengths), t), seq_lens,
+                              torch.Generator().manual_seed(0)).expand(len(lengths), t)
+        alone = model(tokens, pos)
+        row = lambda x: torch.cat([x[i, :n] for i, n in enumerate(lengths)])[None]  # noqa: E731
+        segments = torch.cat([torch.full((n,), i) for i, n in enumerate(lengths)])[None]
+        packed = model(row(tokens), row(pos), segments)[0]
+    diff = (packed - row(alone)[0]).abs().max().item()
+    if diff > TOLERANCE:
+        raise AssertionError(f"examples of {lengths[0]} and {lengths[1]} tokens packed in one row differ by {diff:.3g} "
+                             "from each alone (read positions from `pos` in every hook, not from slot indices)")
+    return f"examples of {lengths[0]} and {lengths[1]} tokens packed in one row give the logits they give alone"
+
+
 def check_shift_invariance(encoding: PositionEncoding, size: ModelSize, t: int = 12, shift: int = 37) -> str:
     """Attention logits (rotate + bias) and embeddings unchanged when every
     position moves by the same amount."""
@@ -358,6 +380,7 @@ def check_encoding(name: str, shapes: Sequence[CheckShape]) -> ContractReport:
                 name, size, sorted({shape.test_length, top}))),
             ("causality" + at, lambda size=size: check_causality(name, size)),
             ("eval determinism" + at, lambda size=size: check_eval_determinism(name, size)),
+            ("packed examples compute as alone" + at, lambda size=size: check_packing(name, size)),
             ("learned parameters get gradients" + at, lambda shape=shape: check_gradients(name, shape)),
         ]
         if first.shift_invariant:

@@ -214,3 +214,38 @@ def test_plan_refuses_a_family_that_declares_no_flops(capsys):
         assert "model family 'test-no-flops' declares no FLOPs" in capsys.readouterr().err
     finally:
         FAMILIES.remove("test-no-flops")
+
+
+def test_an_encoding_with_a_frozen_parameter_passes_check(capsys):
+    """A parameter with ``requires_grad=False`` holds a fixed value: the
+    gradient check leaves it out (and still checks the learned one)."""
+    from lengthbench.models.encodings.base import ENCODINGS
+
+    try:
+        assert main(["check", str(FIXTURES / "frozen_parameter.py"), "--preset", "smoke"]) == 0
+        out = capsys.readouterr().out
+        assert "encoding 'frozen-slope'" in out and "PASS" in out
+        assert "all 1 learned parameter(s) get a gradient" in out and "1 frozen (requires_grad=False) left out" in out
+    finally:
+        ENCODINGS.remove("frozen-slope")
+
+
+def test_an_encoding_that_reads_slot_indices_fails_the_packing_check(tmp_path, capsys):
+    """The trainer packs examples end to end: a hook that numbers positions by
+    slot instead of reading ``pos`` would train on wrong positions."""
+    from lengthbench.models.encodings.base import ENCODINGS
+
+    plugin = tmp_path / "by_slot.py"
+    plugin.write_text(
+        "import torch\nfrom lengthbench.models.encodings import PositionEncoding, register_encoding\n\n\n"
+        "@register_encoding('by-slot')\nclass BySlot(PositionEncoding):\n"
+        "    def embed(self, h, pos):\n"
+        "        slots = torch.arange(h.shape[1], dtype=h.dtype)[:, None]\n"
+        "        return h + torch.sin(slots * torch.arange(1, h.shape[-1] + 1, dtype=h.dtype))[None]\n")
+    try:
+        assert main(["check", str(plugin), "--preset", "smoke"]) == 1
+        out = capsys.readouterr().out
+        line = next(x for x in out.splitlines() if "] packed examples compute as alone" in x)
+        assert line.strip().startswith("[FAIL]") and "read positions from `pos`" in line
+    finally:
+        ENCODINGS.remove("by-slot")
