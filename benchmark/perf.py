@@ -34,7 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lengthbench.benchmark.batching import length_buckets, pack
+from lengthbench.benchmark.batching import length_buckets, packed_groups
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.device import default_device, device_description
 from lengthbench.benchmark.evaluate import evaluate_length
@@ -159,7 +159,7 @@ def batch_shape(config: RunConfig, samples: int = 20) -> dict:
         gen_seconds.append(time.perf_counter() - start)
         real.append(int(batch.seq_lens.sum()))
         padded_whole.append(whole["tokens"].numel())
-        computed.append(pack(batch.seq_lens, batch.tokens.shape[1]).source.size if packs else
+        computed.append(sum(p.source.size for p in packed_groups(batch.seq_lens, batch.tokens.shape[1])) if packs else
                         sum((hi - lo) * int(batch.seq_lens[hi - 1]) for lo, hi in length_buckets(batch.seq_lens)))
         flops.append(training_flops(batch.seq_lens, config.model, task.vocab_size))
     return {"real_tokens_per_step": float(np.mean(real)),

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lengthbench.benchmark.batching import length_buckets, pack
+from lengthbench.benchmark.batching import length_buckets, packed_groups
 from lengthbench.benchmark.checkpoints import Checkpoint
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.seeding import data_rng, position_generator
@@ -130,16 +130,16 @@ def train_step(model: RunModel, task: Task, config: RunConfig, state: TrainState
 
 
 def _passes(model: RunModel, batch: Batch, t: dict, positions: torch.Tensor, device: torch.device):
-    """The step's forward passes, ``(logits, targets)`` each: one over the
-    packed rows for a model that packs sequences, else one per length bucket."""
+    """The step's forward passes, ``(logits, targets)`` each: one per packed
+    group for a model that packs sequences, else one per length bucket."""
     if model.packs_sequences:
-        packing = pack(batch.seq_lens, batch.tokens.shape[1])
-        source = torch.from_numpy(packing.source).to(device)
-        padding, source = source < 0, source.clamp(min=0)
-        tokens = t["tokens"].flatten()[source].masked_fill(padding, PAD)
-        targets = t["targets"].flatten()[source].masked_fill(padding, IGNORE)
-        pos = positions.expand_as(t["tokens"]).flatten()[source]
-        yield model(tokens, pos, torch.from_numpy(packing.segment).to(device)), targets
+        positions = positions.expand_as(t["tokens"]).flatten()
+        for packing in packed_groups(batch.seq_lens, batch.tokens.shape[1]):
+            source = torch.from_numpy(packing.source).to(device)
+            padding, source = source < 0, source.clamp(min=0)
+            tokens = t["tokens"].flatten()[source].masked_fill(padding, PAD)
+            targets = t["targets"].flatten()[source].masked_fill(padding, IGNORE)
+            yield model(tokens, positions[source], torch.from_numpy(packing.segment).to(device)), targets
         return
     for lo, hi in length_buckets(batch.seq_lens):
         width = int(batch.seq_lens[hi - 1])

@@ -37,7 +37,6 @@ from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION, 
 from lengthbench.leaderboard.tables import markdown_table
 
 ALPHA = 0.05
-METRICS = ("exact_match", "token_accuracy")
 COLUMNS = ["task", "method", "metric", "mean_a", "mean_b", "n_a", "n_b", "delta", "se", "df", "t",
            "p_value", "p_adjusted", "correction", "ci_low", "ci_high", "verdict", "note", "protocol_mismatch"]
 VERDICTS = ("improved", "worse", "unchanged", "identical", "untested", "not_applicable", "only_in_a", "only_in_b")

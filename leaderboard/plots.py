@@ -19,7 +19,7 @@ from matplotlib.patches import Rectangle
 from lengthbench.benchmark.files import save_figure
 from lengthbench.leaderboard.aggregate import judged, method_order
 from lengthbench.models.encodings import ENCODINGS
-from lengthbench.models.families import FAMILY_ORDER, method_parts
+from lengthbench.models.families import method_parts
 from lengthbench.tasks import task_names
 from lengthbench.tasks.base import LEVELS
 
@@ -33,9 +33,22 @@ def _pairs(palette: str, starts) -> list[tuple[tuple, tuple]]:
 
 # (dark, light) shades of one hue per built-in base encoding, in registry order: tab20's ten
 # pairs, then three of tab20b's (hues tab20 lacks); a randomized variant takes the light shade.
+# Past these, each further base encoding gets a hue of its own (``_hue_pair``).
 HUE_PAIRS = _pairs("tab20", range(0, 20, 2)) + _pairs("tab20b", (0, 8, 12))
 OTHER_COLORS = matplotlib.colormaps["Dark2"].colors  # plugin encodings and families, by a hash of the name
-FAMILY_COLORS = ("black", "0.45", "saddlebrown", "darkolivegreen", "indigo", "darkred")
+# A dark tone per built-in family; a family added later without one gets a colour from its name.
+FAMILY_COLORS = {"transformer": "black", "rnn": "0.45", "lstm": "saddlebrown", "stack-rnn": "darkolivegreen",
+                 "tape-rnn": "indigo", "ssm": "darkred"}
+
+
+def _hue_pair(index: int) -> tuple[tuple, tuple]:
+    """The (dark, light) shades of the index-th base encoding's hue: the
+    palette's pairs, then hues spaced by the golden angle (distinct from each
+    other for any number of encodings)."""
+    if index < len(HUE_PAIRS):
+        return HUE_PAIRS[index]
+    hue = (0.11 + 0.618034 * (index - len(HUE_PAIRS))) % 1.0
+    return (matplotlib.colors.hsv_to_rgb((hue, 0.85, 0.65)), matplotlib.colors.hsv_to_rgb((hue, 0.4, 0.95)))
 
 
 def _hashed(name: str) -> tuple:
@@ -50,8 +63,8 @@ def encoding_color(name: str) -> tuple:
     entry = ENCODINGS.get(name)
     base = entry.base if entry is not None and entry.base is not None else name
     built_in = [n for n, e in ENCODINGS.items() if e.base is None and e.source == "built-in"]
-    if base in built_in[:len(HUE_PAIRS)]:
-        return HUE_PAIRS[built_in.index(base)][name != base]
+    if base in built_in:
+        return tuple(_hue_pair(built_in.index(base))[name != base])
     return _hashed(name)
 
 
@@ -61,7 +74,7 @@ def method_color(name: str) -> tuple:
     family, encoding = method_parts(name)
     if encoding:
         return encoding_color(encoding)
-    return FAMILY_COLORS[FAMILY_ORDER.index(family)] if family in FAMILY_ORDER else _hashed(name)
+    return FAMILY_COLORS.get(family) or _hashed(name)
 
 
 def method_colors(names) -> dict[str, tuple]:

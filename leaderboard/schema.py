@@ -26,13 +26,13 @@ from pathlib import Path
 import pandas as pd
 
 from lengthbench.benchmark.files import check_input_file, unguard_formula
+from lengthbench.benchmark.records import METRICS
 from lengthbench.errors import InputError
 from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD
 from lengthbench.registry import name_problem
 from lengthbench.tasks.base import LEVELS
 
 SCHEMA_VERSION = 6
-METRICS = ("exact_match", "token_accuracy")
 KEY = ("task", "method")
 STATUSES = ("ok", "not_applicable", "failed")
 FIT_STATUSES = ("fit", "partly_fit", "not_fit", "unknown", "")

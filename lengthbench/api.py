@@ -42,6 +42,7 @@ from lengthbench.benchmark.plan import estimate, format_plan
 from lengthbench.benchmark.presets import PRESETS
 from lengthbench.benchmark.provenance import write_provenance, write_sitting_provenance
 from lengthbench.benchmark.records import RunRecord
+from lengthbench.benchmark.records import METRICS
 from lengthbench.benchmark.records import load_records as read_records
 from lengthbench.benchmark.selection import SelectionGrid, run_selection
 from lengthbench.benchmark.version import __version__
@@ -49,12 +50,7 @@ from lengthbench.benchmark.versions import check_unchanged
 from lengthbench.errors import InputError, UnknownNameError
 from lengthbench.leaderboard.aggregate import leaderboard_frame, length_frame
 from lengthbench.leaderboard.build import build_leaderboard
-from lengthbench.leaderboard.compare import (
-    METRICS,
-    compare_frames,
-    summary_text,
-    write_compare,
-)
+from lengthbench.leaderboard.compare import compare_frames, summary_text, write_compare
 from lengthbench.leaderboard.compare import to_markdown as compare_markdown
 from lengthbench.leaderboard.reference_notes import reference_readme
 from lengthbench.leaderboard.reproduction import REPORTS, SOURCE_PRESET

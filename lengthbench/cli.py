@@ -167,13 +167,28 @@ def cmd_perf(args) -> int:
     return EXIT_OK
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="lengthbench", description=DESCRIPTION)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
-    sub = parser.add_subparsers(dest="command", required=True)
+def _grid_parser() -> argparse.ArgumentParser:
+    """The options ``run`` and ``submit`` share: where records go and where runs train."""
+    grid = argparse.ArgumentParser(add_help=False)
     workers = _count(0, "--workers is 0 (auto) or a positive number of processes")
+    grid.add_argument("--results", help="records folder (default results/<preset>)")
+    grid.add_argument("--out", help="leaderboard folder (default: the records folder)")
+    grid.add_argument("--workers", type=workers, default=0,
+                      help="parallel run processes; 0 = auto: one per CPU core (at most 8) on CPU, "
+                           "1 on CUDA; more than the CPU cores is capped (default 0)")
+    grid.add_argument("--executor", choices=tuple(api.EXECUTORS), default="local",
+                      help="where runs train: this machine (processes, --workers) or a Ray cluster (default local)")
+    grid.add_argument("--address", help="with --executor ray: the cluster (auto, or HOST:PORT); "
+                                        "default: start a local one")
+    grid.add_argument("--checkpoint-every", type=_seconds, default=api.CHECKPOINT_EVERY_S, metavar="SECONDS",
+                      help="save training state this often, so a killed run resumes "
+                           f"(default {api.CHECKPOINT_EVERY_S:.0f})")
+    grid.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    return grid
 
-    run = sub.add_parser("run", help="train and evaluate a preset's grid, then build the leaderboard")
+
+def _add_run(sub, grid) -> None:
+    run = sub.add_parser("run", parents=[grid], help="train and evaluate a preset's grid, then build the leaderboard")
     run.add_argument("--preset", default="quick", help=f"one of: {', '.join(api.PRESETS)} (default quick)")
     run.add_argument("--tasks", type=_csv, help="comma-separated subset of tasks")
     run.add_argument("--encodings", type=_csv, help="comma-separated subset of encodings (of the transformer)")
@@ -181,23 +196,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="comma-separated model families, e.g. transformer,lstm (default: the preset's; "
                           "lengthbench list models names them)")
     run.add_argument("--seeds", type=_seeds, help="comma-separated seeds >= 0 (default: the preset's)")
-    run.add_argument("--results", help="records folder (default results/<preset>)")
-    run.add_argument("--out", help="leaderboard folder (default: the records folder)")
     run.add_argument("--force", action="store_true", help="rerun cells that have a finished record")
-    run.add_argument("--workers", type=workers, default=0,
-                     help="parallel run processes; 0 = auto: one per CPU core (at most 8) on CPU, "
-                          "1 on CUDA; more than the CPU cores is capped (default 0)")
-    run.add_argument("--executor", choices=tuple(api.EXECUTORS), default="local",
-                     help="where runs train: this machine (processes, --workers) or a Ray cluster (default local)")
-    run.add_argument("--address", help="with --executor ray: the cluster (auto, or HOST:PORT); "
-                                       "default: start a local one")
-    run.add_argument("--checkpoint-every", type=_seconds, default=api.CHECKPOINT_EVERY_S, metavar="SECONDS",
-                     help="save training state this often, so a killed run resumes "
-                          f"(default {api.CHECKPOINT_EVERY_S:.0f})")
     run.add_argument("--plugin", action="append",
                      help="Python file registering extra encodings or model families (contract-checked before any run; "
                           "repeat for several files)")
-    run.add_argument("--no-progress", action="store_true", help="hide progress bars")
     run.add_argument("--select", metavar="FIELD=V1,V2,...",
                      help="train the grid once per value of a setting (lr, weight_decay, grad_clip, steps, "
                           "batch_size, warmup_steps) and keep, per task and method, the value with the best "
@@ -206,6 +208,22 @@ def build_parser() -> argparse.ArgumentParser:
                      help="print the grid, its useful FLOPs and its estimated wall time here; train nothing")
     run.set_defaults(func=cmd_run)
 
+
+def _add_submit(sub, grid) -> None:
+    sbm = sub.add_parser("submit", parents=[grid],
+                         help="check a new encoding or model family, run it through a preset, rank it")
+    sbm.add_argument("path", help="Python file that registers the encoding or model family")
+    sbm.add_argument("--preset", default="quick", help=f"one of: {', '.join(api.PRESETS)} (default quick)")
+    sbm.add_argument("--name", help="leaderboard name for the file's single encoding (a model family keeps its own name)")
+    sbm.add_argument("--tasks", type=_csv, help="comma-separated subset of the preset's tasks (default: all)")
+    sbm.add_argument("--seeds", type=_seeds,
+                     help="comma-separated seeds >= 0 (default: the preset's, the seeds of its shipped reference, so "
+                          "the ranks compare like cells)")
+    sbm.set_defaults(func=cmd_submit)
+
+
+def _add_records_commands(sub) -> None:
+    """``list``, ``reproduce``, ``leaderboard``, ``check``: read the registry or records, train nothing."""
     lst = sub.add_parser("list", help="list tasks, encodings, model families or presets")
     lst.add_argument("what", choices=("tasks", "encodings", "models", "presets"),
                      help="what to list: tasks, encodings, models (the model families) or presets (as data)")
@@ -228,6 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--reference", action="store_true",
                        help="refuse records made from uncommitted code (how the shipped references are built)")
     board.set_defaults(func=cmd_leaderboard)
+
     chk = sub.add_parser("check", help="run the encodings and model families a Python file registers through their contracts")
     chk.add_argument("path", help="Python file that registers encodings (@register_encoding) or model families "
                                   "(@register_family)")
@@ -237,25 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="check at the shapes and lengths of every built-in preset")
     chk.set_defaults(func=cmd_check)
 
-    sbm = sub.add_parser("submit", help="check a new encoding or model family, run it through a preset, rank it")
-    sbm.add_argument("path", help="Python file that registers the encoding or model family")
-    sbm.add_argument("--preset", default="quick", help=f"one of: {', '.join(api.PRESETS)} (default quick)")
-    sbm.add_argument("--name", help="leaderboard name for the file's single encoding (a model family keeps its own name)")
-    sbm.add_argument("--tasks", type=_csv, help="comma-separated subset of the preset's tasks (default: all)")
-    sbm.add_argument("--seeds", type=_seeds,
-                     help="comma-separated seeds >= 0 (default: the preset's, the seeds of its shipped reference, so "
-                          "the ranks compare like cells)")
-    sbm.add_argument("--results", help="records folder (default results/<preset>, shared with run)")
-    sbm.add_argument("--out", help="leaderboard folder (default: the records folder)")
-    sbm.add_argument("--workers", type=workers, default=0, help="parallel run processes (0 = auto)")
-    sbm.add_argument("--executor", choices=tuple(api.EXECUTORS), default="local",
-                     help="where runs train: this machine or a Ray cluster (default local)")
-    sbm.add_argument("--address", help="with --executor ray: the cluster (auto, or HOST:PORT)")
-    sbm.add_argument("--checkpoint-every", type=_seconds, default=api.CHECKPOINT_EVERY_S, metavar="SECONDS",
-                     help=f"save training state this often (default {api.CHECKPOINT_EVERY_S:.0f})")
-    sbm.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    sbm.set_defaults(func=cmd_submit)
 
+def _add_compare(sub) -> None:
     cmp = sub.add_parser("compare", help="per-cell differences between two leaderboard CSVs")
     cmp.add_argument("a", help="baseline leaderboard.csv (A)")
     cmp.add_argument("b", help="new leaderboard.csv (B)")
@@ -271,6 +273,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "output then states the mismatch (default: refuse, naming the differing settings)")
     cmp.set_defaults(func=cmd_compare)
 
+
+def _add_benchmarks(sub) -> None:
+    """``bench-generation`` and ``perf``: how fast this machine makes batches and trains."""
     gen = sub.add_parser("bench-generation", help="time batch generation for every task")
     gen.add_argument("--lengths", type=_lengths, default=[40, 500], help="task lengths (default 40,500)")
     gen.add_argument("--batch", type=_count(1, "--batch is a positive number of examples"), default=128,
@@ -289,6 +294,18 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also time the trainer under bfloat16 autocast and compare smoke's metrics to fp32")
     prf.add_argument("--out", default="results/perf.json", help="JSON report (default results/perf.json)")
     prf.set_defaults(func=cmd_perf)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="lengthbench", description=DESCRIPTION)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    sub = parser.add_subparsers(dest="command", required=True)
+    grid = _grid_parser()
+    _add_run(sub, grid)
+    _add_records_commands(sub)
+    _add_submit(sub, grid)
+    _add_compare(sub)
+    _add_benchmarks(sub)
     for action in sub._choices_actions:  # each command's --help opens with its one-line summary
         command = sub.choices[action.dest]
         command.description = command.description or action.help

@@ -279,7 +279,7 @@ PLUGINS = {
                  "@register_encoding('my enc')\nclass Mine(PositionEncoding):\n    pass\n",
                  ["plugin.py:2", "'my enc' is not valid", "use letters, digits"]),
     "leaks-future": ((FIXTURES / "broken_leaky.py").read_text(),
-                     ["'broken-leaky' (causality) fails the contract check", "lengthbench check FILE"]),
+                     ["'broken-leaky' (causality, packed examples compute as alone) fails the contract check", "lengthbench check FILE"]),
 }
 
 
@@ -299,7 +299,7 @@ def test_broken_plugins_are_refused_the_same_way_by_every_command(fault, command
             "submit": ["submit", plugin, "--preset", "tiny", "--results", ctx["results"], "--no-progress"]}[command]
     before = snapshot(ctx["tmp"])
     if fault == "leaks-future" and command == "check":  # check's answer is the report itself
-        needles = ["broken_leaky.py: encoding 'broken-leaky' (causality) fails the contract check"]
+        needles = ["broken_leaky.py: encoding 'broken-leaky' (causality, packed examples compute as alone) fails the contract check"]
         code = 1
     else:
         code = 2

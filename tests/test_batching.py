@@ -12,7 +12,16 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lengthbench.benchmark.batching import MAX_BUCKETS, MAX_PADDING, MIN_BUCKET_TOKENS, length_buckets, pack
+from lengthbench.benchmark.batching import (
+    MAX_BUCKETS,
+    MAX_PACK_GROUPS,
+    MAX_PADDING,
+    MIN_BUCKET_TOKENS,
+    PACK_GROUP_TOKENS,
+    length_buckets,
+    pack,
+    packed_groups,
+)
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.train import batch_tensors
 from lengthbench.tasks import IGNORE, PAD, get_task, make_batch
@@ -151,3 +160,17 @@ def test_packed_loss_and_gradient_equal_the_padded_batch(encoding):
             torch.testing.assert_close(b, a, rtol=1e-10, atol=1e-12)
     finally:
         torch.set_default_dtype(torch.float32)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(1, 90), min_size=1, max_size=200))
+def test_packed_groups_hold_every_real_token_once(lengths):
+    """Large batches pack in groups of shorter and longer examples; together they hold each real token once."""
+    lengths = np.sort(lengths)
+    width = int(lengths.max())
+    groups = packed_groups(lengths, width)
+    assert len(groups) == min(MAX_PACK_GROUPS, max(1, int(lengths.sum()) // PACK_GROUP_TOKENS))
+    real = np.concatenate([g.source[g.source >= 0] for g in groups])
+    expected = np.concatenate([b * width + np.arange(n) for b, n in enumerate(lengths)])
+    assert sorted(real.tolist()) == expected.tolist()
+    assert [g.source.shape[1] for g in groups] == sorted(g.source.shape[1] for g in groups)  # short rows first

@@ -314,14 +314,15 @@ def test_sinusoidal_fits_even_pairs_in_distribution_at_the_suite_budget():
 
 @pytest.mark.parametrize("mask_kind", ["causal", "boolean", "float"])
 def test_attention_written_out_equals_the_kernel(mask_kind, monkeypatch):
-    """With several CPU threads attention is written out (``attend``); it is
-    the same function as ``scaled_dot_product_attention``."""
+    """In training with several CPU threads attention is written out
+    (``attend``); it is the same function as ``scaled_dot_product_attention``,
+    forward and backward."""
     import torch.nn.functional as F
 
     from lengthbench.models.transformer import allowed_keys, attend
 
     g = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(3, 2, 7, 8, generator=g, dtype=torch.float64) for _ in range(3))
+    q, k, v = (torch.randn(3, 2, 7, 8, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
     segments = torch.tensor([[0, 0, 0, 1, 1, 1, 1], [0] * 7, [0, 1, 1, 2, 2, 2, -1]])
     mask = {"causal": None, "boolean": allowed_keys(7, q.device, segments),
             "float": torch.randn(3, 2, 7, 7, generator=g, dtype=torch.float64).masked_fill(
@@ -330,3 +331,7 @@ def test_attention_written_out_equals_the_kernel(mask_kind, monkeypatch):
     written_out = attend(q, k, v, mask, 0.0)
     kernel = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None)
     torch.testing.assert_close(written_out, kernel, rtol=1e-12, atol=1e-12)
+    weights = torch.randn(written_out.shape, generator=g, dtype=torch.float64)
+    for a, b in zip(torch.autograd.grad((written_out * weights).sum(), (q, k, v)),
+                    torch.autograd.grad((kernel * weights).sum(), (q, k, v))):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)

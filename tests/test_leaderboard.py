@@ -555,3 +555,15 @@ def test_zero_tested_cells_are_said_in_words():
     text = to_markdown(diff, "a", "b")
     assert "no cell could be tested: a test needs at least two seeds on both sides" in text
     assert "corrected for 0" not in text and "Summary: untested 1" in text
+
+
+def test_a_seventh_family_and_a_fourteenth_base_encoding_get_colours_of_their_own():
+    """Colours never come from a fixed-length table by position: a built-in
+    family added without a colour gets one from its name, and every base
+    encoding past the palette's pairs gets a hue of its own."""
+    from lengthbench.leaderboard.plots import HUE_PAIRS, _hue_pair, method_color
+
+    assert method_color("a-seventh-family") is not None and method_color("lstm") == "saddlebrown"
+    darks = [tuple(map(float, _hue_pair(i)[0])) for i in range(len(HUE_PAIRS) + 8)]
+    assert len(set(darks)) == len(darks)
+    assert all(_hue_pair(i)[0] is not _hue_pair(i)[1] for i in range(len(HUE_PAIRS), len(HUE_PAIRS) + 8))
