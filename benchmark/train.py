@@ -116,7 +116,7 @@ def train_step(model: RunModel, task: Task, config: RunConfig, state: TrainState
         group["lr"] = lr_at(state.step, config)
     state.optimizer.zero_grad(set_to_none=True)
     loss = torch.zeros((), device=device)
-    for logits, targets in _passes(model, batch, t, positions, device):
+    for logits, targets in forward_passes(model, batch, t, positions, device):
         part = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE,
                                reduction="sum") / n_targets
         part.backward()
@@ -129,7 +129,7 @@ def train_step(model: RunModel, task: Task, config: RunConfig, state: TrainState
     return value
 
 
-def _passes(model: RunModel, batch: Batch, t: dict, positions: torch.Tensor, device: torch.device):
+def forward_passes(model: RunModel, batch: Batch, t: dict, positions: torch.Tensor, device: torch.device):
     """The step's forward passes, ``(logits, targets)`` each: one per packed
     group for a model that packs sequences, else one per length bucket."""
     if model.packs_sequences:

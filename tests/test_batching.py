@@ -23,8 +23,8 @@ from lengthbench.benchmark.batching import (
     packed_groups,
 )
 from lengthbench.benchmark.presets import get_preset
-from lengthbench.benchmark.train import batch_tensors
-from lengthbench.tasks import IGNORE, PAD, get_task, make_batch
+from lengthbench.benchmark.train import batch_tensors, forward_passes
+from lengthbench.tasks import IGNORE, get_task, make_batch
 
 
 def padded_share(widths, buckets) -> float:
@@ -68,39 +68,6 @@ def test_reference_batches_waste_little():
         assert 1 - lens.sum() / padded <= MAX_PADDING and 1 - lens.sum() / (lens.max() * 128) > 0.4
 
 
-@pytest.mark.parametrize("encoding", ["rope", "alibi", "randomized-rope"])
-def test_bucketed_loss_and_gradient_equal_the_padded_batch(encoding):
-    torch.set_default_dtype(torch.float64)
-    try:
-        config = get_preset("quick").run_config("copy", encoding, 0)
-        task = get_task("copy")
-        model = config.build_model(task.vocab_size).train()
-        batch = make_batch(task, np.random.default_rng(2), np.random.default_rng(1).integers(1, 21, size=128))
-        t = batch_tensors(batch, torch.device("cpu"))
-        pos = model.positions(t["tokens"], t["position_ids"], t["seq_lens"], torch.Generator().manual_seed(0))
-        buckets = [(lo, hi, int(batch.seq_lens[hi - 1])) for lo, hi in length_buckets(batch.seq_lens)]
-        assert len(buckets) > 1
-
-        def loss_and_grads(parts):
-            model.zero_grad()
-            total = 0.0
-            for lo, hi, width in parts:
-                logits = model(t["tokens"][lo:hi, :width], pos[lo:hi, :width] if len(pos) > 1 else pos[:, :width])
-                part = F.cross_entropy(logits.flatten(0, 1), t["targets"][lo:hi, :width].flatten(),
-                                       ignore_index=IGNORE, reduction="sum") / int((batch.targets != IGNORE).sum())
-                part.backward()
-                total += part.item()
-            return total, [p.grad.clone() for p in model.parameters() if p.grad is not None]
-
-        loss_a, grads_a = loss_and_grads([(0, 128, batch.tokens.shape[1])])
-        loss_b, grads_b = loss_and_grads(buckets)
-        assert loss_b == pytest.approx(loss_a, rel=1e-12)
-        for a, b in zip(grads_a, grads_b):
-            torch.testing.assert_close(b, a, rtol=1e-10, atol=1e-12)
-    finally:
-        torch.set_default_dtype(torch.float32)
-
-
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(1, 90), min_size=1, max_size=130))
 def test_packing_holds_every_real_token_once_in_order(lengths):
@@ -122,41 +89,45 @@ def test_packing_holds_every_real_token_once_in_order(lengths):
     assert 1 - lengths.sum() / packing.source.size <= 0.5  # best fit: no row less than half full but one
 
 
-def _packed_loss_and_grads(model, t, pos, n_targets, packing):
+def _loss_and_grads(model, passes, n_targets):
+    """The summed token loss of ``(logits, targets)`` passes over a batch, and the gradients it leaves."""
     model.zero_grad()
-    source = torch.from_numpy(packing.source)
-    padding, source = source < 0, source.clamp(min=0)
-    tokens = t["tokens"].flatten()[source].masked_fill(padding, PAD)
-    targets = t["targets"].flatten()[source].masked_fill(padding, IGNORE)
-    logits = model(tokens, pos.expand_as(t["tokens"]).flatten()[source], torch.from_numpy(packing.segment))
-    loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE, reduction="sum") / n_targets
-    loss.backward()
-    return loss.item(), [p.grad.clone() for p in model.parameters() if p.grad is not None]
+    total = 0.0
+    for logits, targets in passes:
+        part = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE, reduction="sum") / n_targets
+        part.backward()
+        total += part.item()
+    return total, [p.grad.clone() for p in model.parameters() if p.grad is not None]
 
 
+@pytest.mark.parametrize("packs", [True, False], ids=["packed", "buckets"])
 @pytest.mark.parametrize("encoding", ["rope", "alibi", "randomized-rope", "learned", "t5", "fire", "cope", "xpos",
                                       "coupled", "abacus"])
-def test_packed_loss_and_gradient_equal_the_padded_batch(encoding):
+def test_the_trainers_passes_give_the_padded_batchs_loss_and_gradient(encoding, packs):
+    """In float64, the trainer's passes over a step (packed rows for the
+    transformer, length buckets for a model that cannot pack) give the loss
+    and gradient of one pass over the whole padded batch."""
     torch.set_default_dtype(torch.float64)
     try:
         task = get_task("addition")  # coupled and abacus read its position ids
         config = get_preset("quick").run_config("addition", encoding, 0)
         model = config.build_model(task.vocab_size).train()
-        batch = make_batch(task, np.random.default_rng(2), np.sort(np.random.default_rng(1).integers(1, 9, size=48)))
+        model.packs_sequences = packs
+        lengths = np.sort(np.random.default_rng(1).integers(1, 9, size=128 if packs else 256))
+        batch = make_batch(task, np.random.default_rng(2), lengths)
         t = batch_tensors(batch, torch.device("cpu"))
         pos = model.positions(t["tokens"], t["position_ids"], t["seq_lens"], torch.Generator().manual_seed(0))
         n_targets = int((batch.targets != IGNORE).sum())
-        model.zero_grad()
-        logits = model(t["tokens"], pos)
-        padded = F.cross_entropy(logits.flatten(0, 1), t["targets"].flatten(), ignore_index=IGNORE,
-                                 reduction="sum") / n_targets
-        padded.backward()
-        grads = [p.grad.clone() for p in model.parameters() if p.grad is not None]
-        packing = pack(batch.seq_lens, batch.tokens.shape[1])
-        assert packing.source.shape[0] < len(batch.seq_lens)  # rows really hold several examples
-        loss, packed_grads = _packed_loss_and_grads(model, t, pos, n_targets, packing)
-        assert loss == pytest.approx(padded.item(), rel=1e-12)
-        for a, b in zip(grads, packed_grads):
+        padded = _loss_and_grads(model, [(model(t["tokens"], pos), t["targets"])], n_targets)
+        passes = list(forward_passes(model, batch, t, pos, torch.device("cpu")))
+        widths = [logits.shape[:2] for logits, _ in passes]
+        if packs:
+            assert sum(rows for rows, _ in widths) < len(lengths)  # rows really hold several examples
+        else:
+            assert len(passes) > 1  # several buckets
+        loss, grads = _loss_and_grads(model, passes, n_targets)
+        assert loss == pytest.approx(padded[0], rel=1e-12)
+        for a, b in zip(padded[1], grads):
             torch.testing.assert_close(b, a, rtol=1e-10, atol=1e-12)
     finally:
         torch.set_default_dtype(torch.float32)
