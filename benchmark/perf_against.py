@@ -31,8 +31,16 @@ def solo_steps_per_s(report: dict, config: str) -> float:
     return float((entry.get("solo") or entry["group_1"])["run_steps_per_s"])
 
 
+class Refused(Exception):
+    """Bad input or a side that could not be measured: one line, exit 2."""
+
+
 def unpack(commit: str, into: Path) -> Path:
     """``git archive COMMIT`` unpacked under ``into`` (links kept, so its ``lengthbench/`` imports its own folders)."""
+    known = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
+                           capture_output=True, text=True)
+    if known.returncode != 0:
+        raise Refused(f"{commit!r} is not a commit of this repository; give a commit, e.g. d900fb1 or HEAD~3")
     archive = into / "tree.tar"
     subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", "-o", str(archive), commit], check=True)
     tree = into / "tree"
@@ -49,7 +57,10 @@ def measure_side(tree: Path, configs: list[str], steps: int, out: Path) -> dict:
                "--out", str(out)]
     if "--groups" in help_text:
         command += ["--groups", "1"]
-    subprocess.run(command, cwd=tree, check=True, capture_output=True, env=_env(tree))
+    done = subprocess.run(command, cwd=tree, capture_output=True, text=True, env=_env(tree))
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise Refused(f"`lengthbench perf` of {tree} failed (exit {done.returncode}): {last}")
     return json.loads(out.read_text())
 
 
@@ -57,12 +68,26 @@ def _env(tree: Path) -> dict:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")])}
 
 
+def _positive(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive whole number")
+    return int(value)
+
+
 def main(argv=None) -> int:
+    try:
+        return measure(argv)
+    except Refused as err:
+        print(f"lengthbench: error: {err}", file=sys.stderr)
+        return 2
+
+
+def measure(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("commit", help="the baseline commit (e.g. d900fb1)")
     parser.add_argument("--configs", default="quick", help="perf configurations, comma-separated (default quick)")
-    parser.add_argument("--rounds", type=int, default=4, help="A B rounds (default 4)")
-    parser.add_argument("--steps", type=int, default=60, help="timed trainer steps per measurement (default 60)")
+    parser.add_argument("--rounds", type=_positive, default=4, help="A B rounds (default 4)")
+    parser.add_argument("--steps", type=_positive, default=60, help="timed trainer steps per measurement (default 60)")
     args = parser.parse_args(argv)
     configs = args.configs.split(",")
     load_before = os.getloadavg()

@@ -397,11 +397,6 @@ def _family_model(name: str, size: ModelSize, seed: int = FAMILY_SEEDS[0], vocab
     return build_model(name, vocab, size, seed, make)
 
 
-def _family_logits(model: RunModel, tokens: torch.Tensor) -> torch.Tensor:
-    """``(B, T)`` tokens through one run's model, with plain positions."""
-    return _forward(model, tokens)
-
-
 def check_family_forward(name: str, size: ModelSize, lengths: list[int]) -> str:
     """One run's model maps ``(B, T)`` tokens to finite ``(B, T, V)`` logits
     with finite gradients at every length."""
@@ -411,7 +406,7 @@ def check_family_forward(name: str, size: ModelSize, lengths: list[int]) -> str:
     for t in lengths:
         tokens = torch.randint(0, VOCAB, (BATCH, t), generator=torch.Generator().manual_seed(t))
         model.zero_grad()
-        logits = _family_logits(model, tokens)
+        logits = _forward(model, tokens)
         _finite_step(model, logits, (BATCH, t, VOCAB), t, " (batch, tokens, vocabulary)")
     return f"finite (batch, tokens, vocabulary) logits and gradients at lengths {', '.join(map(str, lengths))}"
 
@@ -419,14 +414,14 @@ def check_family_forward(name: str, size: ModelSize, lengths: list[int]) -> str:
 def check_family_causality(name: str, size: ModelSize, t: int = 24) -> str:
     model = _family_model(name, size).eval()
     tokens = torch.randint(0, VOCAB, (BATCH, t), generator=torch.Generator().manual_seed(1))
-    return _causal(lambda x: _family_logits(model, x), tokens, "the model reads the future")
+    return _causal(lambda x: _forward(model, x), tokens, "the model reads the future")
 
 
 def check_family_determinism(name: str, size: ModelSize, t: int = 16) -> str:
     model = _family_model(name, size).eval()
     tokens = torch.randint(0, VOCAB, (BATCH, t), generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
-        diff = (_family_logits(model, tokens) - _family_logits(model, tokens)).abs().max().item()
+        diff = (_forward(model, tokens) - _forward(model, tokens)).abs().max().item()
     if diff > 0:
         raise AssertionError(f"two eval passes differ by {diff:.3g}")
     return "identical outputs in two eval passes"
@@ -438,7 +433,7 @@ def check_family_seeding(name: str, size: ModelSize, t: int = 12) -> str:
     weights between runs would make seeds meaningless)."""
     tokens = torch.randint(0, VOCAB, (BATCH, t), generator=torch.Generator().manual_seed(3))
     with torch.no_grad():
-        first, again, other = (_family_logits(_family_model(name, size, seed).eval(), tokens)
+        first, again, other = (_forward(_family_model(name, size, seed).eval(), tokens)
                                for seed in (FAMILY_SEEDS[0], FAMILY_SEEDS[0], FAMILY_SEEDS[1]))
     diff = (first - again).abs().max().item()
     if diff > 0:
@@ -459,7 +454,7 @@ def check_family_gradients(name: str, shape: CheckShape) -> str:
     batch = make_batch(task, rng, rng.integers(task.min_length, max(task.min_length, train_length) + 1,
                                                GRADIENT_BATCH))
     tokens, targets = torch.as_tensor(batch.tokens), torch.as_tensor(batch.targets)
-    logits = _family_logits(model, tokens)
+    logits = _forward(model, tokens)
     F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE).backward()
     dead = [n for n, p in model.named_parameters()
             if p.requires_grad and (p.grad is None or not bool(p.grad.abs().sum() > 0))]

@@ -38,3 +38,22 @@ def test_perf_bf16_times_the_trainer_and_checks_accuracy(tmp_path, monkeypatch, 
     assert check["cells"] == 3 and check["failed_in_bf16"] == 0  # tiny: 4 cells, one n/a
     assert 0 <= check["ood_exact_match_mean_abs_diff"] <= check["ood_exact_match_max_abs_diff"] <= 1
     assert "bf16 autocast vs fp32 on smoke (3 cells" in capsys.readouterr().out
+
+
+def test_perf_against_reads_the_solo_trainer_of_either_report_layout():
+    from lengthbench.benchmark.perf_against import solo_steps_per_s
+
+    assert solo_steps_per_s({"configs": {"quick": {"solo": {"run_steps_per_s": 80.0}}}}, "quick") == 80.0
+    assert solo_steps_per_s({"configs": {"quick": {"group_1": {"run_steps_per_s": 50.0}}}}, "quick") == 50.0
+
+
+def test_perf_against_refuses_bad_input_in_one_line(capsys):
+    from lengthbench.benchmark.perf_against import main as perf_against
+
+    assert perf_against(["no-such-commit"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["lengthbench: error: 'no-such-commit' is not a commit of this repository; give a commit, e.g. "
+                   "d900fb1 or HEAD~3"]
+    assert perf_against(["HEAD", "--configs", "no-such-config", "--rounds", "1", "--steps", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "`lengthbench perf` of" in err[0] and "no-such-config" in err[0]
