@@ -56,12 +56,14 @@ def allowed_keys(t: int, device, segments: torch.Tensor | None = None) -> torch.
 
 def attention_mask(encoding: PositionEncoding, pos: torch.Tensor, t: int, dtype,
                    segments: torch.Tensor | None = None) -> torch.Tensor | None:
-    """The encoding's logit bias with the allowed keys folded in; without a
-    bias, the boolean mask of allowed keys, or ``None`` (plain causal
-    attention) when there are no segments either."""
+    """The encoding's logit bias with the allowed keys folded in (-inf where
+    a key is not allowed); without a bias, 0 and -inf alone, or ``None``
+    (plain causal attention) when there are no segments either. Additive
+    once per forward, so no layer converts a boolean mask again."""
     bias = encoding.bias(pos, pos)
     if bias is None:
-        return None if segments is None else allowed_keys(t, pos.device, segments)
+        return None if segments is None else additive_mask(allowed_keys(t, pos.device, segments), t, pos.device,
+                                                            dtype)
     return bias.to(dtype).masked_fill(~allowed_keys(t, pos.device, segments), float("-inf"))
 
 
@@ -72,10 +74,16 @@ def with_content_bias(encoding: PositionEncoding, q: torch.Tensor, k: torch.Tens
     extra = encoding.content_bias(q, k, pos)
     if extra is None:
         return mask
-    if mask is None or mask.dtype == torch.bool:
-        allowed = _causal(q.shape[-2], q.device) if mask is None else mask
-        mask = torch.zeros(allowed.shape, dtype=q.dtype, device=q.device).masked_fill(~allowed, float("-inf"))
-    return mask + extra.to(q.dtype)
+    return additive_mask(mask, q.shape[-2], q.device, q.dtype) + extra.to(q.dtype)
+
+
+def additive_mask(mask: torch.Tensor | None, t: int, device, dtype) -> torch.Tensor:
+    """``mask`` as logits to add: 0 where a key is allowed, -inf where not
+    (a boolean mask of allowed keys or None, plain causal, converted; a float one as it is)."""
+    if mask is not None and mask.dtype != torch.bool:
+        return mask
+    allowed = _causal(t, device) if mask is None else mask
+    return torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill_(~allowed, float("-inf"))
 
 
 WRITTEN_OUT_MAX_LENGTH = 128  # longer training rows always go through the attention kernel
@@ -97,10 +105,8 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
                    and q.shape[-2] <= WRITTEN_OUT_MAX_LENGTH)
     if not written_out:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None, dropout_p=dropout)
-    scores = (q @ k.transpose(-1, -2)) * q.shape[-1] ** -0.5
-    if mask is None:
-        mask = _causal(q.shape[-2], q.device)
-    scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
+    scores = (q * q.shape[-1] ** -0.5) @ k.transpose(-1, -2)
+    scores += additive_mask(mask, q.shape[-2], q.device, q.dtype)  # no backward pass of its own
     weights = scores.softmax(-1)
     return (F.dropout(weights, dropout) if dropout else weights) @ v
 
