@@ -12,12 +12,17 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
 
+import numpy as np
+import torch
+
 from lengthbench.benchmark.seeding import init_seed
 from lengthbench.benchmark.versions import code_versions
 from lengthbench.errors import InputError
-from lengthbench.models.encodings import PositionEncoding, build_encoding, encoding_entry, resolve_params
+from lengthbench.models.encodings import (PositionEncoding, PositionsOutOfRange, build_encoding, encoding_entry,
+                                          resolve_params)
 from lengthbench.models.families import TRANSFORMER, ModelSize, RunModel, build_model, family_entry, method_name
-from lengthbench.tasks import get_task
+from lengthbench.models.transformer import encoded_positions
+from lengthbench.tasks import get_task, make_batch
 
 EVAL_SEED = 1234  # every preset's: evaluation data and eval-time positions, independent of the run seed
 DEFAULT_FIT_THRESHOLD = 0.9
@@ -66,8 +71,13 @@ class RunConfig:
     # checked; after fit_patience checks in a row at or above fit_threshold it stops (steps is the
     # maximum). 0: train for exactly ``steps``.
     fit_check_every: int = 0
-    fit_patience: int = 0
+    fit_patience: int = 0  # 0 with fit_check_every > 0: the checks are logged, the run never stops at fit
     family_source: str = "built-in"  # plugin file + content hash for a third-party model family
+    # The test band evaluated at this many lengths spaced evenly in log length (0: every eval_stride-th).
+    test_points: int = 0
+    # Fit judged on the trained lengths from fit_from up, every one of them at or above fit_threshold
+    # (0: the mean over every trained length, the first protocol's rule).
+    fit_from: int = 0
 
     def to_dict(self) -> dict:
         """Plain data; a field added after records existed is left out while
@@ -137,24 +147,65 @@ class RunConfig:
     def not_applicable(self) -> str | None:
         """Why this cell has no result to compute (its family's rule, e.g. an
         encoding the task cannot feed), or None."""
-        reason = family_entry(self.family).not_applicable(get_task(self.task), self.make_encoding())
+        encoding = self.make_encoding()
+        reason = family_entry(self.family).not_applicable(get_task(self.task), encoding)
+        if reason is None and encoding is not None:
+            reason = self._out_of_range(encoding)
         return None if reason is None else f"{self.label} {reason}"
+
+    def _out_of_range(self, encoding: PositionEncoding) -> str | None:
+        """Why ``encoding`` cannot place the longest evaluated sequence (a
+        randomized range or a position table too short), or None: such a
+        cell is refused at plan time, never scored 0 at its long lengths."""
+        task, length = get_task(self.task), max(self.eval_lengths())
+        batch = make_batch(task, np.random.default_rng(0), np.array([length]))
+        tokens = torch.from_numpy(batch.tokens)
+        try:
+            with torch.no_grad():  # the positions, and the tables they index (learned, coupled, abacus)
+                pos = encoded_positions(encoding, tokens, torch.from_numpy(batch.position_ids),
+                                        torch.from_numpy(batch.seq_lens), False, torch.Generator().manual_seed(0))
+                encoding.embed(torch.zeros(*tokens.shape, self.model.d_model), pos)
+        except PositionsOutOfRange as err:
+            return f"cannot place the longest evaluated sequence (task length {length}): {err}"
+        return None
 
     def eval_lengths(self) -> list[int]:
         """Evaluated task lengths: the stride grid from the task's minimum
         length, always including L_train, both ends of the validation band,
-        the first test length and L_test."""
+        the first test length and L_test; with ``test_points``, the test band
+        holds only its ``test_points`` lengths evenly spaced in log length."""
         start = get_task(self.task).min_length
-        lengths = set(range(start, self.test_length + 1, self.eval_stride))
+        end = self.test_start - 1 if self.test_points else self.test_length
+        lengths = set(range(start, end + 1, self.eval_stride)) | set(self.log_spaced_test_lengths())
         lengths |= {self.train_length, self.train_length + 1, self.test_start, self.test_length}
         if self.validation_length:
             lengths.add(self.validation_length)
         return sorted(n for n in lengths if start <= n <= self.test_length)
 
 
+    def log_spaced_test_lengths(self) -> list[int]:
+        """``test_points`` lengths from the first test length to ``test_length``,
+        evenly spaced in log length (rounded; where rounding makes two equal,
+        the next free length up); empty without ``test_points``."""
+        if not self.test_points:
+            return []
+        lo, hi = self.test_start, self.test_length
+        if self.test_points >= hi - lo + 1:
+            return list(range(lo, hi + 1))
+        ratios = np.linspace(0.0, 1.0, self.test_points)
+        lengths: list[int] = []
+        for n in np.rint(lo * (hi / lo) ** ratios).astype(int).tolist():
+            lengths.append(max(n, lengths[-1] + 1) if lengths else n)
+        return lengths
+
+    def fit_lengths(self) -> list[int]:
+        """The trained lengths the fit is judged on (``fit_from`` up, else all)."""
+        return [n for n in self.eval_lengths() if self.split(n) == "id" and n >= self.fit_from]
+
+
 LATER_FIELDS = {"code_versions": {}, "family": TRANSFORMER, "validation_length": 0,
                 "fit_threshold": DEFAULT_FIT_THRESHOLD, "fit_check_every": 0, "fit_patience": 0,
-                "family_source": "built-in"}
+                "family_source": "built-in", "test_points": 0, "fit_from": 0}
 RUN_FIELDS = {f.name for f in fields(RunConfig)} - {"task", "encoding", "seed", "model", "encoding_params",
                                                     "encoding_source", "code_versions", "family", "family_source"}
 
@@ -182,6 +233,9 @@ class Preset:
     families: tuple[str, ...] = (TRANSFORMER,)
     family_settings: dict = field(default_factory=dict)
     overrides: dict = field(default_factory=dict)  # set last, over every task's and family's settings
+    # cell_settings[task][family]: settings (and model fields) for one family on one task, after the
+    # family's (parameter-matched widths per task: ``benchmark.matching``)
+    cell_settings: dict = field(default_factory=dict)
     select: str = ""  # a `run --select` the preset makes by default ("lr=5e-4,1e-3,2e-3"), chosen on validation
 
     def methods(self) -> list[tuple[str, str]]:
@@ -194,9 +248,11 @@ class Preset:
         as "") for a family that takes none."""
         get_task(task)
         by_task, by_family = self.task_settings.get(task, {}), self.family_settings.get(family, {})
-        values = {"eval_seed": EVAL_SEED, **self.settings, **by_task, **by_family, **self.overrides}
+        by_cell = self.cell_settings.get(task, {}).get(family, {})
+        values = {"eval_seed": EVAL_SEED, **self.settings, **by_task, **by_family, **by_cell, **self.overrides}
         values.pop("model", None)
-        model = replace(self.model, **{**by_task.get("model", {}), **by_family.get("model", {})})
+        model = replace(self.model, **{**by_task.get("model", {}), **by_family.get("model", {}),
+                                       **by_cell.get("model", {})})
         unknown = set(values) - RUN_FIELDS
         if unknown:
             raise InputError(f"preset {self.name!r} sets unknown fields {sorted(unknown)}; valid: {sorted(RUN_FIELDS)}")
@@ -239,9 +295,17 @@ def _check_protocol(preset: str, values: dict) -> None:
         raise InputError(f"preset {preset!r}: validation_length {val!r} must lie strictly between train_length "
                          f"{train!r} and test_length {test!r} (or be 0: no validation band)")
     every, patience = values.get("fit_check_every", 0), values.get("fit_patience", 0)
-    if bool(every) != bool(patience) or every < 0 or patience < 0:
+    if (patience and not every) or every < 0 or patience < 0:
         raise InputError(f"preset {preset!r}: fit_check_every {every!r} and fit_patience {patience!r} must both be "
-                         "positive (train until fit) or both 0 (train for exactly `steps`)")
+                         "positive (train until fit), fit_check_every positive and fit_patience 0 (log the checks, "
+                         "train for exactly `steps`) or both 0 (train for exactly `steps`)")
+    points, fit_from = values.get("test_points", 0), values.get("fit_from", 0)
+    if not isinstance(points, int) or points < 0 or points == 1:
+        raise InputError(f"preset {preset!r}: test_points {points!r} must be 0 (every eval_stride-th test length) "
+                         "or at least 2 (both ends of the test band)")
+    if not isinstance(fit_from, int) or not (fit_from == 0 or 1 <= fit_from <= (train or 0)):
+        raise InputError(f"preset {preset!r}: fit_from {fit_from!r} must be 0 (every trained length) or a trained "
+                         f"length, 1..{train}")
     threshold = values.get("fit_threshold", DEFAULT_FIT_THRESHOLD)
     if not 0 < threshold <= 1:
         raise InputError(f"preset {preset!r}: fit_threshold {threshold!r} must be a fraction in (0, 1]")

@@ -85,8 +85,10 @@ def evaluate(model: RunModel, task: Task, config: RunConfig, device: torch.devic
 
 
 def held_out_fit(model: RunModel, task: Task, config: RunConfig, device: torch.device) -> float:
-    """Mean exact match over the trained lengths, on held-out examples
-    (``seeding.fit_check_streams``): the in-training fit check."""
-    lengths = [n for n in config.eval_lengths() if config.split(n) == "id"]
-    return float(np.mean([evaluate_length(model, task, n, config, device, fit_check_streams,
-                                          FIT_CHECK_SAMPLES)["exact_match"] for n in lengths]))
+    """The in-training fit check on held-out examples
+    (``seeding.fit_check_streams``): exact match over the lengths the fit
+    is judged on (``RunConfig.fit_lengths``), their mean, or with
+    ``fit_from`` their minimum (every one of them must reach the threshold)."""
+    scores = [evaluate_length(model, task, n, config, device, fit_check_streams, FIT_CHECK_SAMPLES)["exact_match"]
+              for n in config.fit_lengths()]
+    return float(min(scores) if config.fit_from else np.mean(scores))

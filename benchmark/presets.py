@@ -202,6 +202,54 @@ register_preset(_part_of_full(
     "3 seeds: part of `full`", ("addition", "multiplication"), ENCODINGS.names()))
 
 
+# Protocol v2, `horizon`: a reference that measures length generalization at a horizon the papers
+# test (train 1..16, choose on 17..20, test at 8 lengths evenly spaced in log length from 21 to 64:
+# 4x), every method trained for the same fixed budget per task (no stop at fit), the fit judged on
+# the top quarter of the trained lengths (13..16, each at >= 0.9 exact match), the baseline
+# families matched in parameters task by task. The per-task budgets are chosen on the pilot
+# (`horizon-pilot`: seeds that are never reported, by in-training fit checks on held-out examples
+# of the trained lengths only; its evidence is in the reference's README).
+HORIZON_MODEL = ModelSize(d_model=64, n_layers=2, n_heads=4, d_ff=256)
+HORIZON_SETTINGS = dict(train_length=16, validation_length=20, test_length=64, test_points=8, eval_stride=1,
+                        eval_samples=256, batch_size=64, lr=1e-3, weight_decay=0.01, warmup_steps=100, grad_clip=1.0,
+                        fit_threshold=0.9, fit_from=13)
+# Randomized positions from [0, 512): 8x the longest test length, covering every task's longest
+# evaluated sequence (addition with index hints at 64 digits: 393 tokens); coupled and abacus tables
+# cover every evaluated id, abacus offsets let training reach the longest test number's digits
+# (McLeish et al.'s rule: offsets up to the test length).
+HORIZON_ENCODING_PARAMS = randomized_range(512) | {"coupled": {"max_positions": 256},
+                                                   "abacus": {"max_positions": 128, "max_offset": 56}}
+HORIZON_FAMILIES = ("transformer", *RECURRENT_FAMILIES, "ssm")
+# The families' widths: one per family, within 10% of the transformer's parameters on every task but
+# addition with index hints, whose 527-token vocabulary weighs differently per family; there the
+# widths `python -m lengthbench.benchmark.matching --preset horizon-pilot` finds (a test holds every
+# (task, family) within 10%).
+HORIZON_SIZES = {"rnn": 224, "lstm": 112, "stack-rnn": 216, "tape-rnn": 216, "ssm": 88}
+HORIZON_WIDTHS = {"addition-index-hints": {f: {"model": {"d_model": w}} for f, w in
+                                           {"rnn": 128, "lstm": 96, "stack-rnn": 128, "tape-rnn": 128, "ssm": 80}.items()}}
+# The pilot: its budget ceiling, how often it checks the fit (logged, never stopping), its seeds
+# (never part of a reported grid) and the methods it trains: the families' and three of the
+# encodings' (position-free, rotary, a distance bias), since the budget is a task's, not a method's.
+PILOT_MAX_STEPS = 4000
+PILOT_SEEDS = (100,)
+PILOT_ENCODINGS = ("nope", "rope", "alibi")
+
+register_preset(Preset(
+    name="horizon-pilot",
+    description="protocol v2's pilot: every task x 3 encodings and the baseline families x 1 pilot seed (never "
+                "reported), 4000 steps with the fit logged every 250: chooses horizon's budget per task",
+    tasks=tuple(task_names()),
+    encodings=PILOT_ENCODINGS,
+    seeds=PILOT_SEEDS,
+    model=HORIZON_MODEL,
+    settings=HORIZON_SETTINGS | dict(steps=PILOT_MAX_STEPS, fit_check_every=250, fit_patience=0),
+    encoding_params=HORIZON_ENCODING_PARAMS,
+    families=HORIZON_FAMILIES,
+    family_settings={f: {"model": {"d_model": size}} for f, size in HORIZON_SIZES.items()},
+    cell_settings=HORIZON_WIDTHS,
+))
+
+
 # The published protocols (GPU-sized; `run --plan` gives the cost). Differences we keep: our
 # transformer is decoder-only (theirs, for the Chomsky suite, an encoder reading outputs from
 # extra input slots), the learning rate decays on a cosine (theirs is constant), no dropout (so

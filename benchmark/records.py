@@ -154,7 +154,9 @@ def summarize(per_length: list[dict], config: RunConfig) -> dict:
     """Means of each metric over the in-distribution lengths, the validation
     band (when the run has one) and the test band (``RunConfig.split`` decides
     which is which). A length the encoding cannot run at counts as 0 (it
-    cannot solve it); every test length is included, the first one too."""
+    cannot solve it); every test length is included, the first one too.
+    With ``fit_from``, ``fit_exact_match`` is the least exact match over the
+    lengths the fit is judged on."""
     out = {}
     for split in SPLITS:
         if split in OPTIONAL_SPLITS and not config.validation_length:
@@ -163,6 +165,9 @@ def summarize(per_length: list[dict], config: RunConfig) -> dict:
         for metric in METRICS:
             out[f"{split}_{metric}"] = round(float(np.mean([r[metric] for r in rows])), 6) if rows else None
         out[f"{split}_unsupported_lengths"] = sum(r["status"] == "unsupported" for r in rows)
+    if config.fit_from:  # the fit is judged on these lengths, each of them (only then: older summaries unchanged)
+        fit = [r["exact_match"] for r in per_length if r["length"] in config.fit_lengths()]
+        out["fit_exact_match"] = round(float(min(fit)), 6) if fit else None
     nonfinite = sum(bool(r.get("nonfinite")) for r in per_length)
     if nonfinite:  # only then, so that the summaries of runs with finite outputs stay as they were
         out["nonfinite_lengths"] = nonfinite

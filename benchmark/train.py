@@ -154,7 +154,8 @@ def train_run(model: RunModel, task: Task, config: RunConfig, device: torch.devi
     stops it there (``diverged``). With a budget until fit
     (``RunConfig.fit_check_every``), ``fit_check() -> held-out ID exact
     match`` is called every that many steps, and the run stops once it fit
-    at ``fit_patience`` checks in a row. With a ``checkpoint``, training
+    at ``fit_patience`` checks in a row (a patience of 0 only logs the
+    checks: steps-to-fit as a diagnostic). With a ``checkpoint``, training
     resumes from its saved state and saves its state whenever it is due."""
     every = config.fit_check_every if fit_check is not None else 0
     state = resumed_state(model, config, device, checkpoint)
@@ -189,10 +190,13 @@ def train_run(model: RunModel, task: Task, config: RunConfig, device: torch.devi
 
 
 def _fitted(model: RunModel, fit_check, state: TrainState, config: RunConfig) -> bool:
-    """Run the fit check, log it; True once the run fit at its last ``fit_patience`` checks."""
+    """Run the fit check, log it; True once the run fit at its last
+    ``fit_patience`` checks (never with a patience of 0: checks only logged)."""
     score = fit_check()
     model.train()
     state.fit_checks.append([state.step, round(score, 6)])
+    if not config.fit_patience:
+        return False
     recent = [s for _, s in state.fit_checks[-config.fit_patience:]]
     return len(recent) == config.fit_patience and min(recent) >= config.fit_threshold
 

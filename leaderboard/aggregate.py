@@ -9,6 +9,7 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
+from lengthbench.benchmark.config import LATER_FIELDS
 from lengthbench.benchmark.records import (
     SUMMARY_FIELDS,
     RunRecord,
@@ -40,6 +41,9 @@ def _level(task: str) -> str:
 
 # A cell's protocol: every config field but those that name the cell (task, method) or the run (seed).
 PROTOCOL_EXCLUDES = ("task", "encoding", "family", "family_source", "seed")
+# Config fields added after boards had a protocol column: left out while at their defaults, so the
+# protocol text of a board made before them stays as it was.
+LATER_PROTOCOL_FIELDS = ("test_points", "fit_from")
 
 
 def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
@@ -49,7 +53,8 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
     for r in distinct_runs(records):
         config = r.config.to_dict()
         signature = {k: v for k, v in config.items() if k != "seed"}
-        settings = {k: v for k, v in asdict(r.config).items() if k not in PROTOCOL_EXCLUDES}
+        settings = {k: v for k, v in asdict(r.config).items() if k not in PROTOCOL_EXCLUDES
+                    and not (k in LATER_PROTOCOL_FIELDS and v == LATER_FIELDS[k])}
         rows.append({
             "task": r.task, "method": r.method, "model": r.config.family,
             "encoding": r.encoding, "seed": r.seed, "status": r.status,
@@ -59,6 +64,7 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
             "signature": json.dumps(signature, sort_keys=True),
             "protocol": json.dumps(settings, sort_keys=True, separators=(",", ":")),
             "run_id": r.run_id, "failed": r.failed, **{k: (r.summary or {}).get(k) for k in SUMMARY_FIELDS},
+            "fit_score": fit_score(r.summary),
             **selection_texts(r.selection),
         })
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
@@ -66,7 +72,15 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
 
 RUN_COLUMNS = ["task", "method", "model", "encoding", "seed", "status", "train_length", "validation_length",
                "test_length", "fit_threshold", "steps_done", "signature", "protocol", "run_id", "failed", *SUMMARY_FIELDS,
-               "selected", "selection_evidence"]
+               "fit_score", "selected", "selection_evidence"]
+
+
+def fit_score(summary: dict | None):
+    """What a seed's fit is judged on: the least exact match over its fit
+    lengths where the run judges the fit there (``fit_from``), else its mean
+    in-distribution exact match."""
+    summary = summary or {}
+    return summary["fit_exact_match"] if summary.get("fit_exact_match") is not None else summary.get("id_exact_match")
 
 
 def selection_texts(selection: dict | None) -> dict:
@@ -164,10 +178,10 @@ def leaderboard_frame(records: list[RunRecord]) -> pd.DataFrame:
     for (task, method), cell in runs.groupby(["task", "method"], sort=False):
         clean = cell[(cell.status == "ok") & ~cell.failed]
         failed = cell[cell.failed]
-        scored = pd.concat([clean, failed.assign(**{k: 0.0 for k in SUMMARY_FIELDS if clean[k].notna().any()})]) if len(clean) else clean
+        scored = pd.concat([clean, failed.assign(**{k: 0.0 for k in (*SUMMARY_FIELDS, "fit_score") if clean[k].notna().any()})]) if len(clean) else clean
         na = (cell.status == "not_applicable").all()
         train_length = int(cell.train_length.iloc[0])
-        n_fit = int((scored.id_exact_match.astype(float) >= scored.fit_threshold).sum()) if len(scored) else 0
+        n_fit = int((scored.fit_score.astype(float) >= scored.fit_threshold).sum()) if len(scored) else 0
         row = {
             "schema_version": SCHEMA_VERSION, "task": task, "level": _level(task),
             "method": method, "model": cell.model.iloc[0], "encoding": cell.encoding.iloc[0],

@@ -99,7 +99,7 @@ def test_records_carry_the_steps_and_checks():
 
 
 @pytest.mark.parametrize("settings, message", [
-    (dict(fit_check_every=100), "fit_check_every 100 and fit_patience 0"),
+    (dict(fit_check_every=-100), "fit_check_every -100 and fit_patience 0"),
     (dict(fit_patience=2), "fit_check_every 0 and fit_patience 2"),
     (dict(fit_threshold=1.5), "fit_threshold 1.5"),
     (dict(validation_length=10), "validation_length 10 must lie strictly between train_length 5 and test_length 10"),

@@ -151,18 +151,23 @@ def test_evaluation_has_dropout_off(tiny_preset):
     assert evaluate(model, task, config, torch.device("cpu")) == first
 
 
-def test_unsupported_length_is_recorded(tiny_preset):
-    """A learned table shorter than the test sequences: recorded, not a crash."""
+def test_a_table_too_short_refuses_the_cell_and_evaluation_never_crashes_on_it(tiny_preset):
+    """A learned table shorter than the test sequences: the cell is n/a with
+    the reason (never trained and scored 0 at its long lengths); evaluation
+    itself still records such a length as unsupported, not a crash."""
     preset = tiny_preset.with_grid(tasks=["copy"], encodings=["learned"])
     preset = preset.__class__(**{**preset.__dict__, "encoding_params": {"learned": {"max_positions": 12}}})
     from lengthbench.benchmark.device import default_device
+    from lengthbench.benchmark.evaluate import evaluate_length
     from lengthbench.benchmark.runner import execute_run
+    from lengthbench.tasks import get_task
 
-    record = execute_run(grid_configs(preset)[0], default_device())
-    assert record.status == "ok"
-    statuses = {m["length"]: m["status"] for m in record.per_length}
-    assert statuses[5] == "ok" and statuses[7] == "unsupported"
-    assert record.summary["ood_unsupported_lengths"] >= 1
+    config = grid_configs(preset)[0]
+    record = execute_run(config, default_device())
+    assert record.status == "not_applicable" and "has 12 positions but position" in record.reason
+    model = config.build_model(get_task("copy").vocab_size)
+    assert evaluate_length(model, get_task("copy"), 5, config, default_device())["status"] == "ok"
+    assert evaluate_length(model, get_task("copy"), 7, config, default_device())["status"] == "unsupported"
 
 
 def test_dead_worker_is_recorded(tmp_path, tiny_preset, monkeypatch):

@@ -1,0 +1,87 @@
+"""Model families matched in parameters, task by task.
+
+A baseline family is a fair comparison only at about the transformer's
+parameter count, and that count depends on the task: the embedding and the
+output head grow with the vocabulary, differently per family (a recurrent
+cell's input and output layers, a 527-token vocabulary with index hints).
+``matched_widths`` finds, for every task and family, the width (``d_model``)
+whose parameter count is nearest the reference transformer's on that task.
+
+``python -m lengthbench.benchmark.matching --preset NAME`` prints the table a
+preset holds and how far each entry is from its target; a test holds every
+shipped preset's entries within ``MATCH_TOLERANCE``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+
+from lengthbench.models.encodings import build_encoding
+from lengthbench.models.families import TRANSFORMER, ModelSize, build_model, n_parameters
+from lengthbench.tasks import get_task
+
+MATCH_TOLERANCE = 0.10  # a family's parameters within this share of the transformer's, on every task
+REFERENCE_ENCODING = "nope"  # the transformer without position parameters is the target
+
+
+def parameters(family: str, task: str, size: ModelSize, encoding: str | None = None) -> int:
+    vocab = get_task(task).vocab_size
+    make = (lambda: build_encoding(encoding, size.d_model, size.n_heads, {})) if encoding else (lambda: None)
+    return n_parameters(build_model(family, vocab, size, 0, make))
+
+
+def matched_width(family: str, task: str, size: ModelSize, target: int, widths=range(8, 1025, 8)) -> int:
+    """The width whose parameter count is nearest ``target`` (counts grow with
+    the width; multiples of 8, which every built-in family accepts)."""
+    lo, hi = 0, len(widths) - 1
+    while lo < hi:  # the first width at or above the target
+        mid = (lo + hi) // 2
+        if parameters(family, task, replace(size, d_model=widths[mid])) < target:
+            lo = mid + 1
+        else:
+            hi = mid
+    candidates = [widths[i] for i in (lo - 1, lo) if 0 <= i < len(widths)]
+    return min(candidates, key=lambda w: abs(parameters(family, task, replace(size, d_model=w)) - target))
+
+
+def matched_widths(tasks, families, size: ModelSize) -> dict[str, dict[str, int]]:
+    """``{task: {family: width}}`` matching ``size``'s transformer (``REFERENCE_ENCODING``) on each task."""
+    table = {}
+    for task in tasks:
+        target = parameters(TRANSFORMER, task, size, REFERENCE_ENCODING)
+        table[task] = {f: matched_width(f, task, size, target) for f in families if f != TRANSFORMER}
+    return table
+
+
+def mismatches(preset) -> list[str]:
+    """Every (task, family) of ``preset`` whose parameters are more than
+    ``MATCH_TOLERANCE`` away from its transformer's on that task."""
+    out = []
+    for task in preset.tasks:
+        target = parameters(TRANSFORMER, task, preset.run_config(task, REFERENCE_ENCODING, 0).model,
+                            REFERENCE_ENCODING)
+        for family in preset.families:
+            if family == TRANSFORMER:
+                continue
+            got = parameters(family, task, preset.run_config(task, "", 0, family).model)
+            if abs(got / target - 1) > MATCH_TOLERANCE:
+                out.append(f"{task}/{family}: {got} parameters, {got / target - 1:+.0%} against the transformer's {target}")
+    return out
+
+
+def main(argv=None) -> None:
+    from lengthbench.benchmark.presets import get_preset
+
+    parser = argparse.ArgumentParser(prog="python -m lengthbench.benchmark.matching", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", required=True)
+    preset = get_preset(parser.parse_args(argv).preset)
+    families = [f for f in preset.families if f != TRANSFORMER]
+    size = preset.run_config(preset.tasks[0], REFERENCE_ENCODING, 0).model
+    print(matched_widths(preset.tasks, families, size))
+    problems = mismatches(preset)
+    print("\n".join(problems) if problems else f"every family within {MATCH_TOLERANCE:.0%} on every task")
+
+
+if __name__ == "__main__":
+    main()

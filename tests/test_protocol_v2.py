@@ -1,0 +1,183 @@
+"""Protocol v2 (``horizon``): log-spaced test lengths, the fit judged on the
+top of the trained range, checks that only log, cells refused when their
+encoding cannot place the longest evaluated sequence, per-task parameter matching."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lengthbench.benchmark.matching import MATCH_TOLERANCE, mismatches, parameters
+from lengthbench.benchmark.presets import get_preset
+from lengthbench.benchmark.records import summarize
+from lengthbench.benchmark.runner import execute_run
+from lengthbench.benchmark.train import train_run
+from lengthbench.errors import InputError
+from lengthbench.leaderboard.aggregate import leaderboard_frame
+from lengthbench.tasks import get_task
+
+CPU = torch.device("cpu")
+
+
+def _smoke(**settings):
+    return replace(get_preset("smoke").run_config("copy", "rope", 0), **settings)
+
+
+@settings(max_examples=60, deadline=None)
+@given(train=st.integers(1, 30), gap=st.integers(0, 5), factor=st.integers(2, 12), points=st.integers(2, 12))
+def test_log_spaced_test_lengths_span_the_band_evenly_in_log_length(train, gap, factor, points):
+    config = _smoke(train_length=train, validation_length=train + gap if gap else 0,
+                    test_length=(train + gap) * factor, test_points=points)
+    lengths = config.log_spaced_test_lengths()
+    lo, hi = config.test_start, config.test_length
+    assert lengths[0] == lo and lengths[-1] == hi and lengths == sorted(set(lengths))
+    assert len(lengths) == min(points, hi - lo + 1)
+    if len(lengths) == points and points > 2:  # each within rounding of its ideal log-spaced place
+        ideal = [lo * (hi / lo) ** (i / (points - 1)) for i in range(points)]
+        assert all(abs(n - want) <= 0.5 + i for i, (n, want) in enumerate(zip(lengths, ideal)))
+    evaluated = config.eval_lengths()
+    assert [n for n in evaluated if config.split(n) == "ood"] == lengths
+    assert [n for n in evaluated if config.split(n) != "ood"] == list(range(1, config.test_start))
+
+
+def test_the_horizon_preset_tests_to_four_times_at_eight_lengths():
+    config = get_preset("horizon-pilot").run_config("reverse_string", "rope", 100)
+    assert config.log_spaced_test_lengths() == [21, 25, 29, 34, 40, 47, 55, 64]
+    assert config.fit_lengths() == [13, 14, 15, 16]
+    ratios = [b / a for a, b in zip([21, 25, 29, 34, 40, 47, 55], [25, 29, 34, 40, 47, 55, 64])]
+    assert max(ratios) / min(ratios) < 1.15
+
+
+def _rows(config, exact):
+    return [{"length": n, "status": "ok", "exact_match": exact.get(n, 1.0), "token_accuracy": exact.get(n, 1.0),
+             "n_samples": 8} for n in config.eval_lengths()]
+
+
+def test_the_fit_is_judged_on_every_length_of_the_top_quarter():
+    """Mean in-distribution exact match 0.99, but 0.8 at length 16: not fit
+    under fit_from (the first protocol's mean would have called it fit)."""
+    config = replace(get_preset("horizon-pilot").run_config("copy", "rope", 100), fit_check_every=0)
+    summary = summarize(_rows(config, {16: 0.8}), config)
+    assert summary["fit_exact_match"] == 0.8 and summary["id_exact_match"] > 0.9
+    assert "fit_exact_match" not in summarize(_rows(_smoke(), {}), _smoke())
+    assert summarize(_rows(config, {12: 0.1}), config)["fit_exact_match"] == 1.0  # below the quarter: not judged
+
+
+def test_the_board_counts_a_seed_fit_by_its_fit_lengths(tmp_path):
+    from lengthbench.benchmark.records import RunRecord
+
+    config = replace(get_preset("horizon-pilot").run_config("copy", "rope", 100), fit_check_every=0)
+    records = []
+    for seed, low in ((100, 0.8), (101, 0.95)):
+        cell = replace(config, seed=seed)
+        record = RunRecord.start(cell, CPU)
+        record.status, record.per_length = "ok", _rows(cell, {16: low})
+        record.summary = summarize(record.per_length, cell)
+        records.append(record)
+    board = leaderboard_frame(records)
+    assert int(board.n_fit.iloc[0]) == 1 and board.fit_status.iloc[0] == "partly_fit"
+
+
+def test_checks_without_patience_are_logged_and_never_stop_the_run():
+    config = _smoke(steps=30, fit_check_every=10, fit_patience=0, fit_threshold=0.5)
+    model = config.build_model(get_task("copy").vocab_size)
+    result = train_run(model, get_task("copy"), config, CPU, fit_check=lambda: 1.0)
+    assert (result.stopped, result.steps_done) == ("max_steps", 30)
+    assert result.fit_checks == [[10, 1.0], [20, 1.0]]
+
+
+def test_an_encoding_that_cannot_place_the_longest_sequence_refuses_its_cell():
+    """A randomized range shorter than the longest evaluated sequence: the
+    cell is n/a with the reason, never trained and scored 0 at long lengths."""
+    config = replace(get_preset("smoke").run_config("copy", "randomized-rope", 0), encoding_params={"max_len": 16})
+    reason = config.not_applicable()
+    assert "randomized max_len 16 < sequence length 22" in reason and "task length 10" in reason
+    record = execute_run(config, CPU)
+    assert record.status == "not_applicable" and record.per_length is None
+    assert replace(config, encoding_params={"max_len": 22}).not_applicable() is None
+
+
+def test_no_horizon_cell_is_refused_for_its_range():
+    """Every randomized range and position table of the horizon protocol covers every evaluated sequence."""
+    preset = get_preset("horizon-pilot").with_grid(encodings=[e for e in get_preset("standard").encodings])
+    for task in preset.tasks:
+        for encoding in preset.encodings:
+            reason = preset.run_config(task, encoding, 100).not_applicable()
+            assert reason is None or "cannot place" not in reason, reason
+
+
+def test_cell_settings_override_the_family_for_one_task():
+    preset = get_preset("full")
+    changed = replace(preset, cell_settings={"copy": {"lstm": {"model": {"d_model": 40}, "steps": 7}}})
+    assert changed.run_config("copy", "", 0, "lstm").model.d_model == 40
+    assert changed.run_config("copy", "", 0, "lstm").steps == 7
+    assert changed.run_config("parity_check", "", 0, "lstm") == preset.run_config("parity_check", "", 0, "lstm")
+    assert changed.run_config("copy", "", 0, "rnn") == preset.run_config("copy", "", 0, "rnn")
+
+
+def test_horizon_families_are_matched_in_parameters_on_every_task():
+    assert mismatches(get_preset("horizon-pilot")) == []
+    # the first protocol's one width per family is not (index hints: 527 tokens)
+    assert any("addition-index-hints/rnn" in m for m in mismatches(get_preset("full")))
+
+
+def test_a_mismatch_is_reported_with_its_size():
+    preset = get_preset("horizon-pilot")
+    wide = replace(preset, families=("transformer", "lstm"), tasks=("copy",),
+                   cell_settings={"copy": {"lstm": {"model": {"d_model": 200}}}})
+    (problem,) = mismatches(wide)
+    target = parameters("transformer", "copy", preset.model, "nope")
+    assert problem.startswith("copy/lstm:") and str(target) in problem
+    assert MATCH_TOLERANCE == 0.10 and not math.isclose(parameters("lstm", "copy", replace(preset.model, d_model=200)),
+                                                         target, rel_tol=MATCH_TOLERANCE)
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(test_points=1), "test_points 1 must be 0"),
+    (dict(test_points=-3), "test_points -3"),
+    (dict(fit_from=6), "fit_from 6 must be 0 .* or a trained length, 1..5"),
+    (dict(fit_check_every=-5), "fit_check_every -5"),
+])
+def test_bad_v2_settings_are_refused_by_name(settings, message):
+    preset = get_preset("smoke")
+    with pytest.raises(InputError, match=message):
+        replace(preset, settings={**preset.settings, **settings}).run_config("copy", "rope", 0)
+
+
+def _pilot_record(method_encoding, checks, final, steps=2000, every=250):
+    from lengthbench.benchmark.records import RunRecord
+
+    config = replace(get_preset("horizon-pilot").run_config("copy", method_encoding, 100), steps=steps,
+                     fit_check_every=every)
+    record = RunRecord.start(config, CPU)
+    record.status, record.per_length = "ok", _rows(config, {16: final})
+    record.summary = summarize(record.per_length, config)
+    record.training = {"steps_done": steps, "fit_checks": [[s, v] for s, v in checks]}
+    return record
+
+
+def test_the_budget_is_the_fit_plateau_with_its_margin_from_the_pilot():
+    """Runs first fit (to stay) at 500 and 1000, one never: as many fit from
+    1000 on as at the ceiling, so the budget is 1000 x 1.25 on the check grid.
+    A run that fit once and fell back does not count before it stays."""
+    from lengthbench.benchmark.budget import budget_table, pilot_budgets
+
+    grid = range(250, 2000, 250)
+    records = [
+        _pilot_record("nope", [(s, 0.95 if s >= 500 and s != 750 else 0.5) for s in grid], 0.97),
+        _pilot_record("rope", [(s, 0.95 if s >= 1000 else 0.3) for s in grid], 0.96),
+        _pilot_record("alibi", [(s, 0.2) for s in grid], 0.4),
+    ]
+    (budget,) = pilot_budgets(records)
+    assert (budget.fit_at_ceiling, budget.plateau, budget.budget) == (2, 1000, 1250)
+    assert budget.first_fit == {"transformer/nope": 500, "transformer/rope": 1000, "transformer/alibi": None}
+    assert "| copy | 3 | 2 of 3 at 2000 | 1000 | 1250 |" in budget_table([budget])
+    late = [_pilot_record("nope", [(s, 0.95 if s >= 1750 else 0.5) for s in grid], 0.97)]
+    assert pilot_budgets(late)[0].budget == 2000  # 1750 x 1.25, capped at the ceiling
+    with pytest.raises(InputError, match="no finished pilot run"):
+        pilot_budgets([replace(records[0], status="error")])
