@@ -7,6 +7,8 @@ and an example counts only if all are). Metrics use output symbols only.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import torch
 
@@ -15,7 +17,7 @@ from lengthbench.benchmark.seeding import eval_streams, fit_check_streams
 from lengthbench.benchmark.train import batch_tensors
 from lengthbench.models.encodings import PositionsOutOfRange
 from lengthbench.models.families import RunModel
-from lengthbench.tasks import Task, make_batch
+from lengthbench.tasks import Task, get_task, make_batch
 
 ATTENTION_BUDGET_BYTES = 1 << 28  # per chunk, for the (B, H, T, T) score/bias tensors
 FIT_CHECK_SAMPLES = 64  # per trained length, at each in-training fit check
@@ -92,3 +94,20 @@ def held_out_fit(model: RunModel, task: Task, config: RunConfig, device: torch.d
     scores = [evaluate_length(model, task, n, config, device, fit_check_streams, FIT_CHECK_SAMPLES)["exact_match"]
               for n in config.fit_lengths()]
     return float(min(scores) if config.fit_from else np.mean(scores))
+
+
+@lru_cache(maxsize=None)
+def majority_exact_match(task: str, eval_seed: int, lengths: tuple[int, ...], n_samples: int) -> float:
+    """The chance level of exact match: the share of the evaluation examples
+    at ``lengths`` (the same data every run is scored on) whose answer is that
+    length's most frequent answer, averaged over ``lengths``: what a model
+    that ignores its input scores at best (0.5 for a balanced yes/no task,
+    about 0 for long answers)."""
+    shares = []
+    for length in lengths:
+        rng, _ = eval_streams(eval_seed, length, torch.device("cpu"))
+        batch = make_batch(get_task(task), rng, np.full(n_samples, length))
+        answers = [row_targets[row_scored].tobytes() for row_targets, row_scored in zip(batch.targets, batch.scored)]
+        _, counts = np.unique(answers, return_counts=True)
+        shares.append(counts.max() / n_samples)
+    return round(float(np.mean(shares)), 6) if shares else float("nan")

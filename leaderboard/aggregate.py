@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from lengthbench.benchmark.config import LATER_FIELDS
+from lengthbench.benchmark.evaluate import majority_exact_match
 from lengthbench.benchmark.records import (
     SUMMARY_FIELDS,
     RunRecord,
@@ -20,7 +21,10 @@ from lengthbench.errors import InputError
 from lengthbench.leaderboard.schema import COLUMN_NAMES, METRICS, SCHEMA_VERSION
 from lengthbench.leaderboard.statistics import (
     GENERALIZE_THRESHOLD,
+    REACH_FACTORS,
     generalization_length,
+    interquartile_mean,
+    log_length_area,
     t_interval,
 )
 from lengthbench.models.encodings import ENCODINGS
@@ -65,6 +69,8 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
             "protocol": json.dumps(settings, sort_keys=True, separators=(",", ":")),
             "run_id": r.run_id, "failed": r.failed, **{k: (r.summary or {}).get(k) for k in SUMMARY_FIELDS},
             "fit_score": fit_score(r.summary),
+            "chance_exact_match": majority_exact_match(r.task, r.config.eval_seed, tuple(
+                n for n in r.config.eval_lengths() if r.config.split(n) == "ood"), r.config.eval_samples),
             **selection_texts(r.selection),
         })
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
@@ -72,7 +78,7 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
 
 RUN_COLUMNS = ["task", "method", "model", "encoding", "seed", "status", "train_length", "validation_length",
                "test_length", "fit_threshold", "steps_done", "signature", "protocol", "run_id", "failed", *SUMMARY_FIELDS,
-               "fit_score", "selected", "selection_evidence"]
+               "fit_score", "chance_exact_match", "selected", "selection_evidence"]
 
 
 def fit_score(summary: dict | None):
@@ -142,6 +148,12 @@ def _metric_stats(scored: pd.DataFrame, lengths: pd.DataFrame, metric: str, trai
     curve = (lengths.groupby("length")[metric].mean() * (clean / len(scored)) if len(lengths)  # failed seeds: 0
              else pd.Series(dtype=float))
     gen = generalization_length(curve.index, curve.to_numpy())
+    seed_curves = [seed_rows.set_index("length")[metric] for _, seed_rows in lengths.groupby("seed")]
+    missing = len(scored) - len(seed_curves)  # failed seeds: 0 at every length
+    test = lengths[lengths.split == "ood"]
+    areas = [log_length_area(rows.length, rows[metric]) for _, rows in test.groupby("seed")] + [0.0] * missing
+    reach = [generalization_length(c.index, c.to_numpy()) for c in seed_curves] + [0] * missing
+    test_length = int(scored.test_length.iloc[0]) if len(scored) else 0
     return {
         f"ood_{metric}_mean": float(ood.mean()) if len(ood) else np.nan,
         f"ood_{metric}_std": float(ood.std(ddof=1)) if len(ood) > 1 else np.nan,
@@ -153,6 +165,11 @@ def _metric_stats(scored: pd.DataFrame, lengths: pd.DataFrame, metric: str, trai
         f"frac_seeds_generalize_{metric}": float((ood >= GENERALIZE_THRESHOLD).mean()) if len(ood) else np.nan,
         f"generalization_length_{metric}": gen,
         f"extrapolation_ratio_{metric}": gen / train_length,
+        f"ood_{metric}_iqm": interquartile_mean(ood),
+        f"ood_{metric}_area": float(np.mean(areas)) if len(test) else np.nan,
+        **{f"frac_seeds_reach_{k}x_{metric}": (float(np.mean([n >= k * train_length for n in reach]))
+                                               if reach and test_length >= k * train_length else np.nan)
+           for k in REACH_FACTORS},
     }
 
 
@@ -190,6 +207,7 @@ def leaderboard_frame(records: list[RunRecord]) -> pd.DataFrame:
             "train_length": train_length, "validation_length": int(cell.validation_length.iloc[0]),
             "test_length": int(cell.test_length.iloc[0]),
             "fit_threshold": float(cell.fit_threshold.iloc[0]), "n_fit": n_fit,
+            "chance_exact_match": float(cell.chance_exact_match.iloc[0]),
             "fit_status": fit_status(n_fit, len(scored)) if len(clean) else "",
             "steps_mean": float(scored.steps_done.astype(float).mean()) if len(scored) else np.nan,
             "selected": cell.selected.iloc[0], "selection_evidence": cell.selection_evidence.iloc[0],

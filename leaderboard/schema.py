@@ -8,8 +8,10 @@ refuses the others. Version 3 keyed rows by *method* (``transformer/rope``,
 harness errors apart (``n_errors``); version 5 adds the validation band, fit
 (``n_fit``, ``fit_status``) and training steps, and its OOD columns mean the
 test band; version 6 adds each cell's ``protocol`` (its settings), which
-``compare`` checks. A version 2, 3, 4 or 5 file is read as version 6
-(``n_errors`` 0, fit ``unknown``, no validation band, protocol unknown). The reader checks
+``compare`` checks; version 7 adds the horizon columns (chance level,
+interquartile mean, area over log length, seeds reaching 2x and 4x). A
+version 2 to 6 file is read as version 7 (``n_errors`` 0, fit ``unknown``,
+no validation band, protocol unknown, horizon columns empty). The reader checks
 every cell's type and range, so an impossible value (a mean of ``inf`` or
 7.5, a negative std, 2.7 seeds) is refused with the file, row and column
 instead of turning into a confident wrong verdict in ``compare``.
@@ -28,11 +30,11 @@ import pandas as pd
 from lengthbench.benchmark.files import check_input_file, unguard_formula
 from lengthbench.benchmark.records import METRICS
 from lengthbench.errors import InputError
-from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD
+from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD, REACH_FACTORS
 from lengthbench.registry import name_problem
 from lengthbench.tasks.base import LEVELS
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 KEY = ("task", "method")
 STATUSES = ("ok", "not_applicable", "failed")
 FIT_STATUSES = ("fit", "partly_fit", "not_fit", "unknown", "")
@@ -66,6 +68,14 @@ def _metric_columns(m: str) -> list[tuple]:
         (f"generalization_length_{m}", "int", COUNT,
          f"largest tested length up to which the seed-mean {what} stays >= {_T} at every tested length"),
         (f"extrapolation_ratio_{m}", "float", NONNEGATIVE, f"generalization_length_{m} / train_length"),
+        (f"ood_{m}_iqm", "float", FRACTION, f"interquartile mean over seeds of OOD {what} (the middle half; "
+                                            "empty with fewer than 4 seeds)"),
+        (f"ood_{m}_area", "float", FRACTION,
+         f"mean over seeds of the area under {what} against log length over the test band, over its log range "
+         "(1: every test length solved; each doubling of length weighs the same)"),
+        *((f"frac_seeds_reach_{k}x_{m}", "float", FRACTION,
+           f"share of seeds whose own generalization length (every evaluated length up to it at {what} >= {_T}) "
+           f"is at least {k} x train_length; empty when the test band stops short of it") for k in REACH_FACTORS),
     ]
 
 
@@ -89,7 +99,12 @@ COLUMNS: tuple[tuple, ...] = (
     ("validation_length", "int", COUNT, "last length of the validation band L_train+1..validation_length "
                                         "(0: no band)"),
     ("test_length", "int", POSITIVE, "largest evaluated length L_test (the test band ends there)"),
-    ("fit_threshold", "float", FRACTION, "a seed fits when its in-distribution exact match reaches this"),
+    ("fit_threshold", "float", FRACTION, "a seed fits when its in-distribution exact match reaches this (with "
+                                          "fit_from: at every trained length from fit_from up)"),
+    ("chance_exact_match", "float", FRACTION,
+     "chance level: the share of the test band's evaluation examples whose answer is their length's most frequent "
+     "answer (what a model that ignores its input scores at best; within 1/eval_samples of 0 where answers rarely "
+     "repeat)"),
     ("n_fit", "int", COUNT, "seeds that fit their training lengths (a failed seed does not)"),
     ("fit_status", "str", FIT_STATUSES, "fit (every seed) / partly_fit / not_fit / unknown (a board from before "
                                         "fit was recorded) / empty (no seed ran); a cell is judged on length "
@@ -112,6 +127,8 @@ COLUMNS: tuple[tuple, ...] = (
 )
 
 COLUMN_NAMES = tuple(c[0] for c in COLUMNS)
+HORIZON_COLUMNS = tuple(name for name in COLUMN_NAMES
+                        if name.endswith(("_iqm", "_area")) or "_reach_" in name or name.startswith("chance_"))
 
 
 def valid_text(kind: str, valid) -> str:
@@ -275,12 +292,18 @@ def _from_version_4(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _from_version_5(frame: pd.DataFrame) -> pd.DataFrame:
     """Version 5 did not record each cell's protocol."""
-    frame = frame.assign(protocol="")
+    return _from_version_6(frame.assign(protocol=""))
+
+
+def _from_version_6(frame: pd.DataFrame) -> pd.DataFrame:
+    """Version 6 had no horizon columns (interquartile mean, area over log length, seeds reaching 2x and 4x)."""
+    frame = frame.assign(**{name: "" for name in HORIZON_COLUMNS if name not in frame.columns})
     frame["schema_version"] = str(SCHEMA_VERSION)
     return frame
 
 
-MIGRATIONS = {"2": _from_version_2, "3": _from_version_3, "4": _from_version_4, "5": _from_version_5}
+MIGRATIONS = {"2": _from_version_2, "3": _from_version_3, "4": _from_version_4, "5": _from_version_5,
+              "6": _from_version_6}
 
 
 def read_leaderboard(path: str | Path) -> pd.DataFrame:

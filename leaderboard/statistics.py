@@ -13,6 +13,7 @@ import numpy as np
 from scipy import stats
 
 GENERALIZE_THRESHOLD = 0.9  # a seed / length "generalizes" at exact match >= this
+REACH_FACTORS = (2, 4)  # the horizons (x the longest training length) whose share of seeds a board reports
 # Multiple-comparison corrections of a family of p-values: Benjamini-Hochberg (false discovery
 # rate, scipy's ``false_discovery_control``), Holm (family-wise error), or none.
 CORRECTIONS = {"bh": "Benjamini-Hochberg (false discovery rate)",
@@ -57,6 +58,60 @@ def generalization_length(lengths, scores, threshold: float = GENERALIZE_THRESHO
             break
         best = length
     return int(best)
+
+
+def interquartile_mean(values) -> float:
+    """Mean of the middle half of ``values`` (Agarwal et al. 2021's IQM: the
+    lowest and highest quarter dropped, fractional weights at the cuts),
+    robust to one outlying seed; NaN with fewer than 4 values, where a
+    quarter is less than one value."""
+    values = np.sort(np.asarray(values, dtype=float))
+    n = values.size
+    if n < 4:
+        return math.nan
+    position = np.arange(n)  # value i covers [i, i + 1) of n; keep the overlap with [n/4, 3n/4)
+    weight = np.clip(np.minimum(position + 1, 0.75 * n) - np.maximum(position, 0.25 * n), 0, 1)
+    return float((weight * values).sum() / weight.sum())
+
+
+def log_length_area(lengths, scores) -> float:
+    """Area under ``scores`` against log length between the first and last
+    of ``lengths`` (trapezoids), over that log range: 1 when every length
+    scores 1, the score itself for a single length; each doubling of length
+    weighs the same, as the field plots length on a log axis."""
+    order = np.argsort(np.asarray(lengths, dtype=float))
+    x = np.log(np.asarray(lengths, dtype=float)[order])
+    y = np.asarray(scores, dtype=float)[order]
+    if x.size == 0:
+        return math.nan
+    if x.size == 1 or x[-1] == x[0]:
+        return float(y.mean())
+    return float(np.sum((y[1:] + y[:-1]) / 2 * np.diff(x)) / (x[-1] - x[0]))
+
+
+def probability_of_improvement(a_by_task: dict, b_by_task: dict, level: float = 0.95, n_boot: int = 2000,
+                               seed: int = 0) -> dict:
+    """P(A > B) over tasks (Agarwal et al. 2021): per task, the chance that a
+    random seed of A scores above a random seed of B (ties count half), averaged
+    over the tasks both have; with a stratified bootstrap interval (seeds
+    resampled with replacement within each task and method, tasks kept: the
+    task is the unit of the claim). ``a_by_task``/``b_by_task``: task -> seed
+    scores. Returns ``p``, ``low``, ``high``, ``n_tasks`` and the verdict the
+    interval supports (``a better`` / ``b better`` / ``not told apart``)."""
+    tasks = sorted(set(a_by_task) & set(b_by_task))
+    pairs = [(np.asarray(a_by_task[t], dtype=float), np.asarray(b_by_task[t], dtype=float)) for t in tasks]
+    pairs = [(a, b) for a, b in pairs if a.size and b.size]
+    if not pairs:
+        return {"p": math.nan, "low": math.nan, "high": math.nan, "n_tasks": 0, "verdict": "not told apart"}
+
+    def p_of(samples) -> float:
+        return float(np.mean([((a[:, None] > b[None]) + 0.5 * (a[:, None] == b[None])).mean() for a, b in samples]))
+
+    rng = np.random.default_rng(seed)
+    boot = [p_of([(rng.choice(a, a.size), rng.choice(b, b.size)) for a, b in pairs]) for _ in range(n_boot)]
+    low, high = (float(v) for v in np.quantile(boot, [(1 - level) / 2, 1 - (1 - level) / 2]))
+    verdict = "a better" if low > 0.5 else ("b better" if high < 0.5 else "not told apart")
+    return {"p": p_of(pairs), "low": low, "high": high, "n_tasks": len(pairs), "verdict": verdict}
 
 
 def welch(mean_a, std_a, n_a, mean_b, std_b, n_b, level: float = 0.95) -> dict:

@@ -181,3 +181,76 @@ def test_the_budget_is_the_fit_plateau_with_its_margin_from_the_pilot():
     assert pilot_budgets(late)[0].budget == 2000  # 1750 x 1.25, capped at the ceiling
     with pytest.raises(InputError, match="no finished pilot run"):
         pilot_budgets([replace(records[0], status="error")])
+
+
+def test_interquartile_mean_and_log_length_area_by_hand():
+    from lengthbench.leaderboard.statistics import interquartile_mean, log_length_area
+
+    assert interquartile_mean([1, 2, 3, 4]) == 2.5 and interquartile_mean([5, 1, 4, 2, 3]) == 3.0
+    assert interquartile_mean([0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 1]) == 0.5  # the outlying seeds dropped
+    assert interquartile_mean([1, 2, 3, 4, 100, 200, 300, 400]) == 76.75  # exactly the middle four
+    assert math.isnan(interquartile_mean([1, 2, 3]))
+    assert log_length_area([21, 64], [1, 1]) == 1.0 and log_length_area([21, 64], [1, 0]) == 0.5
+    # each doubling weighs the same: solving 16..32 of 16..64 is half the area
+    assert log_length_area([16, 32, 64], [1, 1, 0]) == pytest.approx(0.75)
+    assert log_length_area([64, 16, 32], [0, 1, 1]) == pytest.approx(0.75) and log_length_area([40], [0.3]) == 0.3
+
+
+def test_probability_of_improvement_covers_a_tie_and_tells_a_real_difference():
+    """Simulated tasks and seeds: with A and B drawn alike, the 95% interval
+    holds 0.5 in nearly every repetition; A better by 0.2 on every task is told apart."""
+    import numpy as np
+
+    from lengthbench.leaderboard.statistics import probability_of_improvement
+
+    rng = np.random.default_rng(0)
+    covered = 0
+    for rep in range(40):
+        a = {t: rng.normal(0.5, 0.1, 3) for t in range(12)}
+        b = {t: rng.normal(0.5, 0.1, 3) for t in range(12)}
+        result = probability_of_improvement(a, b, n_boot=300, seed=rep)
+        covered += result["low"] <= 0.5 <= result["high"]
+    assert covered >= 34  # nominal 95%
+    better = probability_of_improvement({t: [0.9, 0.8, 0.85] for t in range(5)}, {t: [0.6, 0.7, 0.65] for t in range(5)})
+    assert (better["p"], better["verdict"], better["n_tasks"]) == (1.0, "a better", 5)
+    tie = probability_of_improvement({"x": [0.5, 0.5]}, {"x": [0.5, 0.5], "y": [1.0]})
+    assert (tie["p"], tie["n_tasks"], tie["verdict"]) == (0.5, 1, "not told apart")
+
+
+def test_the_board_reports_the_horizon_per_cell():
+    """Two seeds trained 1..16: one solves every length to 40 then fails, the
+    other fails from 21: half the seeds reach 2x (32), none 4x (64); the
+    area is each seed's over log length, averaged; no IQM under 4 seeds."""
+    from lengthbench.benchmark.records import RunRecord
+    from lengthbench.leaderboard.statistics import log_length_area
+
+    config = replace(get_preset("horizon-pilot").run_config("parity_check", "rope", 100), fit_check_every=0)
+    test = config.log_spaced_test_lengths()
+    records = []
+    for seed, solved_to in ((100, 40), (101, 20)):
+        cell = replace(config, seed=seed)
+        record = RunRecord.start(cell, CPU)
+        record.status = "ok"
+        record.per_length = _rows(cell, {n: 0.0 for n in cell.eval_lengths() if n > solved_to})
+        record.summary = summarize(record.per_length, cell)
+        records.append(record)
+    row = leaderboard_frame(records).iloc[0]
+    assert row.frac_seeds_reach_2x_exact_match == 0.5 and row.frac_seeds_reach_4x_exact_match == 0.0
+    first = log_length_area(test, [1.0 if n <= 40 else 0.0 for n in test])
+    assert row.ood_exact_match_area == pytest.approx(first / 2)
+    diverged = RunRecord.start(replace(config, seed=102), CPU)
+    diverged.status = "diverged"  # a failed seed scores 0 everywhere: in the area and the reach too
+    row = leaderboard_frame([*records, diverged]).iloc[0]
+    assert row.ood_exact_match_area == pytest.approx(first / 3) and row.frac_seeds_reach_2x_exact_match == 1 / 3
+    assert math.isnan(row.ood_exact_match_iqm)
+    assert 0.45 < row.chance_exact_match < 0.56  # parity: about one answer in two
+    short = [replace(records[0], config=replace(config, test_length=30, test_points=0))]
+    assert math.isnan(leaderboard_frame(short).iloc[0].frac_seeds_reach_2x_exact_match)  # 2x not tested
+
+
+def test_chance_is_the_most_frequent_answer_of_the_evaluation_data():
+    from lengthbench.benchmark.evaluate import majority_exact_match
+
+    assert 0.5 <= majority_exact_match("parity_check", 1234, (21, 64), 256) < 0.56  # two answers: one has half
+    assert majority_exact_match("copy", 1234, (21, 64), 256) <= 1 / 256  # no answer repeats
+    assert majority_exact_match("parity_check", 1234, (21,), 64) == majority_exact_match("parity_check", 1234, (21,), 64)
