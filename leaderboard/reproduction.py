@@ -93,15 +93,16 @@ def _holds(ours_solved: bool, theirs: str) -> str:
     return ""
 
 
-def _recurrent_verdict(theirs: str, best: float, seeds_ok: int, n_seeds: int) -> str:
+def _recurrent_verdict(theirs: str, mean: float, seeds_ok: int, n_seeds: int) -> str:
     """Whether a stated finding holds: "every seed" needs all our seeds to
-    solve, "solved" our best seed, "not solved" none of them."""
+    solve, "solved" our mean over seeds to reach the bar, "not solved" it to
+    stay below (never the maximum over seeds: no verdict rests on a test-set maximum)."""
     if theirs == "solved (every seed)":
         ok = seeds_ok == n_seeds
     elif theirs.startswith("solved"):
-        ok = best >= published.SOLVED
+        ok = mean >= published.SOLVED
     else:
-        ok = best < published.SOLVED
+        ok = mean < published.SOLVED
     return "holds" if ok else "does not hold"
 
 
@@ -121,25 +122,31 @@ def chomsky_report(records: list[RunRecord]) -> str:
              f"Solved: score ≥ {100 * published.SOLVED:.0f}%. {FIT_RULE} "
              f"Sources: {published.DELETANG}; {published.RUOSS}.", ""]
 
+    chosen = _chosen_on_validation(board, "token_accuracy")
     rows, holds = [], []
     for task in tasks:
         cells = transformer[transformer.task == task]
         verdict, number = published.TRANSFORMER_FINDINGS.get(task, published.TRANSFORMER_DEFAULT)
         theirs = verdict + (f" ({_pct(number)}%)" if number is not None else "")
-        if cells.empty:
+        if cells.empty or task not in chosen:
             holds.append(NOT_FIT)
-            rows.append([task, get_task(task).level, theirs, "none fit", "", "", NOT_FIT])
+            rows.append([task, get_task(task).level, theirs, "none fit", "", "", "", NOT_FIT])
             continue
-        best = cells.loc[cells.ood_token_accuracy_max.idxmax()]
-        solved = best.ood_token_accuracy_max >= published.SOLVED
-        holds.append(_holds(solved, verdict))
-        rows.append([task, get_task(task).level, theirs, f"`{best.encoding}`", _pct(best.ood_token_accuracy_max),
-                     _mean_std(best), holds[-1]])
+        pick = cells.set_index("method").loc[chosen[task]]
+        paper_style = cells.loc[cells.ood_token_accuracy_max.idxmax()]  # shown only, labelled; no verdict
+        holds.append(_holds(pick.ood_token_accuracy_mean >= published.SOLVED, verdict))
+        rows.append([task, get_task(task).level, theirs, f"`{pick.encoding}`", _mean_std(pick),
+                     _pct(pick.ood_token_accuracy_max),
+                     f"`{paper_style.encoding}` {_pct(paper_style.ood_token_accuracy_max)}", holds[-1]])
     judged_tasks = len(holds) - holds.count(NOT_FIT)
-    lines += ["## Transformer: best encoding per task", "",
-              "Among the encodings that fit the task's training lengths.", "",
-              *markdown_table(["task", "level", "published (best encoding, max over seeds)", "our best encoding",
-                                "ours: max", "ours: mean ± std", "finding"], rows), "",
+    lines += ["## Transformer: the encoding chosen per task", "",
+              "Per task, the encoding with the best mean validation-band score among those that fit the "
+              "training lengths (chosen without looking at the test band); the finding rests on its mean "
+              "over seeds. The last score column is the papers' own computation, the maximum over encodings "
+              "and seeds on the test band: shown for comparison with their tables, never a verdict.", "",
+              *markdown_table(["task", "level", "published (best encoding, max over seeds)", "chosen on validation",
+                                "its mean ± std", "its max", "paper-style: best max on test (not a verdict)",
+                                "finding"], rows), "",
               f"The published verdict holds on {holds.count('holds')} of the {judged_tasks} tasks where some "
               f"encoding fit ({holds.count(NOT_FIT)} with none fit: no verdict) at this scale. "
               f"A maintainer of the reference code gives the even_pairs mean over seeds as "
@@ -151,8 +158,8 @@ def chomsky_report(records: list[RunRecord]) -> str:
         rows = []
         for task in tasks:
             level = get_task(task).level
-            best = transformer[transformer.task == task].ood_token_accuracy_mean.max()
-            row = [task, level, _pct(best)]
+            pick = transformer[(transformer.task == task) & (transformer.method == chosen.get(task))]
+            row = [task, level, f"{_mean_std(pick.iloc[0])} (`{pick.iloc[0].encoding}`)" if len(pick) else "none fit"]
             for family in recurrent:
                 cell = board[(board.task == task) & (board.method == family)]
                 if cell.empty:
@@ -165,14 +172,15 @@ def chomsky_report(records: list[RunRecord]) -> str:
                 seeds_ok = int(round(c.frac_seeds_generalize_token_accuracy * c.n_seeds))
                 text = f"{_mean_std(c)} (max {_pct(c.ood_token_accuracy_max)}; {seeds_ok}/{c.n_seeds} seeds solve)"
                 if theirs:
-                    text += f"; published: {theirs}, {_recurrent_verdict(theirs, c.ood_token_accuracy_max, seeds_ok, c.n_seeds)}"
+                    text += f"; published: {theirs}, {_recurrent_verdict(theirs, c.ood_token_accuracy_mean, seeds_ok, c.n_seeds)}"
                 row.append(text)
             rows.append(row)
         lines += ["## Architectures: recurrent baselines beside the transformer", "",
                   "Mean ± std over seeds (max; seeds whose score is ≥ 90%); where the paper states a finding "
                   "for the cell it is given with whether it holds here (for 'solved (every seed)': every one "
                   "of our seeds ≥ 90%). Other cells: the paper's per-task table could not be sourced.", "",
-                  *markdown_table(["task", "level", "transformer (best mean)", *recurrent], rows), ""]
+                  *markdown_table(["task", "level", "transformer (encoding chosen on validation)", *recurrent],
+                                  rows), ""]
         regular = [t for t in tasks if get_task(t).level == "R" and t in set(transformer.task)]
         if regular:
             lines += _recurrent_versus_transformer(records, board, recurrent, regular)
