@@ -240,17 +240,35 @@ def _row_key(row: pd.Series, methods: list[str]) -> tuple:
     return (tasks.index(row.task) if row.task in tasks else len(tasks), row.task, methods.index(row.method))
 
 
+def complete_block(board: pd.DataFrame) -> tuple[list[str], list[str], tuple[str, ...]]:
+    """The methods that ran (status ok) on every task of the board, the tasks
+    on which every one of them is judged (it fit), and the tasks left out
+    because one of them did not fit there: the only set on which methods'
+    overall scores and ranks compare like with like (averaging each method
+    over its own fitted tasks would reward failing to fit the hard ones)."""
+    ok = board[board.status == "ok"]
+    tasks = list(dict.fromkeys(board.task))
+    methods = [m for m in dict.fromkeys(board.method) if set(ok[ok.method == m].task) == set(tasks)]
+    block = board[board.method.isin(methods)]
+    unfit = tuple(dict.fromkeys(block[~judged(block)].task))
+    return methods, [t for t in tasks if t not in unfit], unfit
+
+
 def level_summary(board: pd.DataFrame) -> pd.DataFrame:
-    """Per method: mean OOD exact match over the tasks of each level and
-    overall, and mean rank, over its judged cells (``judged``: n/a, failed
-    and unfit cells excluded)."""
-    ran = board[judged(board)]
-    if ran.empty:
+    """Per method of the complete block (``complete_block``): mean OOD exact
+    match over its tasks of each level and overall, and mean rank within
+    the block, all over the same tasks; empty without a block of two
+    methods on at least one task. Methods outside the block get no overall
+    score or rank (the ranking section names them)."""
+    methods, tasks, _ = complete_block(board)
+    ran = board[board.method.isin(methods) & board.task.isin(tasks)]
+    if len(methods) < 2 or ran.empty:
         return pd.DataFrame()
     table = ran.pivot_table(index="method", columns="level", values="ood_exact_match_mean", aggfunc="mean")
     levels = [lv for lv in LEVELS if lv in table.columns]
     table = table[levels]
-    table["overall"] = ran.groupby("method")["ood_exact_match_mean"].mean()
-    table["mean_rank"] = ran.groupby("method")["rank"].mean()
-    table["n_tasks"] = ran.groupby("method")["task"].nunique()
+    scores = ran.pivot(index="task", columns="method", values="ood_exact_match_mean")
+    table["overall"] = scores.mean()
+    table["mean_rank"] = scores.rank(axis=1, ascending=False, method="average").mean()
+    table["n_tasks"] = len(tasks)
     return table.reindex(method_order(table.index)).reset_index()

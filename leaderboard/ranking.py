@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from lengthbench.leaderboard.aggregate import judged
+from lengthbench.leaderboard.aggregate import complete_block
 
 ALPHA = 0.05
 
@@ -78,11 +78,7 @@ def board_ranking(board: pd.DataFrame, metric: str = "ood_exact_match_mean") -> 
     """The Friedman ranking of a leaderboard's complete block, or None when it
     has fewer than two tasks or two methods."""
     ok = board[board.status == "ok"]
-    tasks = list(dict.fromkeys(board.task))
-    every = [m for m in dict.fromkeys(board.method) if set(ok[ok.method == m].task) == set(tasks)]
-    block = board[board.method.isin(every)]
-    unfit = tuple(dict.fromkeys(block[~judged(block)].task))
-    fit_tasks = [t for t in tasks if t not in unfit]
+    every, fit_tasks, unfit = complete_block(board)
     if len(fit_tasks) < 2 or len(every) < 2:
         return None
     scores = ok[ok.method.isin(every) & ok.task.isin(fit_tasks)].pivot(index="task", columns="method",

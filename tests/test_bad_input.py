@@ -241,7 +241,8 @@ CSV_CASES = [
     ("huge-header", lambda t: "schema_version" + ",a" * 1_000_000 + "\n", "first line longer than", "give a leaderboard.csv"),
     ("binary", lambda t: bytes(range(255, -1, -1)) * 8, "not a text CSV", "give a leaderboard.csv"),
     ("binary-after-header", lambda t: t.encode() + b"\xff\xfe\x00garbage\n", "not", "give a leaderboard.csv"),
-    ("ragged-row", lambda t: t + "2,copy,R,x,ok,1,0,5,7,0.5,0.5\n,extra,cells," + ",".join("1" * 40) + "\n", "not", "give a leaderboard.csv"),
+    ("ragged-row", lambda t: t + "2,copy,R,x,ok,1,0,5,7,0.5,0.5\n,extra,cells,"  # more cells than the header
+     + ",".join("1" * (t.splitlines()[0].count(",") + 10)) + "\n", "not", "give a leaderboard.csv"),
 ]
 
 

@@ -56,8 +56,7 @@ def test_statistics_columns_and_values():
     assert (rope.n_fit, rope.fit_status, nope.n_fit, nope.fit_status) == (3, "fit", 0, "not_fit")
     assert rope["rank"] == 1 and math.isnan(nope["rank"])
     assert nope.generalization_length_exact_match == 2 and math.isnan(nope.ood_exact_match_std)
-    levels = level_summary(board)
-    assert list(levels.method) == ["transformer/rope"] and "sequence" in levels.columns  # unfit nope: no mean
+    assert level_summary(board).empty  # nope did not fit the only task: no task on which both compare
 
 
 def test_generalization_length_and_the_t_interval():
@@ -567,3 +566,20 @@ def test_a_seventh_family_and_a_fourteenth_base_encoding_get_colours_of_their_ow
     darks = [tuple(map(float, _hue_pair(i)[0])) for i in range(len(HUE_PAIRS) + 8)]
     assert len(set(darks)) == len(darks)
     assert all(_hue_pair(i)[0] is not _hue_pair(i)[1] for i in range(len(HUE_PAIRS), len(HUE_PAIRS) + 8))
+
+
+def test_overall_scores_and_ranks_are_over_the_tasks_every_method_fit():
+    """rope fits only the easy task (90%); alibi fits both, 80% on the easy
+    one and 20% on the hard one. Averaged over its own fitted tasks alibi
+    (50%) would trail rope (90%) for having tried the hard task; over the
+    common task both are judged on the same ground: rope 90, alibi 80."""
+    records = [fake_record("copy", "rope", s, [1, 1, 1, 0.9]) for s in range(2)]
+    records += [fake_record("reverse_string", "rope", s, [1, 0.2, 0.1, 0.1]) for s in range(2)]
+    records += [fake_record("copy", "alibi", s, [1, 1, 1, 0.8]) for s in range(2)]
+    records += [fake_record("reverse_string", "alibi", s, [1, 1, 1, 0.2]) for s in range(2)]
+    records += [fake_record("copy", "coupled", s, [1, 1, 1, 1.0]) for s in range(2)]  # ran on one task only
+    levels = level_summary(leaderboard_frame(records)).set_index("method")
+    assert list(levels.index) == ["transformer/rope", "transformer/alibi"]  # coupled: no overall rank
+    assert levels.overall.to_dict() == pytest.approx({"transformer/rope": 0.9, "transformer/alibi": 0.8})
+    assert levels.mean_rank.to_dict() == {"transformer/rope": 1.0, "transformer/alibi": 2.0}
+    assert set(levels.n_tasks) == {1}
