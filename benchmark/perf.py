@@ -64,7 +64,9 @@ def perf_configs() -> dict[str, RunConfig]:
     quick = get_preset("quick")
     reference = replace(quick.run_config("reverse_string", "rope", 0), train_length=40, batch_size=128,
                         model=ModelSize(d_model=64, n_layers=5, n_heads=8, d_ff=256), warmup_steps=10)
-    return {"reference": reference, "quick": quick.run_config("copy", "rope", 0)}
+    # protocol v2's shapes: d 64 x 2 layers, batch 64, lengths 1..16 (copy: the longest sequences of its core tasks)
+    horizon = get_preset("horizon-pilot").run_config("copy", "rope", 100)
+    return {"reference": reference, "quick": quick.run_config("copy", "rope", 0), "horizon": horizon}
 
 
 def matmul_peak(repeats: int = 5) -> float:

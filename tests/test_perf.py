@@ -57,3 +57,10 @@ def test_perf_against_refuses_bad_input_in_one_line(capsys):
     assert perf_against(["HEAD", "--configs", "no-such-config", "--rounds", "1", "--steps", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "`lengthbench perf` of" in err[0] and "no-such-config" in err[0]
+
+
+def test_perf_times_protocol_v2s_shapes():
+    from lengthbench.benchmark.perf import perf_configs
+
+    horizon = perf_configs()["horizon"]
+    assert (horizon.train_length, horizon.batch_size, horizon.model.d_model, horizon.model.n_layers) == (16, 64, 64, 2)
