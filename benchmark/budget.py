@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,7 +99,14 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m lengthbench.benchmark.budget",
                                      description="per-task training budgets from a pilot's records")
     parser.add_argument("--results", required=True, type=Path, help="the pilot's records folder")
-    budgets = pilot_budgets(load_records(parser.parse_args(argv).results))
+    results = parser.parse_args(argv).results
+    try:
+        if not results.is_dir():
+            raise InputError(f"--results {str(results)!r} is not a folder; give the pilot's records folder")
+        budgets = pilot_budgets(load_records(results))
+    except InputError as err:
+        print(f"lengthbench: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
     print(budget_table(budgets))
     print()
     print({b.task: b.budget for b in budgets})

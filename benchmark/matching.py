@@ -15,8 +15,10 @@ shipped preset's entries within ``MATCH_TOLERANCE``.
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import replace
 
+from lengthbench.errors import InputError
 from lengthbench.models.encodings import build_encoding
 from lengthbench.models.families import TRANSFORMER, ModelSize, build_model, n_parameters
 from lengthbench.tasks import get_task
@@ -75,7 +77,11 @@ def main(argv=None) -> None:
 
     parser = argparse.ArgumentParser(prog="python -m lengthbench.benchmark.matching", description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", required=True)
-    preset = get_preset(parser.parse_args(argv).preset)
+    try:
+        preset = get_preset(parser.parse_args(argv).preset)
+    except InputError as err:
+        print(f"lengthbench: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
     families = [f for f in preset.families if f != TRANSFORMER]
     size = preset.run_config(preset.tasks[0], REFERENCE_ENCODING, 0).model
     print(matched_widths(preset.tasks, families, size))

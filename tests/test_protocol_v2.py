@@ -254,3 +254,22 @@ def test_chance_is_the_most_frequent_answer_of_the_evaluation_data():
     assert 0.5 <= majority_exact_match("parity_check", 1234, (21, 64), 256) < 0.56  # two answers: one has half
     assert majority_exact_match("copy", 1234, (21, 64), 256) <= 1 / 256  # no answer repeats
     assert majority_exact_match("parity_check", 1234, (21,), 64) == majority_exact_match("parity_check", 1234, (21,), 64)
+
+
+@pytest.mark.parametrize("module, argv, needle", [
+    ("budget", ["--results", "/no/such/folder"], "is not a folder"),
+    ("matching", ["--preset", "no-such-preset"], "unknown preset 'no-such-preset'; valid choices"),
+])
+def test_the_protocol_tools_refuse_bad_input_in_one_line(module, argv, needle, capsys, tmp_path):
+    import importlib
+
+    main = importlib.import_module(f"lengthbench.benchmark.{module}").main
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.startswith("lengthbench: error:") and needle in err
+    assert len(err.strip().splitlines()) == 1
+    if module == "budget":  # a folder without pilot runs: said in one line too
+        with pytest.raises(SystemExit):
+            main(["--results", str(tmp_path)])
+        assert "no finished pilot run" in capsys.readouterr().err
