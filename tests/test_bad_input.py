@@ -104,7 +104,7 @@ ARGV_CASES = [
     ("run-out-under-file", lambda c: RUN + ["--results", c["results"], "--out", c["file"] / "sub"], "a_file.txt/sub", "not a writable folder"),
     ("run-plan-results-is-file", lambda c: RUN + ["--plan", "--results", c["file"]], "a_file.txt", "is a file, not a folder"),
     ("run-plan-seeds-duplicate", lambda c: RUN + ["--plan", "--seeds", "1,1"], "1 is listed twice", "give each once"),
-    ("perf-config-unknown", lambda c: ["perf", "--configs", "huge"], "'huge'", "valid choices: quick, reference"),
+    ("perf-config-unknown", lambda c: ["perf", "--configs", "huge"], "'huge'", "valid choices: horizon, quick, reference"),
     ("perf-steps-zero", lambda c: ["perf", "--steps", "0"], "'0'", "positive number of training steps"),
     ("perf-out-under-file", lambda c: ["perf", "--configs", "quick", "--out", c["file"] / "perf.json"], "a_file.txt", "is a file, not a folder"),
     ("run-unknown-flag", lambda c: RUN + ["--sedes", "0"], "--sedes", "--help"),
