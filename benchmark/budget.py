@@ -28,7 +28,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from lengthbench.benchmark.records import RunRecord, load_records
+from lengthbench.benchmark.records import RunRecord
+from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.errors import InputError
 
 MARGIN = 1.25
@@ -103,7 +104,7 @@ def main(argv=None) -> None:
     try:
         if not results.is_dir():
             raise InputError(f"--results {str(results)!r} is not a folder; give the pilot's records folder")
-        budgets = pilot_budgets(load_records(results))
+        budgets = pilot_budgets(ResultsFolder(results).records())
     except InputError as err:
         print(f"lengthbench: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -39,10 +39,6 @@ _watched: dict[Path, tuple[tuple, float]] = {}  # claim path -> (what it looked 
 _warned: set[Path] = set()
 
 
-def claim_path(results_dir: Path, run_id: str) -> Path:
-    return Path(results_dir) / f"{run_id}{CLAIM_SUFFIX}"
-
-
 def _owner() -> dict:
     return {"host": socket.gethostname(), "pid": os.getpid(), "claimed_at": time.time()}
 
@@ -114,10 +110,9 @@ def is_stale(path: Path) -> bool:
     return age > STALE_AFTER_S or quiet > STALE_AFTER_S or not _alive(owner)
 
 
-def try_claim(results_dir: Path, run_id: str) -> bool:
-    """Claim a run for this process; False when a live owner holds it.
-    A stale claim is removed and claimed anew."""
-    path = claim_path(results_dir, run_id)
+def try_claim(path: Path) -> bool:
+    """Take the claim at ``path`` for this process; False when a live owner
+    holds it. A stale claim is removed and claimed anew."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
     tmp.write_text(json.dumps(_owner()))
     try:
@@ -134,14 +129,13 @@ def try_claim(results_dir: Path, run_id: str) -> bool:
         _remove(tmp)
 
 
-def held_elsewhere(results_dir: Path, run_id: str) -> bool:
-    """True while another live process holds the run's claim."""
-    path = claim_path(results_dir, run_id)
+def held_elsewhere(path: Path) -> bool:
+    """True while another live process holds the claim at ``path``."""
     return path.exists() and not is_stale(path)
 
 
-def release(results_dir: Path, run_id: str) -> None:
-    _remove(claim_path(results_dir, run_id))
+def release(path: Path) -> None:
+    _remove(path)
 
 
 def _remove(path: Path) -> None:
@@ -151,10 +145,11 @@ def _remove(path: Path) -> None:
         pass
 
 
-def release_abandoned(results_dir: Path) -> None:
-    """Remove the claims of this process and of dead processes on this host
-    (after an interrupt: its runs were not finished and will not be)."""
-    for path in Path(results_dir).glob(f"*{CLAIM_SUFFIX}"):
+def release_abandoned(paths) -> None:
+    """Remove those of the claims at ``paths`` that belong to this process or
+    to dead processes on this host (after an interrupt: their runs were not
+    finished and will not be)."""
+    for path in paths:
         if file_problem(path, MAX_CLAIM_BYTES):
             continue
         try:

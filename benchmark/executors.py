@@ -26,7 +26,6 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
 import torch
@@ -35,6 +34,7 @@ from tqdm.auto import tqdm
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.benchmark.runner import error_record, run_claimed
+from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.models.plugins import load_plugins
 
 PARENT_POLL_S = 0.5  # how often a worker checks that the driver is alive
@@ -45,13 +45,13 @@ Outcome = tuple[list[RunRecord], list[str]]  # a group's records, and the ids of
 class GroupJob:
     """What every group of a grid runs (picklable: workers receive it)."""
 
-    results_dir: Path
+    folder: ResultsFolder
     force: bool
     checkpoint_every: float
     plugins: tuple = ()  # ``PluginFile``s a worker loads before its first group
 
     def __call__(self, group: list[RunConfig], progress_factory=None) -> Outcome:
-        return run_claimed(group, self.results_dir, self.force, progress_factory, self.checkpoint_every)
+        return run_claimed(group, self.folder, self.force, progress_factory, self.checkpoint_every)
 
     def failed(self, group: list[RunConfig], err: BaseException) -> Outcome:
         """The outcome of a group whose worker died: an error record per run."""

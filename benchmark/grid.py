@@ -19,22 +19,14 @@ from typing import Callable
 
 from tqdm.auto import tqdm
 
-from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S, remove_finished
-from lengthbench.benchmark.claims import held_elsewhere, release, release_abandoned
+from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S
 from lengthbench.benchmark.config import Preset, RunConfig
 from lengthbench.benchmark.device import default_device
 from lengthbench.benchmark.executors import Executor, GroupJob, local_executor
 from lengthbench.benchmark.ray_executor import RayExecutor, require_ray
-from lengthbench.benchmark.records import (
-    RunRecord,
-    UnreadableRecord,
-    load_finished,
-    record_path,
-    stale_records,
-    stored_record,
-    write_record,
-)
+from lengthbench.benchmark.records import RunRecord, UnreadableRecord
 from lengthbench.benchmark.runner import run_claimed
+from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.errors import InputError
 from lengthbench.registry import Registry
 
@@ -101,7 +93,7 @@ def grid_configs(preset: Preset) -> list[RunConfig]:
     return configs
 
 
-def _collect_elsewhere(pending: list[RunConfig], results_dir: Path, force: bool, since: float,
+def _collect_elsewhere(pending: list[RunConfig], folder: ResultsFolder, force: bool, since: float,
                        checkpoint_every: float, finish) -> None:
     """Wait for the records of runs another process claimed (any record
     written since ``since``, this grid's start); train any whose claim went
@@ -111,14 +103,14 @@ def _collect_elsewhere(pending: list[RunConfig], results_dir: Path, force: bool,
         log.info("waiting for %d runs claimed by another process", len(pending))
     while pending:
         for config in list(pending):
-            if held_elsewhere(results_dir, config.run_id):  # the claim first: a record comes before its release
+            if folder.held_elsewhere(config.run_id):  # the claim first: a record comes before its release
                 continue
-            stored = stored_record(results_dir, config.run_id)
-            if stored is not None and record_path(results_dir, config.run_id).stat().st_mtime >= since:
+            stored = folder.stored(config.run_id)
+            if stored is not None and folder.record_path(config.run_id).stat().st_mtime >= since:
                 finish(stored, trained_here=False)
                 pending.remove(config)
                 continue
-            done, _ = run_claimed([config], results_dir, force, checkpoint_every=checkpoint_every)
+            done, _ = run_claimed([config], folder, force, checkpoint_every=checkpoint_every)
             for record in done:
                 finish(record)
                 pending.remove(config)
@@ -126,11 +118,12 @@ def _collect_elsewhere(pending: list[RunConfig], results_dir: Path, force: bool,
             time.sleep(CLAIM_POLL_S)
 
 
-def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers: int = 1,
+def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = False, workers: int = 1,
              plugins: tuple = (), progress: bool = True,
              checkpoint_every: float = CHECKPOINT_EVERY_S, executor: str = "local",
              address: str | None = None) -> list[RunRecord]:
-    """Run (or load) every cell of ``preset``; returns the records in grid order.
+    """Run (or load) every cell of ``preset`` into the folder ``results``;
+    returns the records in grid order.
 
     Runs go to ``executor`` (an ``EXECUTORS`` name; ``address`` is a Ray
     cluster's) one by one, checkpointed every ``checkpoint_every`` seconds
@@ -140,13 +133,13 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
     entry = EXECUTORS[executor]
     configs = grid_configs(preset)
     started = time.time()
-    Path(results_dir).mkdir(parents=True, exist_ok=True)
+    folder = ResultsFolder(results).create()
     records: dict[str, RunRecord] = {}
     todo = []
     unreadable = []
     for config in configs:
         try:
-            stored = None if force else load_finished(results_dir, config.run_id)
+            stored = None if force else folder.finished(config.run_id)
         except UnreadableRecord as err:
             unreadable.append(str(err))
             continue
@@ -160,7 +153,7 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
                          "them readable regular files, move them out of the folder, or use another --results")
     stored_count = len(records)
     log.info("%d runs in grid, %d stored, %d to run", len(configs), stored_count, len(todo))
-    stale = [path.name for config in todo for path in stale_records(results_dir, config)]
+    stale = [path.name for config in todo for path in folder.stale(config)]
     if stale:
         log.warning("%d records were made by other code versions (stale), so their cells run again: %s%s",
                     len(stale), ", ".join(stale[:3]), ", ..." if len(stale) > 3 else "")
@@ -173,15 +166,15 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
     def finish(record: RunRecord, trained_here=True):
         if trained_here:
             trained.append(record.run_id)
-            write_record(results_dir, record)
-            release(results_dir, record.run_id)
+            folder.write(record)
+            folder.release(record.run_id)
         records[record.run_id] = record
-        remove_finished(results_dir, set(records))
+        folder.remove_finished_checkpoints(set(records))
         outer.set_postfix_str(f"{record.task}/{record.method}: {record.status}")
         outer.update(1)
 
     groups = [[config] for config in todo]
-    job = GroupJob(Path(results_dir), force, checkpoint_every, tuple(plugins))
+    job = GroupJob(folder, force, checkpoint_every, tuple(plugins))
     try:
         with entry.make(job, workers=workers, n_groups=len(groups), progress=progress, address=address) as runner:
             runner.submit(groups)
@@ -190,11 +183,11 @@ def run_grid(preset: Preset, results_dir: Path, *, force: bool = False, workers:
                     finish(record)
                 elsewhere.extend(left)
         by_id = {c.run_id: c for c in configs}
-        _collect_elsewhere([by_id[r] for r in elsewhere], results_dir, force, started, checkpoint_every, finish)
+        _collect_elsewhere([by_id[r] for r in elsewhere], folder, force, started, checkpoint_every, finish)
         log.info("%d runs trained here, %d by another process, %d reused", len(trained),
                  len(todo) - len(trained), stored_count)
     except KeyboardInterrupt:
-        release_abandoned(results_dir)
+        folder.release_abandoned()
         raise GridInterrupted(len(records), len(configs), len(records) - stored_count,
                               list(records.values())) from None
     finally:

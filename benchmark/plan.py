@@ -28,7 +28,7 @@ from lengthbench.benchmark.device import default_device
 from lengthbench.benchmark.evaluate import evaluate_length
 from lengthbench.benchmark.flops import forward_flops, training_flops
 from lengthbench.benchmark.grid import grid_configs
-from lengthbench.benchmark.records import load_finished
+from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.benchmark.train import train_run
 from lengthbench.tasks import get_task, make_batch
 
@@ -142,10 +142,11 @@ def worker_threads(workers: int, runs: int):
         torch.set_num_threads(threads)
 
 
-def estimate(preset: Preset, results_dir: Path, workers: int) -> tuple[list[Estimate], int, int]:
+def estimate(preset: Preset, results: Path | ResultsFolder, workers: int) -> tuple[list[Estimate], int, int]:
     """(one Estimate per training shape of the runs to do, runs in grid, runs stored)."""
     configs = grid_configs(preset)
-    todo = [c for c in configs if load_finished(results_dir, c.run_id, set_aside=False) is None]
+    folder = ResultsFolder(results)
+    todo = [c for c in configs if folder.finished(c.run_id, set_aside=False) is None]
     estimates = []
     with worker_threads(workers, len(todo)):
         for key, group in training_shapes(todo).items():

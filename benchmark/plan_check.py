@@ -26,7 +26,7 @@ import pandas as pd
 
 from lengthbench.benchmark.grid import resolve_workers
 from lengthbench.benchmark.plan import calibrate, model_label, training_shapes, worker_threads
-from lengthbench.benchmark.records import load_records
+from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.errors import InputError
 from lengthbench.tasks import get_task
 
@@ -41,7 +41,7 @@ def measure(results: Path, workers: int, tasks: tuple[str, ...] = ()) -> pd.Data
     summed measured and predicted seconds."""
     for task in tasks:
         get_task(task)  # an unknown name is refused with the valid ones
-    records = [r for r in load_records(results) if r.status == "ok" and r.training and r.wall_time_s is not None
+    records = [r for r in ResultsFolder(results).records() if r.status == "ok" and r.training and r.wall_time_s is not None
                and (not tasks or r.task in tasks)]
     if not records:
         raise InputError(f"--results {str(results)!r} holds no finished trained record"

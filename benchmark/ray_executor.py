@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from pathlib import Path
 
 import torch
 
@@ -40,7 +39,7 @@ def require_ray():
 def _group_task(job: GroupJob, group: list[RunConfig]) -> Outcome:
     torch.set_num_threads(1)
     load_plugins(job.plugins)
-    Path(job.results_dir).mkdir(parents=True, exist_ok=True)  # a node without the shared folder keeps claims locally
+    job.folder.create()  # a node without the shared folder keeps claims locally
     return job(group)
 
 

@@ -2,7 +2,8 @@
 
 ``RunRecord`` is the one type of a record: ``RunRecord.start`` makes it
 (identity, code and machine), the runner fills in its outcome, ``to_json``
-writes it and ``read_record`` reads and validates it. File name:
+is what its file holds and ``read_record`` reads and validates it (a
+results folder, ``store.ResultsFolder``, writes, finds and scans them). File name:
 ``<task>__<encoding>__seed<k>__<config hash>.json``. Statuses: ``ok``,
 ``diverged`` (non-finite training loss), ``error`` (the run raised; the
 message is kept), ``not_applicable`` (the method cannot run on the task,
@@ -17,7 +18,6 @@ schema version is never silently used.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import platform
 import socket
@@ -32,7 +32,7 @@ import torch
 
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.device import cpu_capability, device_description
-from lengthbench.benchmark.files import file_problem, write_json
+from lengthbench.benchmark.files import file_problem
 from lengthbench.benchmark.version import code_version
 from lengthbench.errors import InputError
 from lengthbench.registry import name_problem
@@ -46,9 +46,6 @@ SUMMARY_FIELDS = tuple(f"{split}_{metric}" for split in SPLITS for metric in MET
 OPTIONAL_SPLITS = ("val",)  # a run without a validation band has no val_* summary fields
 LENGTH_STATUSES = ("ok", "unsupported")
 QUARANTINE_SUFFIX = ".invalid"
-
-log = logging.getLogger(__name__)
-
 
 class RecordError(InputError):
     """A record file that is not a valid run record for its file name."""
@@ -174,17 +171,6 @@ def summarize(per_length: list[dict], config: RunConfig) -> dict:
     return out
 
 
-def record_path(results_dir: Path, run_id: str) -> Path:
-    return Path(results_dir) / f"{run_id}.json"
-
-
-def write_record(results_dir: Path, record: RunRecord) -> Path:
-    """Temp file + rename: a reader never sees a half-written record."""
-    results_dir = Path(results_dir)
-    results_dir.mkdir(parents=True, exist_ok=True)
-    return write_json(record_path(results_dir, record.run_id), record.to_json())
-
-
 def _fraction(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
 
@@ -282,69 +268,6 @@ def read_record(path: Path) -> RunRecord:
     if problem:
         raise RecordError(f"{path}: {problem}")
     return RunRecord(config=RunConfig.from_dict(data["config"]), **{k: data.get(k) for k in _STORED})
-
-
-def load_finished(results_dir: Path, run_id: str, set_aside: bool = True) -> RunRecord | None:
-    """The stored record of a finished run, or None if it must (re)run.
-
-    An invalid record is reported and, with ``set_aside``, moved aside to
-    ``<file>.invalid`` (kept for inspection, never read again) so that its
-    run is redone."""
-    path = record_path(results_dir, run_id)
-    if not path.exists():
-        return None
-    try:
-        record = read_record(path)
-    except RecordError as err:
-        if not set_aside:
-            log.warning("invalid record %s; it would be rerun", err)
-            return None
-        aside = path.with_name(path.name + QUARANTINE_SUFFIX)
-        path.replace(aside)
-        log.warning("invalid record %s; moved to %s and rerunning its cell", err, aside.name)
-        return None
-    return record if record.finished else None
-
-
-def stored_record(results_dir: Path, run_id: str) -> RunRecord | None:
-    """The valid record of a run in any status, or None (absent or invalid)."""
-    path = record_path(results_dir, run_id)
-    try:
-        return read_record(path) if path.exists() else None
-    except RecordError:
-        return None
-
-
-def stale_records(results_dir: Path, config: RunConfig) -> list[Path]:
-    """Records of the same cell and settings made by other code versions
-    (``RunConfig.code_versions``): kept on disk, never reused."""
-    own = config.to_dict()
-    own.pop("code_versions", None)
-    stale = []
-    for path in Path(results_dir).glob(f"{config.task}__{config.label}__seed{config.seed}__*.json"):
-        if path.stem == config.run_id or file_problem(path, MAX_RECORD_BYTES):
-            continue
-        try:
-            other = dict(json.loads(path.read_text())["config"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        other.pop("code_versions", None)
-        if other == own:
-            stale.append(path)
-    return stale
-
-
-def load_records(results_dir: Path) -> list[RunRecord]:
-    """Every record in a folder, each validated: one invalid file stops the
-    load with a one-line error that names it and says how to fix it."""
-    records = []
-    for path in sorted(Path(results_dir).glob("*__seed*__*.json")):
-        try:
-            records.append(read_record(path))
-        except RecordError as err:
-            raise RecordError(f"{err}; move the file out of the folder (or rerun its cell with "
-                              "`lengthbench run`, which sets invalid records aside)") from None
-    return records
 
 
 def distinct_runs(records: list[RunRecord]) -> list[RunRecord]:

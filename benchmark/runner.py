@@ -8,16 +8,16 @@ runs (``claims``), train and evaluate the claimed ones one after another
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import torch
 
 from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S, Checkpoint
-from lengthbench.benchmark.claims import Heartbeat, claim_path, release, try_claim
+from lengthbench.benchmark.claims import Heartbeat
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.device import default_device
 from lengthbench.benchmark.evaluate import evaluate, held_out_fit
-from lengthbench.benchmark.records import RunRecord, load_finished, summarize
+from lengthbench.benchmark.records import RunRecord, summarize
+from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.benchmark.train import train_run
 from lengthbench.models.families import n_parameters
 from lengthbench.tasks import get_task
@@ -30,8 +30,8 @@ def error_record(config: RunConfig, err: BaseException) -> RunRecord:
     return record
 
 
-def execute_run(config: RunConfig, device: torch.device, progress_factory=None, checkpoints: Path | None = None,
-                checkpoint_every: float = CHECKPOINT_EVERY_S) -> RunRecord:
+def execute_run(config: RunConfig, device: torch.device, progress_factory=None,
+                checkpoints: ResultsFolder | None = None, checkpoint_every: float = CHECKPOINT_EVERY_S) -> RunRecord:
     """Train and evaluate one cell into its record; an error becomes an
     ``error`` record. With ``checkpoints`` (a results folder), training
     state is saved there every ``checkpoint_every`` s and an interrupted run
@@ -43,7 +43,7 @@ def execute_run(config: RunConfig, device: torch.device, progress_factory=None, 
         if reason is not None:
             record.status, record.reason, record.wall_time_s = "not_applicable", reason, 0.0
             return record
-        checkpoint = Checkpoint(checkpoints, config.run_id, checkpoint_every) if checkpoints is not None else None
+        checkpoint = checkpoints.checkpoint(config.run_id, checkpoint_every) if checkpoints is not None else None
         _train_and_evaluate(config, record, device, progress_factory, checkpoint)
     except Exception as err:  # noqa: BLE001  (one bad cell must not stop the grid)
         record.record_error(err)
@@ -79,29 +79,29 @@ def _label(stage: str, config: RunConfig) -> str:
     return f"{stage} {config.task}/{config.method}"
 
 
-def claim_group(group: list[RunConfig], results_dir: Path, force: bool) -> tuple[list[RunConfig], list[str]]:
+def claim_group(group: list[RunConfig], folder: ResultsFolder, force: bool) -> tuple[list[RunConfig], list[str]]:
     """(the runs of ``group`` this process claimed and must train, the run ids
     another process holds or has just finished)."""
     mine, elsewhere = [], []
     for config in group:
-        if not try_claim(results_dir, config.run_id):
+        if not folder.claim(config.run_id):
             elsewhere.append(config.run_id)
-        elif not force and load_finished(results_dir, config.run_id, set_aside=False) is not None:
-            release(results_dir, config.run_id)  # finished by another driver since this one started
+        elif not force and folder.finished(config.run_id, set_aside=False) is not None:
+            folder.release(config.run_id)  # finished by another driver since this one started
             elsewhere.append(config.run_id)
         else:
             mine.append(config)
     return mine, elsewhere
 
 
-def run_claimed(group: list[RunConfig], results_dir: Path, force: bool, progress_factory=None,
+def run_claimed(group: list[RunConfig], folder: ResultsFolder, force: bool, progress_factory=None,
                 checkpoint_every: float = CHECKPOINT_EVERY_S) -> tuple[list[RunRecord], list[str]]:
     """Claim, train and evaluate a batch of runs: (records of the runs
     trained here, ids of runs left to another process). Claims stay fresh
     while it works."""
-    mine, elsewhere = claim_group(group, results_dir, force)
+    mine, elsewhere = claim_group(group, folder, force)
     if not mine:
         return [], elsewhere
     device = default_device()
-    with Heartbeat([claim_path(results_dir, c.run_id) for c in mine]):
-        return [execute_run(c, device, progress_factory, results_dir, checkpoint_every) for c in mine], elsewhere
+    with Heartbeat([folder.claim_path(c.run_id) for c in mine]):
+        return [execute_run(c, device, progress_factory, folder, checkpoint_every) for c in mine], elsewhere

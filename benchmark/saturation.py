@@ -32,7 +32,8 @@ from lengthbench.benchmark.files import write_text
 from lengthbench.benchmark.grid import resolve_workers, run_grid
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.provenance import write_provenance
-from lengthbench.benchmark.records import length_frame, load_records
+from lengthbench.benchmark.records import length_frame
+from lengthbench.benchmark.store import ResultsFolder
 
 TASKS = ("parity_check", "even_pairs", "reverse_string", "copy", "stack_manipulation", "bucket_sort")
 BASES = ("t5", "kerple-log", "kerple-power")
@@ -99,7 +100,7 @@ def main(argv: list[str]) -> int:
     start = time.perf_counter()
     frame = measure(Path(args.results), args.workers)
     text = report(frame)
-    records = [r for folder in sorted(Path(args.results).glob("max_len_*")) for r in load_records(folder)]
+    records = [r for folder in sorted(Path(args.results).glob("max_len_*")) for r in ResultsFolder(folder).records()]
     command = " ".join(["python -m lengthbench.benchmark.saturation", *argv])
     seconds = time.perf_counter() - start
     write_provenance(Path(args.results), command, seconds, records)

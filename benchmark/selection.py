@@ -13,7 +13,6 @@ length enters the choice; the test numbers reported are the chosen setting's.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -21,12 +20,12 @@ import numpy as np
 
 from lengthbench.benchmark.config import Preset
 from lengthbench.benchmark.grid import run_grid
-from lengthbench.benchmark.records import RunRecord, write_record
+from lengthbench.benchmark.records import RunRecord
+from lengthbench.benchmark.store import SELECTION_FOLDER, ResultsFolder
 from lengthbench.errors import InputError
 
 SELECTABLE = {"lr": float, "weight_decay": float, "grad_clip": float, "steps": int, "batch_size": int,
               "warmup_steps": int}
-SELECTION_FOLDER = "selection"
 CRITERION = "val_exact_match"
 
 
@@ -87,15 +86,16 @@ def choose(by_value: dict, grid: SelectionGrid) -> tuple[object, dict]:
     return chosen, {f"{v:g}": (None if scored[v] is None else round(scored[v][0], 6)) for v in grid.values}
 
 
-def run_selection(preset: Preset, grid: SelectionGrid, results_dir: Path, **run_options) -> list[RunRecord]:
-    """Train ``preset`` once per value (in ``results_dir/selection``), choose
+def run_selection(preset: Preset, grid: SelectionGrid, results: Path | ResultsFolder,
+                  **run_options) -> list[RunRecord]:
+    """Train ``preset`` once per value (in ``results/selection``), choose
     per (task, method), and write the chosen records, annotated, into
-    ``results_dir`` (replacing records of the same cells at other values);
+    ``results`` (replacing records of the same cells at other values);
     returns them in grid order. A cell where no value finished on every seed
     keeps the first value's records (errors: the next run retries them)."""
-    results_dir = Path(results_dir)
+    folder = ResultsFolder(results)
     trained = {v: run_grid(replace(preset, overrides={**preset.overrides, grid.field: v}),
-                           results_dir / SELECTION_FOLDER, **run_options) for v in grid.values}
+                           folder.subfolder(SELECTION_FOLDER), **run_options) for v in grid.values}
     chosen_records = []
     first = trained[grid.values[0]]
     for i in range(0, len(first)):
@@ -112,24 +112,6 @@ def run_selection(preset: Preset, grid: SelectionGrid, results_dir: Path, **run_
         for record in by_value[grid.values[0] if value is None else value]:
             chosen_records.append(replace(record, selection=evidence) if value is not None else record)
     for record in chosen_records:
-        _remove_superseded(results_dir, record, grid.field)
-        write_record(results_dir, record)
+        folder.replace_superseded(record, grid.field)
     return chosen_records
 
-
-def _remove_superseded(results_dir: Path, record: RunRecord, field: str) -> None:
-    """Delete records of the same cell and seed that differ from ``record``
-    only in ``field`` (an earlier selection chose another value)."""
-    own = record.config.to_dict()
-    own.pop(field)
-    config = record.config
-    for path in results_dir.glob(f"{config.task}__{config.label}__seed{config.seed}__*.json"):
-        if path.stem == record.run_id:
-            continue
-        try:
-            other = dict(json.loads(path.read_text())["config"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        other.pop(field, None)
-        if other == own:
-            path.unlink()

@@ -42,8 +42,8 @@ TABLE = Path(__file__).with_name("code_digests.json")
 HARNESS = "benchmark/runner.py"  # what executes a run: everything it imports may decide the result
 # Modules the harness imports that decide no result: where and how files are written and claimed,
 # which device, error types, the registry type, version strings and this guard itself.
-NOT_RESULT_SOURCES = ("benchmark/claims.py", "benchmark/device.py", "benchmark/files.py", "benchmark/version.py",
-                      "benchmark/versions.py", "lengthbench/__init__.py", "lengthbench/errors.py",
+NOT_RESULT_SOURCES = ("benchmark/claims.py", "benchmark/device.py", "benchmark/files.py", "benchmark/store.py",
+                      "benchmark/version.py", "benchmark/versions.py", "lengthbench/__init__.py", "lengthbench/errors.py",
                       "lengthbench/registry.py")
 
 

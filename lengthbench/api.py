@@ -41,10 +41,9 @@ from lengthbench.benchmark.grid import (
 from lengthbench.benchmark.plan import estimate, format_plan
 from lengthbench.benchmark.presets import PRESETS
 from lengthbench.benchmark.provenance import write_provenance, write_sitting_provenance
-from lengthbench.benchmark.records import RunRecord
-from lengthbench.benchmark.records import METRICS
-from lengthbench.benchmark.records import load_records as read_records
+from lengthbench.benchmark.records import METRICS, RunRecord
 from lengthbench.benchmark.selection import SelectionGrid, run_selection
+from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.benchmark.version import __version__
 from lengthbench.benchmark.versions import check_unchanged
 from lengthbench.errors import InputError, UnknownNameError
@@ -283,7 +282,7 @@ def _records_of(results: PathLike, preset: str | None = None) -> list[RunRecord]
     if not folder.is_dir():
         what = "is a file, not a folder" if folder.exists() else "does not exist"
         raise InputError(f"results {str(results)!r} {what}; give the folder that holds the run records (*.json)")
-    records = read_records(folder)
+    records = ResultsFolder(folder).records()
     if not records:
         raise InputError(f"results {str(results)!r} holds no run records "
                          "(<task>__<encoding>__seed<k>__<hash>.json); run `lengthbench run` first")
@@ -401,7 +400,7 @@ def reproduce(paper: str, results: PathLike, out: PathLike | None = None, preset
     if not folder.is_dir():
         raise InputError(f"--results {str(results)!r} is not a folder of run records; give the records of "
                          f"{source} (or leaderboard/reference/{paper}/records)")
-    records = read_records(folder)
+    records = ResultsFolder(folder).records()
     if not records:
         raise InputError(f"--results {str(results)!r} holds no run records; run {source} first")
     records = of_preset(records, preset, results)

@@ -86,3 +86,17 @@ def test_a_registry_orders_explicitly_refuses_twice_and_suggests():
     registry.replace("red", "RED!")
     registry.remove("violet")
     assert registry.items() == [("red", "RED!"), ("blue", "BLUE")] and "violet" not in registry
+
+
+def test_one_module_knows_where_a_results_folder_keeps_records_and_claims():
+    """store.ResultsFolder is the one owner of a results folder's layout: no
+    other module builds a record's or a claim's file name, or scans for them."""
+    layout = ('{run_id}.json"', "CLAIM_SUFFIX}", '"*__seed*__*.json"', "__seed{config.seed}__*")
+    owners = {}
+    for folder in ("benchmark", "leaderboard", "models", "tasks", "lengthbench"):
+        for path in (ROOT / folder).glob("*.py"):
+            text = path.read_text()
+            for needle in layout:
+                if needle in text:
+                    owners.setdefault(needle, set()).add(path.relative_to(ROOT).as_posix())
+    assert owners and all(found == {"benchmark/store.py"} for found in owners.values()), owners

@@ -19,37 +19,38 @@ from pathlib import Path
 import pytest
 
 import lengthbench.benchmark.claims as claims
-from lengthbench.benchmark.claims import STALE_AFTER_S, Heartbeat, claim_path, held_elsewhere, release, try_claim
+from lengthbench.benchmark.claims import STALE_AFTER_S, Heartbeat
+from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.benchmark.grid import grid_configs, run_grid
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_a_claim_is_exclusive_until_released(tmp_path):
-    assert try_claim(tmp_path, "run-a")
-    owner = json.loads(claim_path(tmp_path, "run-a").read_text())
+    assert ResultsFolder(tmp_path).claim("run-a")
+    owner = json.loads(ResultsFolder(tmp_path).claim_path("run-a").read_text())
     assert owner["pid"] == os.getpid() and owner["host"] == socket.gethostname()
-    assert not try_claim(tmp_path, "run-a")  # this process is alive: the claim holds
-    release(tmp_path, "run-a")
-    assert try_claim(tmp_path, "run-a")
+    assert not ResultsFolder(tmp_path).claim("run-a")  # this process is alive: the claim holds
+    ResultsFolder(tmp_path).release("run-a")
+    assert ResultsFolder(tmp_path).claim("run-a")
 
 
 def test_claims_of_stopped_owners_are_taken_over(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True).stdout.strip()
-    claim_path(tmp_path, "dead-owner").write_text(json.dumps({"host": socket.gethostname(), "pid": int(dead)}))
-    assert not held_elsewhere(tmp_path, "dead-owner") and try_claim(tmp_path, "dead-owner")
-    remote = claim_path(tmp_path, "remote-owner")
+    ResultsFolder(tmp_path).claim_path("dead-owner").write_text(json.dumps({"host": socket.gethostname(), "pid": int(dead)}))
+    assert not ResultsFolder(tmp_path).held_elsewhere("dead-owner") and ResultsFolder(tmp_path).claim("dead-owner")
+    remote = ResultsFolder(tmp_path).claim_path("remote-owner")
     remote.write_text(json.dumps({"host": "another-node", "pid": 1}))
-    assert held_elsewhere(tmp_path, "remote-owner") and not try_claim(tmp_path, "remote-owner")
+    assert ResultsFolder(tmp_path).held_elsewhere("remote-owner") and not ResultsFolder(tmp_path).claim("remote-owner")
     old = time.time() - STALE_AFTER_S - 1
     os.utime(remote, (old, old))  # its heartbeat stopped
-    assert not held_elsewhere(tmp_path, "remote-owner") and try_claim(tmp_path, "remote-owner")
+    assert not ResultsFolder(tmp_path).held_elsewhere("remote-owner") and ResultsFolder(tmp_path).claim("remote-owner")
 
 
 def test_the_heartbeat_keeps_a_claim_fresh(tmp_path):
-    assert try_claim(tmp_path, "run-b")
-    path = claim_path(tmp_path, "run-b")
+    assert ResultsFolder(tmp_path).claim("run-b")
+    path = ResultsFolder(tmp_path).claim_path("run-b")
     os.utime(path, (0, 0))
     with Heartbeat([path], every=0.05):
         time.sleep(0.3)
@@ -58,7 +59,7 @@ def test_the_heartbeat_keeps_a_claim_fresh(tmp_path):
 
 def _race(folder: str, start: float, queue) -> None:
     time.sleep(max(0.0, start - time.time()))
-    queue.put(try_claim(Path(folder), "contested"))
+    queue.put(ResultsFolder(Path(folder)).claim("contested"))
 
 
 def test_of_racing_processes_exactly_one_wins(tmp_path):
@@ -79,11 +80,11 @@ def test_a_run_whose_claimant_stops_without_a_record_is_trained(tmp_path, tiny_p
     [config] = grid_configs(preset)
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
     threading.Thread(target=holder.wait, daemon=True).start()  # reaped when it ends, not left a zombie
-    claim_path(tmp_path, config.run_id).write_text(json.dumps({"host": socket.gethostname(), "pid": holder.pid}))
+    ResultsFolder(tmp_path).claim_path(config.run_id).write_text(json.dumps({"host": socket.gethostname(), "pid": holder.pid}))
     start = time.time()
     [record] = run_grid(preset, tmp_path, progress=False)
     assert record.status == "ok" and 2.5 <= time.time() - start < 60  # it waited for the holder, not longer
-    assert not claim_path(tmp_path, config.run_id).exists()
+    assert not ResultsFolder(tmp_path).claim_path(config.run_id).exists()
 
 
 SCRIPT = """
@@ -137,13 +138,13 @@ DAMAGED = {
 @pytest.mark.parametrize("shape", list(DAMAGED))
 def test_a_damaged_claim_never_crashes_and_is_taken_over_in_bounded_time(tmp_path, shape, monkeypatch, caplog):
     monkeypatch.setattr(claims, "STALE_AFTER_S", 2.0)  # wide enough that a loaded machine's pause is no staleness
-    path = claim_path(tmp_path, f"run-{shape}")
+    path = ResultsFolder(tmp_path).claim_path(f"run-{shape}")
     path.write_bytes(DAMAGED[shape])
     with caplog.at_level(logging.WARNING):
-        assert held_elsewhere(tmp_path, f"run-{shape}")  # fresh: respected for now
+        assert ResultsFolder(tmp_path).held_elsewhere(f"run-{shape}")  # fresh: respected for now
         time.sleep(2.1)
-        assert not held_elsewhere(tmp_path, f"run-{shape}")  # unchanged while watched: stale
-        assert try_claim(tmp_path, f"run-{shape}")
+        assert not ResultsFolder(tmp_path).held_elsewhere(f"run-{shape}")  # unchanged while watched: stale
+        assert ResultsFolder(tmp_path).claim(f"run-{shape}")
     assert json.loads(path.read_text())["pid"] == os.getpid()
     warnings = [r.getMessage() for r in caplog.records if "damaged" in r.getMessage()]
     assert len(warnings) == 1 and str(path) in warnings[0]  # one warning naming the file
@@ -151,28 +152,28 @@ def test_a_damaged_claim_never_crashes_and_is_taken_over_in_bounded_time(tmp_pat
 
 def test_a_claim_from_the_future_is_not_waited_on_forever(tmp_path, monkeypatch):
     monkeypatch.setattr(claims, "STALE_AFTER_S", 0.3)
-    path = claim_path(tmp_path, "future")
+    path = ResultsFolder(tmp_path).claim_path("future")
     path.write_text(json.dumps({"host": "another-node", "pid": 1, "claimed_at": time.time() + 86400}))
     os.utime(path, (time.time() + 86400, time.time() + 86400))  # a clock a day ahead
-    assert held_elsewhere(tmp_path, "future")
+    assert ResultsFolder(tmp_path).held_elsewhere("future")
     time.sleep(0.4)
-    assert not held_elsewhere(tmp_path, "future") and try_claim(tmp_path, "future")
+    assert not ResultsFolder(tmp_path).held_elsewhere("future") and ResultsFolder(tmp_path).claim("future")
 
 
 def test_a_live_remote_claim_that_keeps_beating_is_respected(tmp_path, monkeypatch):
     monkeypatch.setattr(claims, "STALE_AFTER_S", 0.3)
-    path = claim_path(tmp_path, "beating")
+    path = ResultsFolder(tmp_path).claim_path("beating")
     path.write_text(json.dumps({"host": "another-node", "pid": 1}))
     for _ in range(4):
         time.sleep(0.15)
         os.utime(path)  # its owner's heartbeat
-        assert held_elsewhere(tmp_path, "beating")
+        assert ResultsFolder(tmp_path).held_elsewhere("beating")
 
 
 def test_a_driver_trains_a_cell_whose_claim_is_garbage(tmp_path, tiny_preset, monkeypatch):
     monkeypatch.setattr(claims, "STALE_AFTER_S", 1.0)
     preset = tiny_preset.with_grid(tasks=["copy"], encodings=["nope"])
     [config] = grid_configs(preset)
-    claim_path(tmp_path, config.run_id).write_bytes(b"[]")
+    ResultsFolder(tmp_path).claim_path(config.run_id).write_bytes(b"[]")
     [record] = run_grid(preset, tmp_path, progress=False, workers=1)
-    assert record.status == "ok" and not claim_path(tmp_path, config.run_id).exists()
+    assert record.status == "ok" and not ResultsFolder(tmp_path).claim_path(config.run_id).exists()

@@ -12,7 +12,8 @@ from lengthbench.benchmark import runner as runner_module
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.grid import grid_configs, run_grid
 from lengthbench.benchmark.presets import get_preset
-from lengthbench.benchmark.records import RunRecord, read_record, write_record
+from lengthbench.benchmark.records import RunRecord, read_record
+from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.cli import main
 
 
@@ -83,7 +84,7 @@ def test_a_write_that_dies_half_way_leaves_the_old_record_whole(crash, tmp_path,
     """The process is killed (or the disk fills) after half of the new record is
     written: the old record stays complete and no temp file is left behind."""
     old = RunRecord(get_preset("smoke").run_config("copy", "nope", 0), "v", "t", "cpu", {}, "now", status="ok")
-    write_record(tmp_path, old)
+    ResultsFolder(tmp_path).write(old)
     name = f"{old.run_id}.json"
     real_write_text = Path.write_text
 
@@ -93,7 +94,7 @@ def test_a_write_that_dies_half_way_leaves_the_old_record_whole(crash, tmp_path,
 
     monkeypatch.setattr(Path, "write_text", dies_half_way)
     with pytest.raises((KeyboardInterrupt, OSError)):
-        write_record(tmp_path, replace(old, status="error", error="x" * 10_000))
+        ResultsFolder(tmp_path).write(replace(old, status="error", error="x" * 10_000))
     monkeypatch.undo()
     assert [p.name for p in tmp_path.iterdir()] == [name]
     assert json.loads((tmp_path / name).read_text()) == old.to_json()
@@ -220,7 +221,7 @@ def test_mixed_settings_are_refused(tmp_path, tiny_preset, capsys):
     with pytest.raises(MixedConfigError, match="runs of copy/transformer/nope use different settings"):
         leaderboard_frame(first + second)
     for record in second:  # the CLI: one line, exit 2
-        write_record(tmp_path / "a", record)
+        ResultsFolder(tmp_path / "a").write(record)
     assert main(["leaderboard", "--results", str(tmp_path / "a")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("lengthbench: error: runs of copy/transformer/nope use different")

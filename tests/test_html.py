@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lengthbench.benchmark.records import load_records
+from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.leaderboard.build import build_leaderboard
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +51,7 @@ def page_of_quick(browser, tmp_path_factory):
     """The quick reference leaderboard's page, open in headless Chromium; yields
     (page, board, console errors, network requests)."""
     out = tmp_path_factory.mktemp("html")
-    board, paths = build_leaderboard(load_records(ROOT / "leaderboard/reference/quick/records"), out)
+    board, paths = build_leaderboard(ResultsFolder(ROOT / "leaderboard/reference/quick/records").records(), out)
     page, errors, requests = open_page(browser, paths["html"])
     yield page, board, errors, requests
     page.close()
@@ -139,7 +139,7 @@ def test_a_tasks_chart_opens_from_the_table(page_of_quick):
 
 def test_a_page_of_cells_that_never_finished_still_works(browser, tmp_path):
     """Only n/a cells: the table shows them, the chart says there is nothing to draw, no error."""
-    records = [r for r in load_records(ROOT / "leaderboard/reference/quick/records") if r.status == "not_applicable"]
+    records = [r for r in ResultsFolder(ROOT / "leaderboard/reference/quick/records").records() if r.status == "not_applicable"]
     board, paths = build_leaderboard(records, tmp_path)
     assert len(board) == 1 and "png" not in paths
     page, errors, requests = open_page(browser, paths["html"])
@@ -186,7 +186,7 @@ def test_the_page_draws_the_critical_difference_diagram(page_of_quick, browser, 
     assert xs == sorted(xs)  # the best rank at the left
     assert len(page.query_selector_all("#cd line.cd-group")) == len(ranking.groups())
     assert "transformer/coupled" in page.inner_text("#ranking-note") and errors == []
-    records = [r for r in load_records(ROOT / "leaderboard/reference/quick/records") if r.task == "copy"]
+    records = [r for r in ResultsFolder(ROOT / "leaderboard/reference/quick/records").records() if r.task == "copy"]
     _, paths = build_leaderboard(records, tmp_path)  # one task: nothing to rank
     lone, lone_errors, _ = open_page(browser, paths["html"])
     assert not lone.is_visible("#ranking") and lone_errors == []

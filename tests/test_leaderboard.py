@@ -452,11 +452,11 @@ def _drawn_inside(fig) -> bool:
 def _quick_board():
     from pathlib import Path
 
-    from lengthbench.benchmark.records import load_records
+    from lengthbench.benchmark.store import ResultsFolder
     from lengthbench.leaderboard.aggregate import leaderboard_frame as frame
 
     root = Path(__file__).resolve().parent.parent
-    return frame(load_records(root / "leaderboard/reference/quick/records"))
+    return frame(ResultsFolder(root / "leaderboard/reference/quick/records").records())
 
 
 @pytest.mark.parametrize("n_tasks", [1, 4, 8, 19])

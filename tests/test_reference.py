@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from lengthbench.benchmark.records import length_frame, load_records
+from lengthbench.benchmark.records import length_frame
+from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.leaderboard.aggregate import leaderboard_frame
 from lengthbench.leaderboard.html import render_html
 from lengthbench.leaderboard.tables import write_tables
@@ -21,7 +22,7 @@ def _records(folder: Path) -> list:
 
     source = json.loads((folder / "reference.json").read_text()) if (folder / "reference.json").exists() else {}
     where = folder / source.get("records", "records")
-    return of_preset(load_records(where), source.get("preset"), where)
+    return of_preset(ResultsFolder(where).records(), source.get("preset"), where)
 
 
 FOLDERS = sorted(p for p in REFERENCE.iterdir() if (p / "records").is_dir() or (p / "reference.json").exists())

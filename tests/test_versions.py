@@ -10,7 +10,7 @@ import pytest
 
 import lengthbench.benchmark.versions as versions
 from lengthbench.benchmark.grid import grid_configs, run_grid
-from lengthbench.benchmark.records import load_records
+from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.leaderboard.aggregate import MixedConfigError, leaderboard_frame
 from lengthbench.tasks import get_task
 
@@ -52,7 +52,7 @@ def test_a_bumped_task_reruns_its_cells_and_reuses_the_others(tmp_path, tiny_pre
             assert first[record.run_id] == record  # reused as it was
     assert "2 records were made by other code versions (stale)" in caplog.text
     with pytest.raises(MixedConfigError, match="made by different code versions"):
-        leaderboard_frame(load_records(tmp_path))  # old and new copy records side by side
+        leaderboard_frame(ResultsFolder(tmp_path).records())  # old and new copy records side by side
     assert len(grid_configs(tiny_preset)) == len(second)
 
 
