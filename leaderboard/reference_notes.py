@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from lengthbench.benchmark.grid import grid_configs
-from lengthbench.benchmark.presets import PRESETS
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.leaderboard.aggregate import judged
 from lengthbench.leaderboard.tables import bands, markdown_table
@@ -47,13 +45,14 @@ def _runs(provenance: dict) -> str:
 
 
 def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, folder: Path, rebuild: str,
-                     preset: str | None = None, records_folder: Path | None = None) -> str:
-    """The folder's README text. ``preset``: the grid the records are counted
-    against (complete or not); ``records_folder``: where the records are; when
+                     grid_runs: int | None = None, records_folder: Path | None = None) -> str:
+    """The folder's README text. ``grid_runs``: how many runs the preset's
+    grid had when the reference was built (the records are counted against
+    it, complete or not; stored in ``reference.json``, so that a task or
+    encoding registered later changes no shipped README); ``records_folder``: where the records are; when
     ``folder`` has no provenance, that of the records' folder (or of its
     parent) counts: a view of another reference's records."""
     ran = [r for r in records if r.status != "not_applicable"]
-    grid_runs = len(grid_configs(PRESETS[preset])) if preset else None
     complete = ("" if grid_runs is None else
                 f" They are {len(records)} of the {grid_runs} runs of the preset's grid"
                 + (" (complete)." if len(records) == grid_runs else f": {grid_runs - len(records)} missing."))

@@ -331,7 +331,8 @@ def load_leaderboard(results: PathLike, out: PathLike | None = None, reference: 
     are refused: a shipped reference comes from committed code only. With
     ``preset``, only the records of that preset's grid count. A reference
     build also writes the folder's ``README.md`` (``reference_notes``) and
-    ``reference.json`` (where its records are, for the rebuild test)."""
+    ``reference.json`` (where its records are and how many runs the
+    preset's grid has today, for the rebuild test)."""
     records = _records_of(results, preset)
     if reference:
         dirty = sorted(r.run_id for r in records if r.code_version.endswith(".dirty"))
@@ -346,10 +347,12 @@ def load_leaderboard(results: PathLike, out: PathLike | None = None, reference: 
     if reference:
         rebuild = (f"lengthbench leaderboard --reference --results {results} --out {out}"
                    + (f" --preset {preset}" if preset else ""))
-        paths["readme"] = write_text(out / "README.md", reference_readme(out.name, records, board, out, rebuild, preset,
-                                                                    Path(results)))
+        grid_runs = len(grid_configs(PRESETS[preset])) if preset else None
+        paths["readme"] = write_text(out / "README.md", reference_readme(out.name, records, board, out, rebuild,
+                                                                    grid_runs, Path(results)))
         paths["reference"] = write_json(out / "reference.json", {"records": os.path.relpath(results, out),
-                                                                  "preset": preset, "rebuild": rebuild})
+                                                                  "preset": preset, "grid_runs": grid_runs,
+                                                                  "rebuild": rebuild})
     board.attrs["written"] = paths
     return board
 

@@ -43,7 +43,7 @@ def test_reference_tables_rebuild_from_their_records(folder, tmp_path):
 
         assert not [r.run_id for r in records if r.code_version.endswith(".dirty")]
         source = json.loads((folder / "reference.json").read_text())
-        readme = reference_readme(folder.name, records, board, folder, source["rebuild"], source.get("preset"),
+        readme = reference_readme(folder.name, records, board, folder, source["rebuild"], source.get("grid_runs"),
                                   folder / source["records"])
         assert readme == (folder / "README.md").read_text()
 
@@ -112,3 +112,26 @@ def test_a_reference_build_refuses_records_of_uncommitted_code_and_takes_a_prese
         assert "holds no record of preset 'quick'" in capsys.readouterr().err
     finally:
         PRESETS.remove("smoke-rope")
+
+
+def test_a_grid_grown_after_the_build_changes_no_shipped_readme(tmp_path):
+    """A reference folder counts its records against the grid it was built
+    from (``reference.json``), not against what the registry holds today: a
+    preset given another seed (as a new task or encoding would grow it)
+    leaves the shipped README as it is."""
+    from dataclasses import replace
+
+    from lengthbench.benchmark.presets import PRESETS
+    from lengthbench.leaderboard.reference_notes import reference_readme
+
+    folder = REFERENCE / "nope"
+    source = json.loads((folder / "reference.json").read_text())
+    original = PRESETS[source["preset"]]
+    PRESETS.replace(original.name, replace(original, seeds=(*original.seeds, 99)))
+    try:
+        records = _records(folder)
+        readme = reference_readme(folder.name, records, leaderboard_frame(records), folder, source["rebuild"],
+                                  source.get("grid_runs"), folder / source["records"])
+    finally:
+        PRESETS.replace(original.name, original)
+    assert readme == (folder / "README.md").read_text()
