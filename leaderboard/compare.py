@@ -22,10 +22,10 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from lengthbench.benchmark.config import dotted
 from lengthbench.benchmark.files import save_figure, write_csv, write_text
@@ -35,6 +35,9 @@ from lengthbench.leaderboard.plots import SAVE_DPI, method_colors
 from lengthbench.leaderboard.schema import KEY
 from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION, adjust_p_values, welch
 from lengthbench.leaderboard.tables import markdown_table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 ALPHA = 0.05
 COLUMNS = ["task", "method", "metric", "mean_a", "mean_b", "n_a", "n_b", "delta", "se", "df", "t",
@@ -185,6 +188,8 @@ def compare_figure(diff: pd.DataFrame) -> Figure:
     colors = method_colors(both.method.unique())
     labels = [f"{r.task} / {r.method}" for _, r in both.iterrows()]
     label_inches = 0.065 * max((len(label) for label in labels), default=0)  # 7-point text
+    from matplotlib.figure import Figure  # imported on first use (plots.py)
+
     fig = Figure(figsize=(5 + label_inches, 1.4 + 0.28 * max(1, len(both))))
     ax = fig.subplots()
     y = np.arange(len(both))[::-1]

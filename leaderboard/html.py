@@ -15,7 +15,6 @@ import math
 from pathlib import Path
 
 import pandas as pd
-from matplotlib.colors import to_hex
 
 from lengthbench.benchmark.files import write_text
 from lengthbench.leaderboard.aggregate import method_order
@@ -52,6 +51,8 @@ def _clean(value):
 
 def page_data(board: pd.DataFrame, per_length: pd.DataFrame, title: str) -> dict:
     methods = method_order(board["method"].unique())
+    from matplotlib.colors import to_hex
+
     colors = {m: to_hex(c) for m, c in method_colors(methods).items()}
     rows = []
     for _, r in board.iterrows():

@@ -2,19 +2,19 @@
 
 Figures are drawn on ``matplotlib.figure.Figure`` objects and saved as files,
 never through ``pyplot``, so importing lengthbench leaves a notebook's
-backend and open figures alone.
+backend and open figures alone. matplotlib itself is imported on first use
+(about a second of start-up that commands drawing nothing never pay).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
 
 from lengthbench.benchmark.files import save_figure
 from lengthbench.leaderboard.aggregate import judged, method_order
@@ -23,19 +23,33 @@ from lengthbench.models.families import method_parts
 from lengthbench.tasks import task_names
 from lengthbench.tasks.base import LEVELS
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 SAVE_DPI = 110
 
 
 def _pairs(palette: str, starts) -> list[tuple[tuple, tuple]]:
+    import matplotlib
+
     colors = matplotlib.colormaps[palette].colors
     return [(colors[i], colors[i + 1]) for i in starts]
 
 
-# (dark, light) shades of one hue per built-in base encoding, in registry order: tab20's ten
-# pairs, then three of tab20b's (hues tab20 lacks); a randomized variant takes the light shade.
-# Past these, each further base encoding gets a hue of its own (``_hue_pair``).
-HUE_PAIRS = _pairs("tab20", range(0, 20, 2)) + _pairs("tab20b", (0, 8, 12))
-OTHER_COLORS = matplotlib.colormaps["Dark2"].colors  # plugin encodings and families, by a hash of the name
+@functools.cache
+def hue_pairs() -> list[tuple[tuple, tuple]]:
+    """(dark, light) shades of one hue per built-in base encoding, in registry order: tab20's ten
+    pairs, then three of tab20b's (hues tab20 lacks); a randomized variant takes the light shade.
+    Past these, each further base encoding gets a hue of its own (``_hue_pair``)."""
+    return _pairs("tab20", range(0, 20, 2)) + _pairs("tab20b", (0, 8, 12))
+
+
+@functools.cache
+def _other_colors() -> tuple:
+    """Plugin encodings' and families' colours, picked by a hash of the name."""
+    import matplotlib
+
+    return matplotlib.colormaps["Dark2"].colors
 # A dark tone per built-in family; a family added later without one gets a colour from its name.
 FAMILY_COLORS = {"transformer": "black", "rnn": "0.45", "lstm": "saddlebrown", "stack-rnn": "darkolivegreen",
                  "tape-rnn": "indigo", "ssm": "darkred"}
@@ -45,15 +59,19 @@ def _hue_pair(index: int) -> tuple[tuple, tuple]:
     """The (dark, light) shades of the index-th base encoding's hue: the
     palette's pairs, then hues spaced by the golden angle (distinct from each
     other for any number of encodings)."""
-    if index < len(HUE_PAIRS):
-        return HUE_PAIRS[index]
-    hue = (0.11 + 0.618034 * (index - len(HUE_PAIRS))) % 1.0
-    return (matplotlib.colors.hsv_to_rgb((hue, 0.85, 0.65)), matplotlib.colors.hsv_to_rgb((hue, 0.4, 0.95)))
+    from matplotlib.colors import hsv_to_rgb
+
+    pairs = hue_pairs()
+    if index < len(pairs):
+        return pairs[index]
+    hue = (0.11 + 0.618034 * (index - len(pairs))) % 1.0
+    return (hsv_to_rgb((hue, 0.85, 0.65)), hsv_to_rgb((hue, 0.4, 0.95)))
 
 
 def _hashed(name: str) -> tuple:
     """A colour that depends on the name alone (never on which other names are drawn)."""
-    return OTHER_COLORS[int(hashlib.sha256(name.encode()).hexdigest(), 16) % len(OTHER_COLORS)]
+    colors = _other_colors()
+    return colors[int(hashlib.sha256(name.encode()).hexdigest(), 16) % len(colors)]
 
 
 def encoding_color(name: str) -> tuple:
@@ -101,6 +119,8 @@ def accuracy_vs_length_figure(per_length: pd.DataFrame, metric: str = "exact_mat
     legend_columns = max(1, min(len(methods), int(width // LEGEND_COLUMN_INCHES)))
     legend_height = LEGEND_ROW_INCHES * -(-len(methods) // legend_columns) + 0.2
     height = TITLE_INCHES + 3.2 * rows + 0.6 + legend_height
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(width, height))
     axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
     colors = method_colors(methods)
@@ -160,6 +180,9 @@ def heatmap_figure(board: pd.DataFrame, metric: str = "ood_exact_match_mean") ->
         status[i, j] = row.status
         lost[i, j] = row.n_failed + row.n_errors > 0
         unfit[i, j] = row.status == "ok" and not is_judged[k]
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
     fig = Figure(figsize=(max(6.0, 2.5 + 0.8 * len(tasks)), 1.8 + 0.42 * len(methods)))
     ax = fig.subplots()
     grid = 100 * grid  # cells and colour bar in percent
@@ -208,6 +231,8 @@ def critical_difference_figure(ranking) -> Figure:
     groups = ranking.groups()
     group_top, group_step = 0.35, 0.18  # the first group line's depth below the axis, and the spacing of the rest
     first_row = max(1.0, group_top + group_step * len(groups) + 0.3)
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(7.5 + 0.3 * max(0, k - 10), 1.6 + 0.28 * (half + first_row - 1)))
     ax = fig.subplots()
     low, high = 1, max(2, k)

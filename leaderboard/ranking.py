@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from lengthbench.leaderboard.aggregate import complete_block
+from lengthbench.leaderboard.statistics import scipy_stats
 
 ALPHA = 0.05
 
@@ -57,7 +57,7 @@ def nemenyi_q(k: int, alpha: float = ALPHA) -> float:
     """The Nemenyi test's critical value for k methods: the studentized range
     quantile at infinite degrees of freedom over sqrt(2) (Demšar's table:
     2.343, 2.569, 2.728, 2.850 for k = 3..6 at alpha 0.05)."""
-    return float(stats.studentized_range.ppf(1 - alpha, k, np.inf)) / math.sqrt(2)
+    return float(scipy_stats().studentized_range.ppf(1 - alpha, k, np.inf)) / math.sqrt(2)
 
 
 def friedman(scores: pd.DataFrame, alpha: float = ALPHA) -> Ranking:
@@ -69,7 +69,7 @@ def friedman(scores: pd.DataFrame, alpha: float = ALPHA) -> Ranking:
     chi2 = 12 * n / (k * (k + 1)) * (float((average ** 2).sum()) - k * (k + 1) ** 2 / 4)
     denominator = n * (k - 1) - chi2
     f_statistic = (n - 1) * chi2 / denominator if denominator > 0 else math.inf
-    p_value = float(stats.f.sf(f_statistic, k - 1, (k - 1) * (n - 1))) if denominator > 0 else 0.0
+    p_value = float(scipy_stats().f.sf(f_statistic, k - 1, (k - 1) * (n - 1))) if denominator > 0 else 0.0
     cd = nemenyi_q(k, alpha) * math.sqrt(k * (k + 1) / (6 * n))
     return Ranking(average, n, chi2, f_statistic, p_value, cd, ())
 

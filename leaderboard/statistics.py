@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 GENERALIZE_THRESHOLD = 0.9  # a seed / length "generalizes" at exact match >= this
 REACH_FACTORS = (2, 4)  # the horizons (x the longest training length) whose share of seeds a board reports
@@ -22,6 +21,15 @@ CORRECTIONS = {"bh": "Benjamini-Hochberg (false discovery rate)",
 DEFAULT_CORRECTION = "bh"
 
 
+def scipy_stats():
+    """``scipy.stats``, imported on first use: over a second of start-up that
+    the commands which compute no statistic (``list``, ``check``, ``--plan``)
+    and the grid's pool workers never pay."""
+    from scipy import stats
+
+    return stats
+
+
 def t_interval(values, level: float = 0.95, bounds: tuple[float, float] = (0.0, 1.0)) -> tuple[float, float]:
     """Student-t interval of the mean over seeds, ``mean +- t(1 - a/2, n - 1) s / sqrt(n)``,
     clipped to ``bounds``, the metrics' range [0, 1] (which keeps its coverage; differences
@@ -31,7 +39,7 @@ def t_interval(values, level: float = 0.95, bounds: tuple[float, float] = (0.0, 
     values = np.asarray(values, dtype=float)
     if values.size < 2:
         return math.nan, math.nan
-    mean, half = float(values.mean()), float(stats.t.ppf(1 - (1 - level) / 2, values.size - 1)
+    mean, half = float(values.mean()), float(scipy_stats().t.ppf(1 - (1 - level) / 2, values.size - 1)
                                              * values.std(ddof=1) / math.sqrt(values.size))
     return max(bounds[0], mean - half), min(bounds[1], mean + half)
 
@@ -133,9 +141,9 @@ def welch(mean_a, std_a, n_a, mean_b, std_b, n_b, level: float = 0.95) -> dict:
         p = 1.0 if delta == 0 else 0.0
         return {**out, "se": 0.0, "df": n_a + n_b - 2, "t": 0.0 if delta == 0 else math.copysign(math.inf, delta),
                 "p_value": p, "ci_low": delta, "ci_high": delta}
-    test = stats.ttest_ind_from_stats(mean_b, std_b, n_b, mean_a, std_a, n_a, equal_var=False)
+    test = scipy_stats().ttest_ind_from_stats(mean_b, std_b, n_b, mean_a, std_a, n_a, equal_var=False)
     df = (va + vb) ** 2 / (va**2 / (n_a - 1) + vb**2 / (n_b - 1))
-    half = float(stats.t.ppf(1 - (1 - level) / 2, df)) * se
+    half = float(scipy_stats().t.ppf(1 - (1 - level) / 2, df)) * se
     return {"delta": delta, "se": se, "df": df, "t": float(test.statistic), "p_value": float(test.pvalue),
             "ci_low": delta - half, "ci_high": delta + half}
 
@@ -152,7 +160,7 @@ def adjust_p_values(p_values, correction: str) -> np.ndarray:
     if correction == "none" or not tested.any():
         return out
     if correction == "bh":
-        out[tested] = stats.false_discovery_control(p[tested], method="bh")
+        out[tested] = scipy_stats().false_discovery_control(p[tested], method="bh")
         return out
     order = np.argsort(p[tested])
     m = order.size

@@ -28,7 +28,7 @@ SCRIPT = textwrap.dedent("""
     from lengthbench.benchmark.presets import PRESETS, register_preset
     base = PRESETS["smoke"]
     register_preset(replace(base, name="long", tasks=("copy",), encodings=("randomized-rope",),
-                            settings={**base.settings, "steps": 800}))
+                            settings={**base.settings, "steps": 300}))
     if __name__ == "__main__":
         sys.exit(cli.main(sys.argv[1:]))
 """)
@@ -62,13 +62,13 @@ def test_a_killed_run_resumes_from_its_checkpoint_to_the_same_record(tmp_path):
     proc.wait()
     [saved] = (results / "checkpoints").glob("*.pt")
     saved_step = torch.load(saved, weights_only=True)["step"]
-    assert 0 < saved_step < 800
+    assert 0 < saved_step < 300
     assert not list(results.glob("copy__*.json"))  # it died mid-training
 
     resumed = _run(tmp_path, results)
     _, log = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, log
-    [step] = re.findall(r"resumed from its checkpoint at step (\d+) of 800", log)
+    [step] = re.findall(r"resumed from its checkpoint at step (\d+) of 300", log)
     assert int(step) == saved_step  # it went on from the saved state, not from step 0
     first, again = _record(whole), _record(results)
     for key in ("per_length", "summary", "training"):

@@ -560,12 +560,12 @@ def test_a_seventh_family_and_a_fourteenth_base_encoding_get_colours_of_their_ow
     """Colours never come from a fixed-length table by position: a built-in
     family added without a colour gets one from its name, and every base
     encoding past the palette's pairs gets a hue of its own."""
-    from lengthbench.leaderboard.plots import HUE_PAIRS, _hue_pair, method_color
+    from lengthbench.leaderboard.plots import _hue_pair, hue_pairs, method_color
 
     assert method_color("a-seventh-family") is not None and method_color("lstm") == "saddlebrown"
-    darks = [tuple(map(float, _hue_pair(i)[0])) for i in range(len(HUE_PAIRS) + 8)]
+    darks = [tuple(map(float, _hue_pair(i)[0])) for i in range(len(hue_pairs()) + 8)]
     assert len(set(darks)) == len(darks)
-    assert all(_hue_pair(i)[0] is not _hue_pair(i)[1] for i in range(len(HUE_PAIRS), len(HUE_PAIRS) + 8))
+    assert all(_hue_pair(i)[0] is not _hue_pair(i)[1] for i in range(len(hue_pairs()), len(hue_pairs()) + 8))
 
 
 def test_overall_scores_and_ranks_are_over_the_tasks_every_method_fit():
