@@ -6,6 +6,7 @@ its kind ever is, before it is read."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,11 +27,19 @@ def _last_line(done: subprocess.CompletedProcess) -> str:
     return done.stderr.strip().splitlines()[-1]
 
 
-@pytest.fixture
-def grid(tmp_path):
-    results = tmp_path / "r"
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One small grid's folder, trained once for the module."""
+    results = tmp_path_factory.mktemp("trained") / "r"
     done = _lengthbench(*SMOKE, "--results", str(results))
     assert done.returncode == 0, done.stderr
+    return results
+
+
+@pytest.fixture
+def grid(trained, tmp_path):
+    """A test's own copy of the trained folder, and its record."""
+    results = Path(shutil.copytree(trained, tmp_path / "r"))
     [record] = results.glob("copy__nope__seed0__*.json")
     return results, record
 
