@@ -54,19 +54,28 @@ def _score(model: RunModel, t: dict, positions: torch.Tensor, n_heads: int):
     return torch.cat(token_acc).float().mean(), torch.cat(exact).float().mean(), nonfinite
 
 
-@torch.no_grad()
 def evaluate_length(model: RunModel, task: Task, length: int, config: RunConfig, device: torch.device,
                     streams=eval_streams, n_samples: int | None = None) -> dict:
     """The run's metrics at one task length, on the fixed evaluation stream
     (``streams``; ``n_samples`` examples, default the config's), its
     eval-time positions drawn from that stream's generator."""
     n_samples = config.eval_samples if n_samples is None else n_samples
+    return evaluate_at(model, task, length, config.eval_seed, n_samples, config.model.n_heads, device, streams)
+
+
+@torch.no_grad()
+def evaluate_at(model: RunModel, task: Task, length: int, eval_seed: int, n_samples: int, n_heads: int,
+                device: torch.device, streams=eval_streams) -> dict:
+    """Metrics at one task length on ``n_samples`` examples of the stream
+    ``streams(eval_seed, length)``, in chunks sized for ``n_heads`` heads:
+    the one evaluation, of a run (``evaluate_length``) or of any model
+    (``evaluate_any``)."""
     model.eval()
-    rng, generator = streams(config.eval_seed, length, device)
+    rng, generator = streams(eval_seed, length, device)
     t = batch_tensors(make_batch(task, rng, np.full(n_samples, length)), device)
     try:
         positions = model.positions(t["tokens"], t["position_ids"], t["seq_lens"], generator)
-        token_acc, exact, nonfinite = _score(model, t, positions, config.model.n_heads)
+        token_acc, exact, nonfinite = _score(model, t, positions, n_heads)
     except PositionsOutOfRange as err:
         return _unsupported(length, str(err))
     result = {"length": length, "status": "ok", "token_accuracy": round(float(token_acc), 6),

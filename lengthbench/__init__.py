@@ -7,7 +7,10 @@ The Python API (``lengthbench.api``; the command line calls the same functions):
   evaluate a grid, returns its leaderboard;
 * ``load_records(results)``: every run x length as a long DataFrame;
 * ``load_leaderboard(results)``: one row per task x method;
-* ``compare(a, b)``: per-cell differences of two leaderboards.
+* ``compare(a, b)``: per-cell differences of two leaderboards;
+* ``generate(task)``, ``score(task, predictions)``, ``evaluate(model, task)``:
+  the test instances for any model, its predictions scored, a PyTorch model
+  evaluated as the harness evaluates its own.
 
 The code lives in layers, each importing only those below it (ARCHITECTURE.md):
 ``lengthbench.leaderboard`` -> ``lengthbench.benchmark`` -> ``lengthbench.models``
@@ -22,7 +25,7 @@ import importlib
 
 from lengthbench.benchmark.version import __version__
 
-API = ("run", "load_records", "load_leaderboard", "compare")
+API = ("run", "load_records", "load_leaderboard", "compare", "generate", "score", "evaluate")
 SUBPACKAGES = ("api", "cli", "errors", "registry", "tasks", "models", "benchmark", "leaderboard")
 __all__ = [*API, "__version__"]
 

@@ -10,7 +10,10 @@ return pandas DataFrames; the files a call wrote are listed in the frame's
   evaluate a grid, returns its leaderboard;
 * ``load_records(results)``: every run x length as a long DataFrame;
 * ``load_leaderboard(results)``: one row per task x method;
-* ``compare(a, b)``: per-cell differences of two leaderboards.
+* ``compare(a, b)``: per-cell differences of two leaderboards;
+* ``generate(task)``, ``score(task, predictions)``, ``evaluate(model,
+  task)``: the benchmark's test instances for a model lengthbench does not
+  train, its predictions scored, or a PyTorch model evaluated directly.
 
 The others (``plan``, ``submit``, ``check``, ``reproduce``, ``perf``,
 ``bench_generation`` and the listings) return what the command prints.
@@ -30,13 +33,21 @@ from lengthbench.benchmark import bench_generation as generation_bench
 from lengthbench.benchmark import perf as perf_bench
 from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S
 from lengthbench.benchmark.config import Preset, dotted
-from lengthbench.benchmark.files import ensure_output_dir, write_json, write_text
+from lengthbench.benchmark.files import check_input_file, ensure_output_dir, write_csv, write_json, write_text
 from lengthbench.benchmark.grid import (
     EXECUTORS,
     GridInterrupted,
     grid_configs,
     resolve_workers,
     run_grid,
+)
+from lengthbench.benchmark.instances import (
+    MAX_PREDICTIONS_BYTES,
+    evaluate_any,
+    evaluation_instances,
+    read_jsonl,
+    score_predictions,
+    write_jsonl,
 )
 from lengthbench.benchmark.plan import estimate, format_plan
 from lengthbench.benchmark.presets import PRESETS
@@ -74,8 +85,8 @@ PathLike = str | Path
 __all__ = [
     "CHECKPOINT_EVERY_S", "CORRECTIONS", "DEFAULT_CORRECTION", "EXECUTORS", "METRICS", "PRESETS", "REPORTS",
     "GridInterrupted", "InputError", "bench_generation", "check", "compare", "compare_text", "encodings_text",
-    "leaderboard_text", "load_leaderboard", "load_records", "models_text", "perf", "perf_configs", "plan",
-    "presets_text", "reproduce", "run", "submit", "tasks_table", "__version__",
+    "evaluate", "generate", "leaderboard_text", "load_leaderboard", "load_records", "models_text", "perf",
+    "perf_configs", "plan", "presets_text", "reproduce", "run", "score", "submit", "tasks_table", "__version__",
 ]
 
 
@@ -389,6 +400,66 @@ def compare_text(diff: pd.DataFrame) -> str:
     """A comparison as ``compare.md`` holds it, then its one-line summary."""
     return (compare_markdown(diff, *diff.attrs.get("names", ("A", "B"))) + "summary: " + summary_text(diff)
             + f" (multiple-comparison correction: {diff.correction.iloc[0] if len(diff) else DEFAULT_CORRECTION})")
+
+
+def _evaluation_settings(task: str, preset: str, lengths, samples, seed) -> tuple[list[int], int, int]:
+    """The lengths, samples per length and evaluation seed a run of
+    ``preset`` evaluates ``task`` at, each unless given."""
+    if preset not in PRESETS:
+        raise UnknownNameError("preset", preset, PRESETS)
+    grid = PRESETS[preset]
+    config = grid.run_config(task, grid.encodings[0] if grid.encodings else "", grid.seeds[0])
+    return (list(config.eval_lengths()) if lengths is None else list(lengths),
+            config.eval_samples if samples is None else samples, config.eval_seed if seed is None else seed)
+
+
+def generate(task: str, lengths: Sequence[int] | None = None, *, samples: int | None = None,
+             seed: int | None = None, preset: str = "quick", out: PathLike | None = None) -> list[dict]:
+    """The benchmark's evaluation instances of ``task``, one dict per
+    instance (``benchmark.instances``: ``input``/``answer`` as text,
+    ``input_ids``/``answer_ids`` as token ids, and where each came from): by
+    default exactly those a run of ``preset`` is scored on (its evaluated
+    lengths, samples per length and evaluation seed). With ``out``, written
+    there as JSON Lines (``datasets.load_dataset("json", data_files=out)``
+    reads them)."""
+    lengths, samples, seed = _evaluation_settings(task, preset, lengths, samples, seed)
+    instances = evaluation_instances(task, lengths, samples, seed)
+    if out is not None:
+        write_text(Path(out), write_jsonl(instances))
+    return instances
+
+
+def score(task: str, predictions: PathLike, *, out: PathLike | None = None) -> pd.DataFrame:
+    """Per-length exact match and token accuracy of ``predictions``: the
+    JSON Lines of ``generate`` with a ``prediction`` (the answer as text) or
+    ``prediction_ids`` added to each line. Every line must answer one
+    generated instance (checked against it); refused otherwise, naming the
+    line. With ``out`` the table is written there as ``score.csv``."""
+    path = check_input_file(predictions, "predictions", MAX_PREDICTIONS_BYTES)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"predictions {str(predictions)!r} cannot be read ({err})") from None
+    table = pd.DataFrame(score_predictions(task, read_jsonl(text, str(predictions)), str(predictions)))
+    table.insert(0, "task", task)
+    if out is not None:
+        table.attrs["written"] = {"csv": write_csv(ensure_output_dir(out, "--out") / "score.csv", table)}
+    return table
+
+
+def evaluate(model, task: str, lengths: Sequence[int] | None = None, *, samples: int | None = None,
+             seed: int | None = None, preset: str = "quick", heads: int = 8) -> pd.DataFrame:
+    """Per-length metrics of ``model`` on ``task``'s evaluation instances
+    (those of ``generate``, with the same defaults), by the harness's own
+    evaluation: ``model`` is any callable from token ids ``(batch, tokens)``
+    to logits ``(batch, tokens, vocabulary)`` (a plain ``nn.Module``; a
+    Hugging Face causal LM, whose output's ``.logits`` is read), or a
+    lengthbench run's model (then its own positions are used, and the
+    numbers are those of its record). ``heads`` only sizes the chunks."""
+    lengths, samples, seed = _evaluation_settings(task, preset, lengths, samples, seed)
+    table = pd.DataFrame(evaluate_any(model, task, lengths, samples, seed, heads))
+    table.insert(0, "task", task)
+    return table
 
 
 def reproduce(paper: str, results: PathLike, out: PathLike | None = None, preset: str | None = None) -> str:

@@ -135,6 +135,22 @@ def cmd_compare(args) -> int:
     return EXIT_OK
 
 
+def cmd_generate(args) -> int:
+    instances = api.generate(args.task, args.lengths, samples=args.samples, seed=args.seed, preset=args.preset,
+                             out=args.out)
+    lengths = sorted({i["length"] for i in instances})
+    print(f"wrote {len(instances)} instances of {args.task} ({len(instances) // len(lengths)} at each of lengths "
+          f"{', '.join(map(str, lengths))}; evaluation seed {instances[0]['eval_seed']}) to {args.out}")
+    return EXIT_OK
+
+
+def cmd_score(args) -> int:
+    table = api.score(args.task, args.predictions, out=args.out)
+    print(table.to_string(index=False))
+    _print_written(table.attrs.get("written", {}))
+    return EXIT_OK
+
+
 def cmd_check(args) -> int:
     reports = api.check(args.path, args.preset, all_presets=args.all_presets)
     for report in reports:
@@ -257,6 +273,28 @@ def _add_records_commands(sub) -> None:
     chk.set_defaults(func=cmd_check)
 
 
+def _add_any_model(sub) -> None:
+    """``generate`` and ``score``: the test instances for a model lengthbench does not train, and its answers scored."""
+    gen = sub.add_parser("generate", help="write a task's test instances as JSON Lines, for any model")
+    gen.add_argument("task", help="the task (lengthbench list tasks names them)")
+    gen.add_argument("--lengths", type=_lengths, help="task lengths (default: those the preset evaluates)")
+    gen.add_argument("--samples", type=_count(1, "--samples is a positive number of instances per length"),
+                     help="instances per length (default: the preset's evaluation samples)")
+    gen.add_argument("--seed", type=_count(0, "--seed is an integer >= 0"),
+                     help="evaluation seed (default: the preset's, that of every run)")
+    gen.add_argument("--preset", default="quick",
+                     help="whose evaluation the defaults are: one of " + ", ".join(api.PRESETS) + " (default quick)")
+    gen.add_argument("--out", required=True, help="the JSON Lines file to write")
+    gen.set_defaults(func=cmd_generate)
+
+    scr = sub.add_parser("score", help="score predictions for generated instances (exact match, token accuracy)")
+    scr.add_argument("task", help="the task the instances are of")
+    scr.add_argument("predictions", help="the generated JSON Lines, each line with a prediction (the answer as "
+                                         "text) or prediction_ids (token ids) added")
+    scr.add_argument("--out", help="folder for score.csv (default: print only)")
+    scr.set_defaults(func=cmd_score)
+
+
 def _add_compare(sub) -> None:
     cmp = sub.add_parser("compare", help="per-cell differences between two leaderboard CSVs")
     cmp.add_argument("a", help="baseline leaderboard.csv (A)")
@@ -305,6 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_records_commands(sub)
     _add_submit(sub, grid)
     _add_compare(sub)
+    _add_any_model(sub)
     _add_benchmarks(sub)
     for action in sub._choices_actions:  # each command's --help opens with its one-line summary
         command = sub.choices[action.dest]

@@ -1,0 +1,221 @@
+"""The benchmark's test instances for any model, and their scoring.
+
+A run evaluates a model at one task length on ``eval_samples`` examples
+drawn from the evaluation stream of that length (``seeding.eval_streams``:
+fixed by the evaluation seed and the length, never by the run).
+``evaluation_instances`` writes out exactly those examples, one dict per
+instance, so a model lengthbench does not train (a Hugging Face checkpoint,
+a JAX model, an LLM behind an API) can be given the same inputs, and
+``score_predictions`` scores its answers with the benchmark's metrics; a
+PyTorch model (any callable from token ids to logits) is evaluated directly,
+by the harness's own evaluation, with ``evaluate_any``.
+
+An instance: ``task``, ``task_version``, ``length`` (the task length),
+``index`` (its place among the ``n_samples`` instances of that length),
+``n_samples``, ``eval_seed``, ``input`` and ``answer`` (the task's symbols,
+space-separated), ``input_ids`` (the prompt the harness's models read:
+``<bos>``, the input's tokens, ``<sep>``) and ``answer_ids`` (the answer's
+tokens, which the model must produce next, then ``<eos>``); ``position_ids``
+too for a task with structured position ids (the coupled tasks), over the
+prompt and the answer. Token ids: 0..3 are ``<pad> <bos> <sep> <eos>``, and
+the task's i-th symbol is ``4 + i``.
+
+Scoring follows the harness (``evaluate``): per instance, token accuracy is
+the share of the answer's positions predicted right, and exact match that
+every one of them is; per length, their means. As in the harness, a
+prediction is compared with the answer position by position: what it holds
+past the answer's last token is not scored (nor is ``<eos>`` after the
+answer), and one that stops early misses the answer's remaining tokens.
+Teacher-forced argmax predictions (what the harness scores) give the
+harness's numbers exactly; greedy decoding gives the same exact match.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import numpy as np
+import torch
+
+from lengthbench.benchmark.config import EVAL_SEED
+from lengthbench.benchmark.evaluate import evaluate_at
+from lengthbench.benchmark.seeding import eval_streams
+from lengthbench.errors import InputError
+from lengthbench.tasks import Task, get_task, make_batch
+from lengthbench.tasks.base import N_SPECIAL
+
+MAX_PREDICTIONS_BYTES = 1 << 30  # about a million instances of a long task
+
+
+def _supported(task: Task, length: int) -> None:
+    top = task.max_length
+    if not isinstance(length, (int, np.integer)) or isinstance(length, bool) or length < task.min_length \
+            or (top is not None and length > top):
+        raise InputError(f"length {length!r} is not one of task {task.name!r}'s lengths; valid: "
+                         f"{task.min_length}..{top if top is not None else 'any'}")
+
+
+def evaluation_instances(task_name: str, lengths, n_samples: int, eval_seed: int = EVAL_SEED) -> list[dict]:
+    """The ``n_samples`` evaluation instances of ``task_name`` at each of
+    ``lengths``: the examples a run with this ``eval_seed`` (every preset's
+    default) and ``eval_samples = n_samples`` is scored on."""
+    task = get_task(task_name)
+    if not isinstance(n_samples, (int, np.integer)) or isinstance(n_samples, bool) or n_samples < 1:
+        raise InputError(f"samples {n_samples!r} is not a positive number of instances per length")
+    instances = []
+    for length in lengths:
+        _supported(task, length)
+        rng, _ = eval_streams(eval_seed, int(length), torch.device("cpu"))
+        batch = make_batch(task, rng, np.full(n_samples, int(length)))
+        for index in range(n_samples):
+            instances.append(_instance(task, batch, index, int(length), n_samples, eval_seed))
+    return instances
+
+
+def _instance(task: Task, batch, row: int, length: int, n_samples: int, eval_seed: int) -> dict:
+    scored = np.flatnonzero(batch.scored[row])
+    answer = batch.targets[row, scored]
+    prompt = batch.tokens[row, : scored[0] + 1] if scored.size else batch.tokens[row, : batch.seq_lens[row]]
+    instance = {"task": task.name, "task_version": task.version, "length": length, "index": row,
+                "n_samples": n_samples, "eval_seed": eval_seed,
+                "input": task.decode(prompt[1:-1] - N_SPECIAL), "answer": task.decode(answer - N_SPECIAL),
+                "input_ids": prompt.tolist(), "answer_ids": answer.tolist()}
+    if task.has_coupled_ids:
+        instance["position_ids"] = batch.position_ids[row, : len(prompt) + len(answer)].tolist()
+    return instance
+
+
+def write_jsonl(instances: list[dict]) -> str:
+    return "".join(json.dumps(instance) + "\n" for instance in instances)
+
+
+def read_jsonl(text: str, where: str) -> list[dict]:
+    """JSON Lines, each line an object; refused with the first bad line's number."""
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as err:
+            raise InputError(f"{where}, line {number}: not JSON ({err})") from None
+        if not isinstance(row, dict):
+            raise InputError(f"{where}, line {number}: a JSON {type(row).__name__}, not an object")
+        rows.append((number, row))
+    if not rows:
+        raise InputError(f"{where} holds no predictions (one JSON object per line, as `lengthbench generate` "
+                         "writes them, with a prediction added)")
+    return rows
+
+
+def _predicted_ids(task: Task, row: dict, where: str) -> list[int]:
+    """A line's prediction as token ids: ``prediction_ids``, or the symbols
+    of the text ``prediction`` (an unknown symbol is a wrong token)."""
+    if "prediction_ids" in row:
+        ids = row["prediction_ids"]
+        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            raise InputError(f"{where}: prediction_ids {ids!r} is not a list of token ids")
+    elif "prediction" in row:
+        text = row["prediction"]
+        if not isinstance(text, str):
+            raise InputError(f"{where}: prediction {text!r} is not text")
+        index = {symbol: N_SPECIAL + i for i, symbol in enumerate(task.symbols)}
+        ids = [index.get(symbol, -1) for symbol in text.split()]
+    else:
+        raise InputError(f"{where}: no prediction (add `prediction`, the answer as text, or `prediction_ids`)")
+    return ids
+
+
+def score_predictions(task_name: str, rows: list[tuple[int, dict]], where: str = "predictions") -> list[dict]:
+    """Per-length metrics of predictions (``read_jsonl``'s numbered lines),
+    each line checked against the instance it names (task, length, index,
+    n_samples, eval_seed): its ``input_ids`` and ``answer_ids``, when given,
+    must be that instance's, and each instance may be scored once. Returns
+    one row per length: ``length``, ``exact_match``, ``token_accuracy``,
+    ``n_samples`` (the lines scored) and ``n_instances`` (generated)."""
+    task = get_task(task_name)
+    generated: dict[tuple, list[dict]] = {}
+    seen = set()
+    by_length = defaultdict(list)
+    for number, row in rows:
+        at = f"{where}, line {number}"
+        if row.get("task", task_name) != task_name:
+            raise InputError(f"{at}: task {row.get('task')!r}, not {task_name!r}")
+        try:
+            key = tuple(int(row[k]) for k in ("length", "n_samples")) + (int(row.get("eval_seed", EVAL_SEED)),)
+            index = int(row["index"])
+        except (KeyError, TypeError, ValueError):
+            raise InputError(f"{at}: needs the integer fields length, index and n_samples of the instance it "
+                             "answers (as `lengthbench generate` writes them)") from None
+        if key not in generated:
+            generated[key] = evaluation_instances(task_name, [key[0]], key[1], key[2])
+        if not 0 <= index < key[1]:
+            raise InputError(f"{at}: index {index} is not one of the {key[1]} instances at length {key[0]}")
+        instance = generated[key][index]
+        for field in ("input_ids", "answer_ids", "task_version"):
+            if field in row and row[field] != instance[field]:
+                raise InputError(f"{at}: {field} differs from instance {index} of length {key[0]} (eval seed "
+                                 f"{key[2]}): this line answers another instance, or another task version")
+        if (key, index) in seen:
+            raise InputError(f"{at}: instance {index} of length {key[0]} is scored twice")
+        seen.add((key, index))
+        predicted, answer = _predicted_ids(task, row, at), instance["answer_ids"]
+        right = sum(p == a for p, a in zip(predicted, answer))
+        by_length[key].append((right / len(answer) if answer else 1.0, right == len(answer)))
+    return [{"length": key[0], "eval_seed": key[2], "exact_match": round(float(np.mean([e for _, e in scores])), 6),
+             "token_accuracy": round(float(np.mean([t for t, _ in scores])), 6), "n_samples": len(scores),
+             "n_instances": key[1]} for key, scores in sorted(by_length.items())]
+
+
+class _AnyModel:
+    """A callable from token ids ``(B, T)`` to logits ``(B, T, V)`` (or to an
+    output holding ``.logits``, as a Hugging Face causal LM returns), seen as
+    the harness sees its own models: it reads the plain positions."""
+
+    def __init__(self, fn, vocab_size: int):
+        self.fn, self.vocab_size = fn, vocab_size
+
+    def eval(self):
+        if isinstance(self.fn, torch.nn.Module):
+            self.fn.eval()
+        return self
+
+    def positions(self, tokens, position_ids, seq_lens, generator):
+        return position_ids
+
+    def __call__(self, tokens, positions):
+        out = self.fn(tokens)
+        logits = getattr(out, "logits", out)
+        if not isinstance(logits, torch.Tensor) or logits.ndim != 3 or logits.shape[:2] != tokens.shape \
+                or logits.shape[2] < self.vocab_size:
+            raise InputError(f"the model maps token ids of shape {tuple(tokens.shape)} to "
+                             f"{type(logits).__name__} {tuple(getattr(logits, 'shape', ()))}; it must return "
+                             f"logits of shape (batch, tokens, vocabulary of at least the task's {self.vocab_size} "
+                             "tokens), or an output with such .logits")
+        return logits
+
+
+def evaluate_any(model, task_name: str, lengths, n_samples: int, eval_seed: int = EVAL_SEED,
+                 heads: int = 8, device: torch.device | None = None) -> list[dict]:
+    """Per-length metrics of ``model`` on the evaluation instances
+    (``evaluation_instances``), by the harness's own evaluation (the same
+    batches, teacher-forced argmax over the answer's tokens, chunks sized as
+    for ``heads`` attention heads). ``model``: a lengthbench run's model
+    (its own positions, as in its run) or any callable from token ids to
+    logits over at least the task's vocabulary (plain positions 0..T-1)."""
+    task = get_task(task_name)
+    if not isinstance(n_samples, (int, np.integer)) or isinstance(n_samples, bool) or n_samples < 1:
+        raise InputError(f"samples {n_samples!r} is not a positive number of instances per length")
+    if not callable(model):
+        raise InputError(f"model {model!r} is not callable; give a function or module from token ids to logits")
+    own = hasattr(model, "positions") and isinstance(model, torch.nn.Module)
+    if device is None:
+        parameter = next(iter(model.parameters()), None) if isinstance(model, torch.nn.Module) else None
+        device = parameter.device if parameter is not None else torch.device("cpu")
+    rows = []
+    for length in lengths:
+        _supported(task, length)
+        rows.append(evaluate_at(model if own else _AnyModel(model, task.vocab_size), task, int(length), eval_seed, n_samples, heads,
+                                device))
+    return rows

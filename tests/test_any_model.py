@@ -1,0 +1,142 @@
+"""Evaluating any model: the test instances written out (``generate``), a
+model's answers scored (``score``) and a PyTorch model evaluated directly
+(``evaluate``), all giving the numbers a run's record gives."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+import lengthbench
+from lengthbench.benchmark.evaluate import evaluate
+from lengthbench.benchmark.presets import get_preset
+from lengthbench.benchmark.train import train_run
+from lengthbench.cli import main
+from lengthbench.tasks import TASKS, get_task
+from lengthbench.tasks.base import N_SPECIAL
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """A smoke run of copy with RoPE, trained briefly: its config, model and per-length record rows."""
+    config = replace(get_preset("smoke").run_config("copy", "rope", 0), steps=60)
+    task = get_task("copy")
+    model = config.build_model(task.vocab_size)
+    train_run(model, task, config, CPU)
+    return config, model, evaluate(model, task, config, CPU)
+
+
+@pytest.mark.parametrize("name", TASKS.names())
+def test_every_instance_is_its_tasks_oracle_answer_to_its_input(name):
+    task = get_task(name)
+    lengths = [task.min_length, task.min_length + 2]
+    for instance in lengthbench.generate(name, lengths, samples=4, preset="smoke"):
+        symbols = [i - N_SPECIAL for i in instance["input_ids"][1:-1]]
+        assert [a - N_SPECIAL for a in instance["answer_ids"]] == list(task.solve(symbols))
+        assert instance["input"] == task.decode(symbols) and instance["answer"] == task.decode(
+            [a - N_SPECIAL for a in instance["answer_ids"]])
+        assert instance["input_ids"][0] == 1 and instance["input_ids"][-1] == 2  # <bos> ... <sep>
+        assert instance["task_version"] == task.version and instance["length"] in lengths
+
+
+def test_a_models_greedy_answers_scored_give_its_records_numbers(trained, tmp_path):
+    """generate (the preset's defaults: the run's lengths, samples and seed),
+    the model's argmax answers, score: the record's exact match and token
+    accuracy at every length; and evaluate() of the same model gives them too."""
+    config, model, rows = trained
+    instances = lengthbench.generate("copy", preset="smoke")
+    assert sorted({i["length"] for i in instances}) == [r["length"] for r in rows]
+    model.eval()
+    with torch.no_grad():
+        for instance in instances:
+            ids = torch.tensor([instance["input_ids"] + instance["answer_ids"]])
+            positions = torch.tensor([instance["position_ids"]])
+            logits = model(ids, model.positions(ids, positions, torch.tensor([ids.shape[1]]), None))
+            start = len(instance["input_ids"]) - 1
+            instance["prediction_ids"] = logits[0, start:start + len(instance["answer_ids"])].argmax(-1).tolist()
+    path = tmp_path / "predictions.jsonl"
+    path.write_text("".join(json.dumps(i) + "\n" for i in instances))
+    scored = lengthbench.score("copy", path)
+    assert scored.exact_match.tolist() == [r["exact_match"] for r in rows]
+    assert np.allclose(scored.token_accuracy, [r["token_accuracy"] for r in rows], atol=1e-6)
+    direct = lengthbench.evaluate(model, "copy", preset="smoke", heads=config.model.n_heads)
+    assert direct.drop(columns="task").to_dict("records") == rows
+
+
+def test_any_callable_and_a_hugging_face_style_output_are_evaluated(trained):
+    """A function of token ids (plain positions) and an output with .logits:
+    RoPE reads the plain positions, so the run's own numbers come back."""
+    config, model, rows = trained
+    lengths = [r["length"] for r in rows]
+
+    def plain(tokens):
+        return model(tokens, torch.arange(tokens.shape[1])[None])
+
+    as_function = lengthbench.evaluate(plain, "copy", lengths, preset="smoke", heads=config.model.n_heads)
+    as_hf = lengthbench.evaluate(lambda t: SimpleNamespace(logits=plain(t)), "copy", lengths, preset="smoke")
+    assert as_function.exact_match.tolist() == as_hf.exact_match.tolist() == [r["exact_match"] for r in rows]
+    with pytest.raises(lengthbench.api.InputError, match="logits of shape"):
+        lengthbench.evaluate(lambda t: t.float(), "copy", [3], samples=2)
+
+
+def test_generate_then_score_from_the_command_line(tmp_path, capsys):
+    out = tmp_path / "x.jsonl"
+    assert main(["generate", "copy", "--lengths", "8,16,32", "--samples", "64", "--out", str(out)]) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(lines) == 192 and {line["length"] for line in lines} == {8, 16, 32}
+    for line in lines:
+        line["prediction"] = line["answer"]
+    lines[70]["prediction"] = " ".join(["a"] * 16)  # one wrong answer at length 16
+    answered = tmp_path / "p.jsonl"
+    answered.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    capsys.readouterr()
+    assert main(["score", "copy", str(answered), "--out", str(tmp_path / "s")]) == 0
+    table = lengthbench.score("copy", answered)
+    assert table.exact_match.tolist() == [1.0, 63 / 64, 1.0] and table.token_accuracy.iloc[1] < 1.0
+    assert (tmp_path / "s" / "score.csv").exists() and "wrote csv" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("change,needle", [
+    (lambda line: line.update(input_ids=line["input_ids"][:-2] + [5, 2]), "input_ids differs from instance 0"),
+    (lambda line: line.update(index=99), "index 99 is not one of the 4 instances"),
+    (lambda line: line.pop("prediction"), "no prediction"),
+    (lambda line: line.update(prediction_ids="abc"), "is not a list of token ids"),
+    (lambda line: line.update(task="parity_check"), "task 'parity_check', not 'copy'"),
+    (lambda line: line.pop("n_samples"), "needs the integer fields length, index and n_samples"),
+])
+def test_a_line_that_answers_no_generated_instance_is_refused_in_one_line(tmp_path, capsys, change, needle):
+    lines = lengthbench.generate("copy", [5], samples=4)
+    for line in lines:
+        line["prediction"] = line["answer"]
+    change(lines[0])
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    capsys.readouterr()
+    assert main(["score", "copy", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "line 1" in err[0] and needle in err[0], err
+
+
+def test_scoring_twice_and_bad_files_are_refused(tmp_path, capsys):
+    lines = lengthbench.generate("copy", [5], samples=2)
+    for line in lines:
+        line["prediction"] = line["answer"]
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines + lines[:1]))
+    with pytest.raises(lengthbench.api.InputError, match="line 3: instance 0 of length 5 is scored twice"):
+        lengthbench.score("copy", path)
+    path.write_text("not json\n")
+    with pytest.raises(lengthbench.api.InputError, match="line 1: not JSON"):
+        lengthbench.score("copy", path)
+    with pytest.raises(lengthbench.api.InputError, match="length 0 is not one of task 'copy'"):
+        lengthbench.generate("copy", [0], samples=2)
+    capsys.readouterr()
+    assert main(["generate", "nosuchtask", "--out", str(tmp_path / "y.jsonl")]) == 2
+    assert "nosuchtask" in capsys.readouterr().err
