@@ -109,8 +109,10 @@ def cmd_run(args) -> int:
 
 
 def cmd_list(args) -> int:
-    print({"tasks": api.tasks_table, "encodings": api.encodings_text, "models": api.models_text,
-           "presets": api.presets_text}[args.what]())
+    if args.what == "presets":
+        print(api.presets_text(as_json=args.json))
+        return EXIT_OK
+    print({"tasks": api.tasks_table, "encodings": api.encodings_text, "models": api.models_text}[args.what]())
     return EXIT_OK
 
 
@@ -242,7 +244,8 @@ def _add_records_commands(sub) -> None:
     """``list``, ``reproduce``, ``leaderboard``, ``check``: read the registry or records, train nothing."""
     lst = sub.add_parser("list", help="list tasks, encodings, model families or presets")
     lst.add_argument("what", choices=("tasks", "encodings", "models", "presets"),
-                     help="what to list: tasks, encodings, models (the model families) or presets (as data)")
+                     help="what to list: tasks, encodings, models (the model families) or presets")
+    lst.add_argument("--json", action="store_true", help="with presets: every setting of every preset, as JSON")
     lst.set_defaults(func=cmd_list)
 
     rep = sub.add_parser("reproduce", help="published-vs-ours table of a founding paper from run records")

@@ -1,5 +1,7 @@
 """The command line: unknown names, listings, an end-to-end leaderboard."""
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -21,10 +23,25 @@ def test_unknown_names_one_line_error(capsys, tmp_path, argv, needle):
 
 
 def test_list_commands(capsys):
-    for what in ("tasks", "encodings", "presets"):
+    for what in ("tasks", "encodings"):
         assert main(["list", what]) == 0
     out = capsys.readouterr().out
-    assert "reverse_string" in out and "randomized-rope" in out and '"smoke"' in out
+    assert "reverse_string" in out and "randomized-rope" in out
+
+
+def test_list_presets_is_a_table_and_its_json_every_setting(capsys):
+    """One line per preset (runs in its grid, lengths, steps), and the whole of each behind --json."""
+    from lengthbench.benchmark.grid import grid_configs
+    from lengthbench.benchmark.presets import PRESETS
+
+    assert main(["list", "presets"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["preset", "runs", "tasks"] and len(lines) == len(PRESETS) + 1
+    full = next(line for line in lines if line.startswith("full "))
+    assert full.split()[1] == str(len(grid_configs(PRESETS["full"]))) and " 8/10/16 " in full
+    assert main(["list", "presets", "--json"]) == 0
+    described = json.loads("[" + capsys.readouterr().out.replace("}\n{", "},{") + "]")
+    assert [d["name"] for d in described] == list(PRESETS) and described[0]["settings"]
 
 
 def test_run_then_leaderboard(capsys, tmp_path, tiny_preset, monkeypatch):
