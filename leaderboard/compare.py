@@ -30,7 +30,7 @@ import pandas as pd
 from lengthbench.benchmark.config import dotted
 from lengthbench.benchmark.files import save_figure, write_csv, write_text
 from lengthbench.errors import InputError
-from lengthbench.leaderboard.aggregate import method_order
+from lengthbench.leaderboard.aggregate import judged, method_order
 from lengthbench.leaderboard.plots import SAVE_DPI, method_colors
 from lengthbench.leaderboard.schema import KEY
 from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION, adjust_p_values, welch
@@ -42,7 +42,9 @@ if TYPE_CHECKING:
 ALPHA = 0.05
 COLUMNS = ["task", "method", "metric", "mean_a", "mean_b", "n_a", "n_b", "delta", "se", "df", "t",
            "p_value", "p_adjusted", "correction", "ci_low", "ci_high", "verdict", "note", "protocol_mismatch"]
-VERDICTS = ("improved", "worse", "unchanged", "identical", "untested", "not_applicable", "only_in_a", "only_in_b")
+SAME_NOTE = "the same numbers on both sides"
+VERDICTS = ("improved", "worse", "unchanged", "identical", "untested", "not_judged", "not_applicable", "only_in_a",
+            "only_in_b")
 # What a board without protocols (schema < 6) still says about its cells' settings.
 LENGTH_FIELDS = ("train_length", "validation_length", "test_length")
 
@@ -89,6 +91,7 @@ def compare_frames(a: pd.DataFrame, b: pd.DataFrame, metric: str = "exact_match"
     if correction not in CORRECTIONS:
         raise InputError(f"correction {correction!r} is not known; valid: {', '.join(CORRECTIONS)}")
     col = f"ood_{metric}"
+    a, b = (side.assign(judged=judged(side)) for side in (a, b))
     merged = a.merge(b, on=list(KEY), how="outer", suffixes=("_a", "_b"), indicator=True)
     rows, differing, n_differing = [], {}, 0
     for _, r in merged.iterrows():
@@ -108,10 +111,16 @@ def compare_frames(a: pd.DataFrame, b: pd.DataFrame, metric: str = "exact_match"
             row.update(verdict="untested", note=f"status {r.status_a} -> {r.status_b}")
         else:
             sides = [(r[f"{col}_mean_{s}"], r[f"{col}_std_{s}"], int(r[f"n_seeds_{s}"])) for s in "ab"]
-            row.update(mean_a=sides[0][0], mean_b=sides[1][0], n_a=sides[0][2], n_b=sides[1][2],
-                       **welch(*sides[0], *sides[1]))
-            if _same(sides[0], sides[1]):
-                row["verdict"] = "identical"
+            row.update(mean_a=sides[0][0], mean_b=sides[1][0], n_a=sides[0][2], n_b=sides[1][2])
+            if not (r.judged_a and r.judged_b):  # the one rule (aggregate.judged): an unfit cell gets no verdict
+                unfit = [f"{s.upper()} ({int(r[f'n_fit_{s}'])} of {int(r[f'n_seeds_{s}'])} seeds fit)"
+                         for s in "ab" if not r[f"judged_{s}"]]
+                row.update(verdict="not_judged", note=(SAME_NOTE + "; " if _same(*sides) else "")
+                           + f"did not fit on {' and '.join(unfit)}")
+            else:
+                row.update(welch(*sides[0], *sides[1]))
+                if _same(sides[0], sides[1]):
+                    row["verdict"] = "identical"
         rows.append(row)
     diff = pd.DataFrame(rows).reindex(columns=COLUMNS)
     diff["verdict"] = diff.verdict.astype(object)
@@ -141,13 +150,23 @@ def summary_counts(diff: pd.DataFrame) -> dict[str, int]:
 
 
 def summary_text(diff: pd.DataFrame) -> str:
-    """The verdict counts in words; "identical" when every cell of both sides agrees."""
+    """The verdict counts in words; "identical" when every cell of both sides
+    holds the same numbers (cells that did not fit included, and named)."""
     counts = summary_counts(diff)
-    if len(diff) and counts["identical"] + counts["not_applicable"] == len(diff) and counts["identical"]:
+    same_unfit = int(((diff.verdict == "not_judged") & diff.note.fillna("").str.startswith(SAME_NOTE)).sum())
+    same = counts["identical"] + same_unfit
+    if len(diff) and same + counts["not_applicable"] == len(diff) and same:
         na = counts["not_applicable"]
+        notes = ([f"{na} not applicable on a side"] if na else []) + (
+            [f"{same_unfit} not judged: did not fit"] if same_unfit else [])
         return (f"identical: the two leaderboards hold the same numbers in all {len(diff)} cells"
-                + (f" ({na} not applicable on a side)" if na else ""))
+                + (f" ({'; '.join(notes)})" if notes else ""))
     return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items() if v)
+
+
+def direction(name_a: str, name_b: str) -> str:
+    """"A → B", with the two sides' names when they have them (files)."""
+    return "A → B" + ("" if (name_a, name_b) == ("A", "B") else f": {name_a} → {name_b}")
 
 
 def to_markdown(diff: pd.DataFrame, name_a: str, name_b: str) -> str:
@@ -155,12 +174,13 @@ def to_markdown(diff: pd.DataFrame, name_a: str, name_b: str) -> str:
     method = (f"alpha = {ALPHA} on p corrected for {tested} tested cell{'s' if tested != 1 else ''}: "
               f"{CORRECTIONS[diff.correction.iloc[0]]}." if tested else
               "no cell could be tested: a test needs at least two seeds on both sides.")
-    lines = [f"# {name_b} vs {name_a}", ""]
+    lines = [f"# {direction(name_a, name_b)}", ""]
     if diff.attrs.get("mismatch"):
         lines += [f"**Not like with like** (compared with --allow-mismatch): {diff.attrs['mismatch']}. "
                   "Each row's `protocol_mismatch` in compare.csv names its differences.", ""]
     lines += [f"Delta = B - A of OOD {diff.metric.iloc[0].replace('_', ' ')} (percentage points); "
-              f"Welch's t-test from per-seed mean, std and n; {method}", "",
+              f"Welch's t-test from per-seed mean, std and n; {method} A cell that did not fit its training "
+              "lengths on a side (fewer than half its seeds) is not judged: it gets no verdict.", "",
               f"Summary: {summary_text(diff)}", ""]
     rows = []
     for _, r in diff.iterrows():
@@ -171,17 +191,21 @@ def to_markdown(diff: pd.DataFrame, name_a: str, name_b: str) -> str:
                      "" if pd.isna(r.mean_b) else f"{100 * r.mean_b:.1f}", pp(r.delta), ci,
                      "" if pd.isna(r.p_value) else f"{r.p_value:.3g}",
                      "" if pd.isna(r.p_adjusted) else f"{r.p_adjusted:.3g}", r.verdict.replace("_", " ")])
-    lines += markdown_table(["task", "method", "A %", "B %", "delta", "95% CI", "p", "p corrected", "verdict"], rows)
+    named = (name_a, name_b) != ("A", "B")
+    lines += markdown_table(["task", "method", f"A % ({name_a})" if named else "A %",
+                             f"B % ({name_b})" if named else "B %", "delta", "95% CI", "p", "p corrected", "verdict"],
+                            rows)
     return "\n".join(lines) + "\n"
 
 
-def plot_compare(diff: pd.DataFrame, path: Path) -> Path:
-    return save_figure(compare_figure(diff), path, dpi=SAVE_DPI)
+def plot_compare(diff: pd.DataFrame, path: Path, name_a: str = "A", name_b: str = "B") -> Path:
+    return save_figure(compare_figure(diff, name_a, name_b), path, dpi=SAVE_DPI, bbox_inches="tight")
 
 
-def compare_figure(diff: pd.DataFrame) -> Figure:
-    """Each tested cell's delta with its 95% CI, one row per cell; the figure
-    is as wide as its longest row label needs, so every label stays inside."""
+def compare_figure(diff: pd.DataFrame, name_a: str = "A", name_b: str = "B") -> Figure:
+    """Each tested cell's delta with its 95% CI, one row per cell, under a
+    title naming A and B; the figure is as wide as its longest row label
+    needs, and is saved with a tight box, so every label stays whole."""
     both = diff[diff.delta.notna()].copy()
     both["order"] = both.method.map({m: i for i, m in enumerate(method_order(both.method.unique()))})
     both = both.sort_values(["task", "order"])
@@ -204,9 +228,12 @@ def compare_figure(diff: pd.DataFrame) -> Figure:
     ax.set_xlabel(f"delta B - A, OOD {both.metric.iloc[0].replace('_', ' ') if len(both) else ''} "
                   f"(percentage points)\nbars: 95% CI; *: corrected p < {ALPHA}", fontsize=9)
     ax.grid(axis="x", alpha=0.3)
+    width = int(12 * fig.get_figwidth())
+    fig.suptitle(textwrap.fill(direction(textwrap.shorten(name_a, 80), textwrap.shorten(name_b, 80)), width),
+                 fontsize=9)
     if diff.attrs.get("mismatch"):
         ax.set_title(textwrap.fill("not like with like: " + textwrap.shorten(diff.attrs["mismatch"], 200),
-                                   int(12 * fig.get_figwidth())), fontsize=8, color="darkred")
+                                   width), fontsize=8, color="darkred")
     fig.tight_layout()
     return fig
 
@@ -216,4 +243,4 @@ def write_compare(diff: pd.DataFrame, out_dir: Path, name_a: str, name_b: str) -
     out_dir = Path(out_dir)
     return {"csv": write_csv(out_dir / "compare.csv", diff),
             "md": write_text(out_dir / "compare.md", to_markdown(diff, name_a, name_b)),
-            "png": plot_compare(diff, out_dir / "compare.png")}
+            "png": plot_compare(diff, out_dir / "compare.png", name_a, name_b)}

@@ -87,8 +87,10 @@ def test_leaderboard_matches_the_written_csv_and_writes_only_when_asked(tiny_run
 
 def test_compare_takes_paths_or_frames(tiny_run, tmp_path):
     _, results = tiny_run
-    csv = results / "leaderboard.csv"
     board = lengthbench.load_leaderboard(results)
+    board.loc[board.status == "ok", "n_fit"] = board.n_seeds  # as if fit: compare judges fit cells only
+    csv = tmp_path / "fit.csv"
+    board.to_csv(csv, index=False)
     moved = board.copy()
     moved["ood_exact_match_mean"] = np.minimum(1.0, moved.ood_exact_match_mean + 0.5)
     diff = lengthbench.compare(csv, moved, correction="none", out=tmp_path / "cmp")

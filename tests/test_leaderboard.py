@@ -109,6 +109,7 @@ def _null_boards(cells: int = 100, seeds_per_side: int = 3, seed: int = 0):
         for board, side in zip(boards, (scores[:seeds_per_side], scores[seeds_per_side:])):
             board.append({**base, "schema_version": SCHEMA_VERSION, "task": f"task{cell // 10}",
                           "method": f"transformer/enc{cell % 10}", "status": "ok", "n_seeds": seeds_per_side,
+                          "n_fit": seeds_per_side,
                           "ood_exact_match_mean": side.mean(), "ood_exact_match_std": side.std(ddof=1)})
     return pd.DataFrame(boards[0]), pd.DataFrame(boards[1])
 
@@ -135,13 +136,23 @@ def two_boards(tmp_path, tiny_preset):
     return paths
 
 
+def _as_fit(path):
+    """The board at ``path`` with every cell that ran marked as fit on every
+    seed (the tiny grid's 3 steps fit nothing; compare judges fit cells only)."""
+    board = pd.read_csv(path, keep_default_na=False, dtype=str)
+    ran = board.status == "ok"
+    board.loc[ran, "n_fit"], board.loc[ran, "fit_status"] = board.n_seeds[ran], "fit"
+    board.to_csv(path, index=False)
+    return path
+
+
 def test_compare_real_leaderboards(two_boards, tmp_path, capsys):
     """Every cell of compare.csv is recomputed here from the two CSVs: the means,
     Welch's test (scipy), the correction and the verdict; the printout and
     compare.md carry the same verdicts and counts."""
     from scipy import stats
 
-    a, b = two_boards
+    a, b = (_as_fit(path) for path in two_boards)
     out = tmp_path / "cmp"
     assert main(["compare", str(a), str(b), "--out", str(out), "--correction", "holm"]) == 0
     printed = capsys.readouterr().out
@@ -176,6 +187,7 @@ def test_compare_real_leaderboards(two_boards, tmp_path, capsys):
         assert r.verdict == ("identical" if same else "unchanged" if p >= 0.05
                              else "improved" if r.delta > 0 else "worse")
     assert f"summary: {summary_text(diff)} (multiple-comparison correction: holm)" in printed
+    assert f"# A → B: {a} → {b}" in printed and f"| A % ({a}) | B % ({b}) |" in printed  # which file is which
     assert "Holm (family-wise error rate)" in (out / "compare.md").read_text()
     from PIL import Image
 
@@ -186,21 +198,25 @@ def test_compare_real_leaderboards(two_boards, tmp_path, capsys):
 
 def test_compare_verdicts_and_one_sided_cells():
     base = {c: 0 for c in COLUMN_NAMES}
-    def row(task, enc, mean, std, n):
+    def row(task, enc, mean, std, n, n_fit=None):
         return {**base, "schema_version": SCHEMA_VERSION, "task": task, "method": f"transformer/{enc}", "status": "ok",
-                "n_seeds": n, "ood_exact_match_mean": mean, "ood_exact_match_std": std}
+                "n_seeds": n, "n_fit": n if n_fit is None else n_fit, "ood_exact_match_mean": mean,
+                "ood_exact_match_std": std}
     a = pd.DataFrame([row("copy", "rope", 0.2, 0.05, 5), row("copy", "nope", 0.5, 0.1, 5),
-                      row("copy", "alibi", 0.5, 0.1, 5), row("copy", "learned", 0.5, np.nan, 1)])
+                      row("copy", "alibi", 0.5, 0.1, 5), row("copy", "learned", 0.5, np.nan, 1),
+                      row("copy", "fire", 0.0, 0.0, 5, n_fit=1)])
     b = pd.DataFrame([row("copy", "rope", 0.8, 0.05, 5), row("copy", "nope", 0.1, 0.1, 5),
                       row("copy", "alibi", 0.52, 0.1, 5), row("parity_check", "rope", 0.5, 0.1, 3),
-                      row("copy", "learned", 0.9, np.nan, 1)])
+                      row("copy", "learned", 0.9, np.nan, 1), row("copy", "fire", 0.9, 0.01, 5)])
     diff = compare_frames(a, b)
     verdict = {(r.task, r.method.removeprefix("transformer/")): r.verdict for _, r in diff.iterrows()}
     assert verdict[("copy", "rope")] == "improved" and verdict[("copy", "nope")] == "worse"
     assert verdict[("copy", "alibi")] == "unchanged" and verdict[("copy", "learned")] == "untested"
     assert verdict[("parity_check", "rope")] == "only_in_b"
+    unfit = diff[diff.method == "transformer/fire"].iloc[0]  # 0.0 -> 0.9, but A did not fit: no verdict, no test
+    assert unfit.verdict == "not_judged" and np.isnan(unfit.p_value) and "A (1 of 5 seeds fit)" in unfit.note
     assert summary_counts(diff) == {"improved": 1, "worse": 1, "unchanged": 1, "identical": 0, "untested": 1,
-                                    "not_applicable": 0, "only_in_a": 0, "only_in_b": 1}
+                                    "not_judged": 1, "not_applicable": 0, "only_in_a": 0, "only_in_b": 1}
 
 
 @pytest.mark.parametrize("mutate,message", [
@@ -417,7 +433,7 @@ def test_a_version_5_board_reads_with_its_protocol_unknown_and_compares_on_lengt
     board.drop(columns=["protocol"]).assign(schema_version=5).to_csv(path, index=False)
     again = read_leaderboard(path)
     assert set(again.protocol) == {""} and list(again.columns) == list(COLUMN_NAMES)
-    assert compare_frames(again, board).verdict.isin(("identical", "not_applicable")).all()
+    assert compare_frames(again, board).verdict.isin(("identical", "not_applicable", "not_judged")).all()
     with pytest.raises(ProtocolMismatch, match="test_length 9 vs 7"):
         compare_frames(again.assign(test_length=9), board)
 
@@ -535,8 +551,16 @@ def test_compare_refuses_other_protocols_by_field_unless_allowed(two_boards, tmp
 
 
 def test_a_board_compared_with_itself_is_identical_in_every_cell(two_boards, capsys):
+    """Identical, cell by cell where the cells fit; where they did not (the
+    tiny grid as trained), no verdict, but the files are still said to be identical."""
     a, _ = two_boards
-    assert main(["compare", str(a), str(a), "--out", str(a.parent / "self")]) == 0
+    assert main(["compare", str(a), str(a), "--out", str(a.parent / "unfit")]) == 0
+    printed = capsys.readouterr().out
+    diff = pd.read_csv(a.parent / "unfit" / "compare.csv")
+    assert set(diff.verdict) == {"not_judged", "not_applicable"}
+    assert "summary: identical: the two leaderboards hold the same numbers in all 4 cells (1 not applicable on a " \
+           "side; 3 not judged: did not fit)" in printed
+    assert main(["compare", str(_as_fit(a)), str(a), "--out", str(a.parent / "self")]) == 0
     printed = capsys.readouterr().out
     diff = pd.read_csv(a.parent / "self" / "compare.csv")
     assert set(diff.verdict) <= {"identical", "not_applicable"} and "identical" in set(diff.verdict)
