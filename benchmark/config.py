@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
@@ -208,6 +209,39 @@ LATER_FIELDS = {"code_versions": {}, "family": TRANSFORMER, "validation_length":
                 "family_source": "built-in", "test_points": 0, "fit_from": 0}
 RUN_FIELDS = {f.name for f in fields(RunConfig)} - {"task", "encoding", "seed", "model", "encoding_params",
                                                     "encoding_source", "code_versions", "family", "family_source"}
+
+
+# Settings that may be zero (the others must be positive): no warmup, no validation band, no fit
+# checks, every test length, every trained length judged, evaluation seed 0, no weight decay.
+ZERO_ALLOWED = {"warmup_steps", "validation_length", "fit_check_every", "fit_patience", "test_points", "fit_from",
+                "eval_seed", "weight_decay"}
+
+
+def settable_fields() -> dict[str, type]:
+    """The run settings ``run --set`` may override, with their types."""
+    kinds = {"int": int, "float": float}
+    return {f.name: kinds[f.type] for f in fields(RunConfig) if f.name in RUN_FIELDS and f.type in kinds}
+
+
+def parse_setting(text: str) -> tuple[str, int | float]:
+    """``"steps=500"`` as ``("steps", 500)``: one run setting (``settable_fields``)
+    and a value of its type, in range; refused by name otherwise. Whether the
+    settings agree with each other (bands, fit rule) is checked with the preset's."""
+    name, eq, raw = str(text).partition("=")
+    name, raw = name.strip(), raw.strip()
+    settable = settable_fields()
+    if not eq or name not in settable:
+        raise InputError(f"--set {text!r}: give KEY=VALUE with KEY one of {', '.join(sorted(settable))}")
+    kind = settable[name]
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise InputError(f"--set {text!r}: {raw!r} is not {'an integer' if kind is int else 'a number'} "
+                         f"(the type of {name})") from None
+    if not math.isfinite(value) or value < 0 or (value == 0 and name not in ZERO_ALLOWED):
+        floor = ">= 0" if name in ZERO_ALLOWED else "> 0"
+        raise InputError(f"--set {text!r}: {name} must be a finite number {floor}")
+    return name, value
 
 
 @dataclass(frozen=True)

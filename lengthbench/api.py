@@ -24,7 +24,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -32,7 +33,7 @@ import pandas as pd
 from lengthbench.benchmark import bench_generation as generation_bench
 from lengthbench.benchmark import perf as perf_bench
 from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S
-from lengthbench.benchmark.config import Preset, dotted
+from lengthbench.benchmark.config import Preset, dotted, parse_setting
 from lengthbench.benchmark.files import check_input_file, ensure_output_dir, write_csv, write_json, write_text
 from lengthbench.benchmark.grid import (
     EXECUTORS,
@@ -85,8 +86,8 @@ PathLike = str | Path
 __all__ = [
     "CHECKPOINT_EVERY_S", "CORRECTIONS", "DEFAULT_CORRECTION", "EXECUTORS", "METRICS", "PRESETS", "REPORTS",
     "GridInterrupted", "InputError", "bench_generation", "check", "compare", "compare_text", "encodings_text",
-    "evaluate", "generate", "leaderboard_text", "load_leaderboard", "load_records", "models_text", "perf",
-    "perf_configs", "plan", "presets_text", "reproduce", "run", "score", "submit", "tasks_table", "__version__",
+    "evaluate", "generate", "leaderboard_text", "load_leaderboard", "load_records", "models_text", "parse_setting",
+    "perf", "perf_configs", "plan", "presets_text", "reproduce", "run", "score", "submit", "tasks_table", "__version__",
 ]
 
 
@@ -95,7 +96,8 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
         results: PathLike | None = None, out: PathLike | None = None, force: bool = False,
         workers: int = 0, executor: str = "local", address: str | None = None,
         plugins: Iterable[PathLike] = (), checkpoint_every: float | None = None, progress: bool = True,
-        select: str | None = None, command: str | None = None) -> pd.DataFrame:
+        select: str | None = None, settings: Mapping[str, int | float] | None = None,
+        command: str | None = None) -> pd.DataFrame:
     """Train and evaluate ``preset``'s grid (optionally narrowed to ``tasks``,
     ``encodings``, model families ``models`` and ``seeds``), then build its
     leaderboard; returns the leaderboard (one row per task x method).
@@ -109,14 +111,19 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
     ``select`` (``"lr=5e-4,1e-3,2e-3"``; default: the preset's own ``select``)
     trains the grid once per value and keeps, per (task, method), the value
     with the best validation-band exact match (``benchmark.selection``).
+    ``settings`` (``{"steps": 500}``) override the preset's run settings for
+    every cell (``run --set``; they enter each run's config, so its protocol
+    and record say so); records then go by default to
+    ``results/<preset>-<settings>``, apart from the preset's own.
     ``command`` is what provenance.json records as the call (default: this
     call, written as Python)."""
-    grid, plugin_files = _narrowed_grid(preset, tasks, encodings, models, seeds, plugins)
+    grid, plugin_files = _narrowed_grid(preset, tasks, encodings, models, seeds, plugins, settings)
     select = select if select is not None else (grid.select or None)
     selection = SelectionGrid.parse(select) if select is not None else None
     if command is None:
         given = {k: v for k, v in dict(tasks=tasks, encodings=encodings, models=models, seeds=seeds,
-                                       results=results, out=out, select=select).items() if v is not None}
+                                       results=results, out=out, select=select, settings=settings).items()
+                 if v is not None}
         command = f"lengthbench.run({preset!r}" + "".join(f", {k}={v!r}" for k, v in given.items()) + ")"
     return _run_grid_to_leaderboard(grid, plugin_files, results=results, out=out, force=force, workers=workers,
                                     executor=executor, address=address,
@@ -126,12 +133,12 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
 
 def plan(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings: Sequence[str] | None = None,
          models: Sequence[str] | None = None, seeds: Sequence[int] | None = None, results: PathLike | None = None,
-         workers: int = 0, plugins: Iterable[PathLike] = ()) -> str:
+         workers: int = 0, plugins: Iterable[PathLike] = (), settings: Mapping[str, int | float] | None = None) -> str:
     """What ``run`` with the same arguments would cost here (runs stored and
     to run, useful FLOPs, calibrated wall time), as text; trains and
     writes nothing."""
-    grid, _ = _narrowed_grid(preset, tasks, encodings, models, seeds, plugins)
-    folder = Path(results or f"results/{grid.name}")
+    grid, _ = _narrowed_grid(preset, tasks, encodings, models, seeds, plugins, settings)
+    folder = Path(results or default_results(grid))
     if folder.exists() and not folder.is_dir():
         raise InputError(f"--results {str(folder)!r} is a file, not a folder; give a folder path")
     workers = resolve_workers(workers)
@@ -218,14 +225,28 @@ def _checked(plugin_files: list[PluginFile], grid: Preset) -> tuple[list[str], l
 
 
 def _narrowed_grid(preset: str, tasks=None, encodings=None, models=None, seeds=None,
-                   plugins: Iterable[PathLike] = ()) -> tuple[Preset, list[PluginFile]]:
-    """``preset``'s grid narrowed to the given axes (``None`` keeps one), with the
-    installed and given encoding plugins loaded and contract-checked first."""
+                   plugins: Iterable[PathLike] = (), settings: Mapping | None = None) -> tuple[Preset, list[PluginFile]]:
+    """``preset``'s grid narrowed to the given axes (``None`` keeps one), its
+    run settings overridden by ``settings`` (each validated by name, type and
+    range), with the installed and given encoding plugins loaded and
+    contract-checked first."""
     grid = PRESETS[preset]
+    if settings:
+        checked = dict(parse_setting(f"{key}={value}") for key, value in dict(settings).items())
+        grid = replace(grid, overrides={**grid.overrides, **checked})
     load_entry_points()
     plugin_files = [PluginFile(str(p)) for p in plugins]
     _checked(plugin_files, grid)
     return grid.with_grid(tasks, encodings, seeds, models), plugin_files
+
+
+def default_results(grid: Preset) -> str:
+    """``results/<preset>``, or with overridden settings
+    ``results/<preset>-<key><value>...``: records of other settings never
+    share the preset's folder (its leaderboard would mix two protocols)."""
+    given = PRESETS[grid.name].overrides if grid.name in PRESETS else {}
+    extra = {k: v for k, v in grid.overrides.items() if given.get(k) != v}
+    return f"results/{grid.name}" + "".join(f"-{k}{v:g}" for k, v in sorted(extra.items()))
 
 
 def _run_grid(grid: Preset, plugin_files: list, *, results: PathLike | None, out: PathLike | None, force: bool,
@@ -238,7 +259,7 @@ def _run_grid(grid: Preset, plugin_files: list, *, results: PathLike | None, out
     grid leaves that sitting's provenance in ``out`` before it re-raises."""
     check_unchanged(grid_configs(grid))  # every name and setting resolves, and no source drifted, before any run
     EXECUTORS[executor].check()
-    results = ensure_output_dir(results or f"results/{grid.name}", "--results")
+    results = ensure_output_dir(results or default_results(grid), "--results")
     out = ensure_output_dir(out, "--out") if out else results
     start = time.perf_counter()
     options = dict(force=force, workers=resolve_workers(workers), plugins=tuple(plugin_files),

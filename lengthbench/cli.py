@@ -36,6 +36,13 @@ def _seeds(value: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"{value!r}: seeds are comma-separated integers >= 0, e.g. 0,1,2")
 
 
+def _setting(value: str) -> tuple[str, int | float]:
+    try:
+        return api.parse_setting(value)
+    except api.InputError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix(f"--set {value!r}: ")) from None
+
+
 def _count(minimum: int, what: str):
     def parse(value: str) -> int:
         try:
@@ -101,7 +108,7 @@ def _grid_options(args) -> dict:
 
 def cmd_run(args) -> int:
     axes = dict(tasks=args.tasks, encodings=args.encodings, models=args.models, seeds=args.seeds,
-                plugins=args.plugin or ())
+                plugins=args.plugin or (), settings=dict(args.set or ()) or None)
     if args.plan:
         print(api.plan(args.preset, **axes, results=args.results, workers=args.workers))
         return EXIT_OK
@@ -222,6 +229,10 @@ def _add_run(sub, grid) -> None:
                      help="train the grid once per value of a setting (lr, weight_decay, grad_clip, steps, "
                           "batch_size, warmup_steps) and keep, per task and method, the value with the best "
                           "validation-band exact match; the others stay in <results>/selection")
+    run.add_argument("--set", action="append", type=_setting, metavar="KEY=VALUE",
+                     help="override one of the preset's run settings for every cell, e.g. steps=500 or lr=3e-4 "
+                          "(repeat for several; recorded in each run's config; records go to "
+                          "results/<preset>-<settings> unless --results)")
     run.add_argument("--plan", action="store_true",
                      help="print the grid, its useful FLOPs and its estimated wall time here; train nothing")
     run.set_defaults(func=cmd_run)

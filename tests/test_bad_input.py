@@ -78,6 +78,11 @@ RUN = ["run", "--preset", "tiny", "--no-progress", "--workers", "1"]
 # (id, argv given the ctx paths, what the last line must contain: the bad value, then what is valid)
 ARGV_CASES = [
     ("run-tasks-empty", lambda c: RUN + ["--tasks", "", "--results", c["results"]], "tasks", "empty", "give at least one"),
+    ("run-set-unknown", lambda c: RUN + ["--set", "stepz=5", "--results", c["results"]], "KEY one of", "steps"),
+    ("run-set-type", lambda c: RUN + ["--set", "steps=1.5", "--results", c["results"]], "'1.5' is not an integer"),
+    ("run-set-range", lambda c: RUN + ["--set", "lr=0", "--results", c["results"]], "lr must be a finite number > 0"),
+    ("run-set-bands", lambda c: RUN + ["--set", "validation_length=99", "--results", c["results"]],
+     "validation_length 99 must lie strictly between"),
     ("run-tasks-comma", lambda c: RUN + ["--tasks", ",", "--results", c["results"]], "tasks", "empty", "give at least one"),
     ("run-encodings-empty", lambda c: RUN + ["--encodings", "", "--results", c["results"]], "encodings", "empty", "give at least one"),
     ("run-seeds-empty", lambda c: RUN + ["--seeds", "", "--results", c["results"]], "seeds", "empty", "give at least one"),

@@ -64,3 +64,21 @@ def test_run_then_leaderboard(capsys, tmp_path, tiny_preset, monkeypatch):
                                                (["list", "tasks", "-v"], True), (["list", "tasks", "--verbose"], True)])
 def test_verbose_goes_before_or_after_the_command(argv, verbose):
     assert build_parser().parse_args(argv).verbose is verbose
+
+
+def test_run_set_overrides_a_setting_in_every_cell_and_keeps_its_own_folder(capsys, tmp_path, tiny_preset,
+                                                                           monkeypatch):
+    """--set steps=2 trains every cell 2 steps (the records and the board's
+    protocol say so), in results/tiny-steps2, never in the preset's own folder."""
+    from lengthbench.benchmark.store import ResultsFolder
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--preset", "tiny", "--set", "steps=2", "--set", "lr=0.002", "--no-progress",
+                 "--workers", "1"]) == 0
+    folder = tmp_path / "results" / "tiny-lr0.002-steps2"
+    records = ResultsFolder(folder).records()
+    assert records and {(r.config.steps, r.config.lr) for r in records} == {(2, 0.002)}
+    assert {r.training["steps_done"] for r in records if r.status == "ok"} == {2}
+    assert not (tmp_path / "results" / "tiny").exists()
+    board = pd.read_csv(folder / "leaderboard.csv", keep_default_na=False)
+    assert board[board.status == "ok"].protocol.str.contains('"steps":2,').all()
