@@ -13,6 +13,9 @@ held-out examples of the trained lengths the fit is judged on) every
 * the **budget**: the plateau times ``MARGIN`` (the pilot is one seed, and a
   reported run's learning rate decays to 0 at its budget where the pilot's at
   that step is still high), rounded up to a check step, at most the ceiling.
+  A task on which no pilot run fit has no plateau: its budget is the ceiling
+  (no evidence that fewer steps would do), and the table says so; at this
+  model size and ceiling its reported cells are expected not to fit.
 
 ``python -m lengthbench.benchmark.budget --results DIR`` prints the per-task
 table (markdown, the evidence a reference's README shows) and the budgets as a
@@ -41,7 +44,7 @@ class TaskBudget:
     runs: int  # pilot runs that finished
     ceiling: int  # the pilot's steps
     fit_at_ceiling: int  # runs fit at their final evaluation
-    plateau: int  # first checked step from which as many runs fit as at the ceiling
+    plateau: int | None  # first checked step from which as many runs fit as at the ceiling (None: none fit)
     budget: int
     first_fit: dict  # method -> first checked step at which it fit (None: never)
 
@@ -66,8 +69,11 @@ def task_budget(task: str, records: list[RunRecord]) -> TaskBudget:
     def fit_at(step: int) -> int:
         return sum(checks.get(step, False) for checks, _ in series)
 
-    plateau = next((s for i, s in enumerate(steps) if all(fit_at(t) >= at_ceiling for t in steps[i:])), ceiling)
-    budget = min(ceiling, every * math.ceil(plateau * MARGIN / every))
+    if at_ceiling:
+        plateau = next((s for i, s in enumerate(steps) if all(fit_at(t) >= at_ceiling for t in steps[i:])), ceiling)
+        budget = min(ceiling, every * math.ceil(plateau * MARGIN / every))
+    else:
+        plateau, budget = None, ceiling
     first_fit = {r.method: next((s for s in steps if checks.get(s)), ceiling if final else None)
                  for r, (checks, final) in zip(records, series)}
     return TaskBudget(task, len(records), ceiling, at_ceiling, plateau, budget, first_fit)
@@ -91,7 +97,8 @@ def budget_table(budgets: list[TaskBudget]) -> str:
              "|---|---|---|---|---|---|"]
     for b in budgets:
         firsts = ", ".join(f"{m} {s if s is not None else 'never'}" for m, s in sorted(b.first_fit.items()))
-        lines.append(f"| {b.task} | {b.runs} | {b.fit_at_ceiling} of {b.runs} at {b.ceiling} | {b.plateau} | "
+        plateau = b.plateau if b.plateau is not None else "none fit"
+        lines.append(f"| {b.task} | {b.runs} | {b.fit_at_ceiling} of {b.runs} at {b.ceiling} | {plateau} | "
                      f"{b.budget} | {firsts} |")
     return "\n".join(lines)
 

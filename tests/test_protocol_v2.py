@@ -179,6 +179,8 @@ def test_the_budget_is_the_fit_plateau_with_its_margin_from_the_pilot():
     assert "| copy | 3 | 2 of 3 at 2000 | 1000 | 1250 |" in budget_table([budget])
     late = [_pilot_record("nope", [(s, 0.95 if s >= 1750 else 0.5) for s in grid], 0.97)]
     assert pilot_budgets(late)[0].budget == 2000  # 1750 x 1.25, capped at the ceiling
+    (unfit,) = pilot_budgets([records[2]])  # no pilot run fit: no plateau, the whole ceiling
+    assert (unfit.plateau, unfit.budget) == (None, 2000) and "| none fit | 2000 |" in budget_table([unfit])
     with pytest.raises(InputError, match="no finished pilot run"):
         pilot_budgets([replace(records[0], status="error")])
 
