@@ -90,3 +90,16 @@ def test_the_python_example_runs_as_written(tmp_path, monkeypatch):
     namespace = {}
     exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102  (our own documentation)
     assert {"board", "other", "runs"} <= set(namespace)
+
+
+def test_the_three_jobs_say_what_is_true():
+    """Running the full benchmark shows `full`; the check's shapes for quick
+    are the ones `check` uses; the encoding guide shows its import line."""
+    from lengthbench.api import check_shapes
+
+    job = README.split("### 1. Run the full benchmark", 1)[1].split("###", 1)[0]
+    commands = [line.split("#")[0].split() for line in job.splitlines() if line.startswith("lengthbench run")]
+    assert commands[1] == ["lengthbench", "run", "--preset", "full"]  # after its --plan, before any part of it
+    shapes = {(s.d_model, s.n_heads) for s in check_shapes([PRESETS["quick"]])}
+    assert shapes == {(64, 4)} and "for `quick`, 64 with\n   4 heads" in README
+    assert "from lengthbench.models.encodings import PositionEncoding,\n   register_encoding" in README
