@@ -19,6 +19,7 @@ instead of turning into a confident wrong verdict in ``compare``.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import json
 import math
@@ -55,7 +56,8 @@ def _metric_columns(m: str) -> list[tuple]:
         (f"ood_{m}_mean", "float", FRACTION,
          f"mean over seeds of OOD {what}: each seed's mean over the test band (lengths > validation_length; "
          "> L_train when there is no validation band)"),
-        (f"ood_{m}_std", "float", NONNEGATIVE, "sample standard deviation over seeds (empty with one seed)"),
+        (f"ood_{m}_std", "float", FRACTION, "sample standard deviation over seeds (empty with one seed; of "
+         "fractions, so at most 0.71)"),
         (f"ood_{m}_ci_low", "float", FRACTION,
          "95% Student-t interval of the mean over seeds, low end, clipped to [0, 1] (empty with one seed)"),
         (f"ood_{m}_ci_high", "float", FRACTION, "95% Student-t interval, high end"),
@@ -166,7 +168,7 @@ def _read_header(path: Path) -> list[str]:
         raise LeaderboardFormatError(f"{path}: {size} bytes, more than any lengthbench leaderboard "
                                      f"({MAX_FILE_BYTES} at most); {WHAT_IS_VALID}")
     with open(path, "rb") as f:
-        head = f.read(MAX_HEADER_BYTES + 1)
+        head = f.read(MAX_HEADER_BYTES + 1).removeprefix(codecs.BOM_UTF8)  # as a spreadsheet saves "CSV UTF-8"
     if not head.strip():
         raise LeaderboardFormatError(f"{path}: empty file (no header, no rows); {WHAT_IS_VALID}")
     line, newline, _ = head.partition(b"\n")
@@ -174,7 +176,7 @@ def _read_header(path: Path) -> list[str]:
         raise LeaderboardFormatError(f"{path}: first line longer than {MAX_HEADER_BYTES} bytes; "
                                      f"not a lengthbench leaderboard (its header is about 1 kB); {WHAT_IS_VALID}")
     try:
-        header = next(csv.reader([line.decode("utf-8").rstrip("\r")]))
+        header = [name.strip() for name in next(csv.reader([line.decode("utf-8").rstrip("\r")]))]
     except UnicodeDecodeError as err:
         raise LeaderboardFormatError(f"{path}: not a text CSV (byte {err.object[err.start]:#04x} at "
                                      f"offset {err.start} is not UTF-8); {WHAT_IS_VALID}") from None
@@ -312,7 +314,7 @@ def read_leaderboard(path: str | Path) -> pd.DataFrame:
     where = str(path)
     header = _read_header(path)
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
     except UnicodeDecodeError as err:
         raise LeaderboardFormatError(f"{where}: not a text CSV (a byte at offset {err.start} of a "
                                      f"line is not UTF-8); {WHAT_IS_VALID}") from None
@@ -320,7 +322,8 @@ def read_leaderboard(path: str | Path) -> pd.DataFrame:
         raise LeaderboardFormatError(f"{where}: not a CSV ({str(err).splitlines()[0]}); {WHAT_IS_VALID}") from None
     if frame.empty:
         raise LeaderboardFormatError(f"{where}: header only, no rows; {WHAT_IS_VALID}")
-    frame = frame.apply(lambda column: column.map(unguard_formula))
+    frame.columns = [str(name).strip() for name in frame.columns]
+    frame = frame.apply(lambda column: column.str.strip().map(unguard_formula))  # spaces a spreadsheet left
     versions = set(frame["schema_version"].str.strip())
     if len(versions) == 1 and (old := versions.pop()) in MIGRATIONS and "protocol" not in header:
         frame = MIGRATIONS[old](frame)

@@ -1,13 +1,18 @@
 """Leaderboard statistics, the validated CSV reader, compare and plots."""
 
+import codecs
+import csv
+import io
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from conftest import set_csv_cell
 
+import lengthbench
 from lengthbench.benchmark.grid import run_grid
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.records import RunRecord
@@ -16,6 +21,8 @@ from lengthbench.leaderboard.aggregate import leaderboard_frame, level_summary
 from lengthbench.leaderboard.compare import ProtocolMismatch, compare_frames, summary_counts, summary_text
 from lengthbench.leaderboard.schema import COLUMN_NAMES, SCHEMA_VERSION, LeaderboardFormatError, read_leaderboard
 from lengthbench.leaderboard.statistics import adjust_p_values, generalization_length, t_interval, welch
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def fake_record(task, encoding, seed, curve, train_length=3, status="ok", validation_length=0):
@@ -573,7 +580,7 @@ def test_zero_tested_cells_are_said_in_words():
 
     base = {c: 0 for c in COLUMN_NAMES}
     row = {**base, "schema_version": SCHEMA_VERSION, "task": "copy", "method": "transformer/rope", "status": "ok",
-           "n_seeds": 1, "ood_exact_match_mean": 0.5, "ood_exact_match_std": np.nan, "protocol": ""}
+           "n_seeds": 1, "n_fit": 1, "ood_exact_match_mean": 0.5, "ood_exact_match_std": np.nan, "protocol": ""}
     diff = compare_frames(pd.DataFrame([row]), pd.DataFrame([{**row, "ood_exact_match_mean": 0.7}]))
     text = to_markdown(diff, "a", "b")
     assert "no cell could be tested: a test needs at least two seeds on both sides" in text
@@ -607,3 +614,25 @@ def test_overall_scores_and_ranks_are_over_the_tasks_every_method_fit():
     assert levels.overall.to_dict() == pytest.approx({"transformer/rope": 0.9, "transformer/alibi": 0.8})
     assert levels.mean_rank.to_dict() == {"transformer/rope": 1.0, "transformer/alibi": 2.0}
     assert set(levels.n_tasks) == {1}
+
+
+def test_a_board_saved_by_a_spreadsheet_reads_as_the_original(tmp_path):
+    """"CSV UTF-8" from a spreadsheet: a byte-order mark, CRLF line ends and
+    spaces around cells and names; the same board comes back."""
+    source = ROOT / "leaderboard" / "reference" / "quick" / "leaderboard.csv"
+    rows = list(csv.reader(io.StringIO(source.read_text(encoding="utf-8"))))
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\r\n").writerows([[f" {c} " if i % 3 == 0 else c for i, c in enumerate(row)]
+                                                      for row in rows])
+    saved = tmp_path / "saved.csv"
+    saved.write_bytes(codecs.BOM_UTF8 + out.getvalue().encode("utf-8"))
+    pd.testing.assert_frame_equal(read_leaderboard(saved), read_leaderboard(source))
+    assert lengthbench.compare(source, saved).verdict.isin(["identical", "not_applicable", "not_judged"]).all()
+
+
+def test_a_huge_finite_spread_is_refused_by_name_not_an_overflow(tmp_path):
+    text = (ROOT / "leaderboard" / "reference" / "suite" / "leaderboard.csv").read_text()
+    path = tmp_path / "huge.csv"
+    path.write_text(set_csv_cell(text, 1, "ood_exact_match_std", "1e308"))
+    with pytest.raises(LeaderboardFormatError, match="row 2, column 'ood_exact_match_std': '1e308'"):
+        read_leaderboard(path)
