@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import numbers
 from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
@@ -305,10 +306,12 @@ class Preset:
         """The same preset on another grid; ``None`` keeps the preset's axis.
         An empty axis, a repeated entry or a negative seed is refused: a grid
         holds each (task, method, seed) once."""
-        seeds = None if seeds is None else list(seeds)
+        seeds = None if seeds is None else _grid_axis("seeds", seeds, self.seeds)
         for seed in seeds or ():
-            if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-                raise InputError(f"seed {seed!r} is not valid; seeds are integers >= 0")
+            if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+                kind = "" if isinstance(seed, numbers.Real) else f" (a {type(seed).__name__})"
+                raise InputError(f"seed {seed!r}{kind} is not valid; seeds are integers >= 0")
+        seeds = None if seeds is None else [int(seed) for seed in seeds]  # numpy integers become plain ones
         return replace(
             self,
             tasks=_grid_axis("tasks", tasks, self.tasks),
@@ -346,8 +349,12 @@ def _check_protocol(preset: str, values: dict) -> None:
 
 
 def _grid_axis(what: str, values, default: tuple) -> tuple:
+    """The axis ``values`` as a tuple: ``None`` keeps ``default``; a string is
+    a comma-separated list, as on the command line (never its characters)."""
     if values is None:
         return default
+    if isinstance(values, str):
+        values = [v.strip() for v in values.split(",") if v.strip()]
     values = tuple(values)
     if not values:
         raise InputError(f"{what}: the list is empty; give at least one, or leave the option out "

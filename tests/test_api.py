@@ -128,3 +128,18 @@ def test_run_from_a_script_needs_the_main_guard_and_says_so(guarded, tmp_path):
     else:
         assert set(records.status) == {"error"}
         assert records.error.str.contains('under `if __name__ == "__main__":`, or pass workers=1').all()
+
+
+def test_ordinary_misuse_of_the_grid_arguments_does_what_was_meant_or_says_why():
+    """A string where a list is expected is a comma-separated list (never its
+    characters); numpy integers are seeds like any others (plain ints in every
+    config); a seed of another type is refused naming its type."""
+    from lengthbench.benchmark.grid import grid_configs
+    from lengthbench.benchmark.presets import get_preset
+
+    text = lengthbench.api.plan("smoke", tasks="copy", encodings="rope,alibi")
+    assert "1 tasks x 2 methods x 1 seeds = 2 runs" in text
+    configs = grid_configs(get_preset("smoke").with_grid(seeds=np.array([0, 3])))
+    assert {type(c.seed) for c in configs} == {int} and {c.seed for c in configs} == {0, 3}
+    with pytest.raises(lengthbench.api.InputError, match=r"seed '0' \(a str\) is not valid"):
+        lengthbench.api.plan("smoke", seeds=["0"])
