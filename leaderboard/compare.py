@@ -153,7 +153,8 @@ def summary_text(diff: pd.DataFrame) -> str:
     """The verdict counts in words; "identical" when every cell of both sides
     holds the same numbers (cells that did not fit included, and named)."""
     counts = summary_counts(diff)
-    same_unfit = int(((diff.verdict == "not_judged") & diff.note.fillna("").str.startswith(SAME_NOTE)).sum())
+    same_unfit = int(((diff.verdict == "not_judged")
+                      & diff.note.map(lambda note: isinstance(note, str) and note.startswith(SAME_NOTE))).sum())
     same = counts["identical"] + same_unfit
     if len(diff) and same + counts["not_applicable"] == len(diff) and same:
         na = counts["not_applicable"]
@@ -214,7 +215,8 @@ def compare_figure(diff: pd.DataFrame, name_a: str = "A", name_b: str = "B") -> 
     label_inches = 0.065 * max((len(label) for label in labels), default=0)  # 7-point text
     from matplotlib.figure import Figure  # imported on first use (plots.py)
 
-    fig = Figure(figsize=(5 + label_inches, 1.4 + 0.28 * max(1, len(both))))
+    title_inches = 0.5 + (0.4 if diff.attrs.get("mismatch") else 0)  # the A -> B title, and the mismatch
+    fig = Figure(figsize=(5 + label_inches, 1.4 + title_inches + 0.28 * max(1, len(both))))
     ax = fig.subplots()
     y = np.arange(len(both))[::-1]
     for yi, (_, r) in zip(y, both.iterrows()):
