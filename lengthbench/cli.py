@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -392,6 +393,9 @@ def main(argv=None) -> int:
         print("lengthbench: interrupted; files are written whole or not at all, so nothing is "
               "half-written", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader of our output stopped early (`lengthbench list tasks | head`): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush does not fail again
+        return EXIT_OK
     except (InputError, OSError) as err:
         print(f"lengthbench: error: {err}", file=sys.stderr)
         return EXIT_REFUSED

@@ -82,3 +82,19 @@ def test_run_set_overrides_a_setting_in_every_cell_and_keeps_its_own_folder(caps
     assert not (tmp_path / "results" / "tiny").exists()
     board = pd.read_csv(folder / "leaderboard.csv", keep_default_na=False)
     assert board[board.status == "ok"].protocol.str.contains('"steps":2,').all()
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly():
+    """`lengthbench list presets --json | head -2`: the reader is gone before
+    the output is written (closed here while the command still starts up);
+    no error line, exit 0."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    proc = subprocess.Popen([sys.executable, "-m", "lengthbench", "list", "presets", "--json"],
+                            cwd=Path(__file__).resolve().parent.parent, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 0 and "Broken pipe" not in err and "Traceback" not in err, err
