@@ -65,7 +65,7 @@ from lengthbench.leaderboard.compare import compare_frames, summary_text, write_
 from lengthbench.leaderboard.compare import to_markdown as compare_markdown
 from lengthbench.leaderboard.reference_notes import reference_readme
 from lengthbench.leaderboard.reproduction import REPORTS, SOURCE_PRESET
-from lengthbench.leaderboard.schema import read_leaderboard
+from lengthbench.leaderboard.schema import COLUMN_NAMES, read_leaderboard
 from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION
 from lengthbench.leaderboard.submission import ranking_text, write_submission
 from lengthbench.leaderboard.tables import to_markdown as leaderboard_markdown
@@ -409,6 +409,12 @@ def compare(a: PathLike | pd.DataFrame, b: PathLike | pd.DataFrame, *, metric: s
     if metric not in METRICS:
         raise UnknownNameError("metric", metric, METRICS)
     frames = [read_leaderboard(Path(x)) if isinstance(x, (str, Path)) else x for x in (a, b)]
+    for side, frame in zip("AB", frames):
+        missing = [c for c in COLUMN_NAMES if c not in getattr(frame, "columns", ())]
+        if missing:
+            raise InputError(f"leaderboard {side} is a {type(frame).__name__} without the column(s) "
+                             f"{', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}; give a leaderboard.csv "
+                             "path or a frame from lengthbench.load_leaderboard")
     diff = compare_frames(*frames, metric, correction=correction or DEFAULT_CORRECTION,
                           allow_mismatch=allow_mismatch)
     diff.attrs["names"] = [str(x) if isinstance(x, (str, Path)) else name for x, name in zip((a, b), ("A", "B"))]

@@ -2,6 +2,7 @@
 ``compare``) against the files and records it writes."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -143,3 +144,13 @@ def test_ordinary_misuse_of_the_grid_arguments_does_what_was_meant_or_says_why()
     assert {type(c.seed) for c in configs} == {int} and {c.seed for c in configs} == {0, 3}
     with pytest.raises(lengthbench.api.InputError, match=r"seed '0' \(a str\) is not valid"):
         lengthbench.api.plan("smoke", seeds=["0"])
+
+
+def test_compare_refuses_a_frame_that_is_not_a_leaderboard_in_one_line():
+    from lengthbench.leaderboard.schema import read_leaderboard
+
+    board = read_leaderboard(Path(__file__).resolve().parent.parent / "leaderboard/reference/quick/leaderboard.csv")
+    with pytest.raises(lengthbench.api.InputError, match="leaderboard A is a DataFrame without the column.s. status"):
+        lengthbench.compare(board.drop(columns=["status"]), board)
+    with pytest.raises(lengthbench.api.InputError, match="leaderboard B is a list without the column"):
+        lengthbench.compare(board, [1, 2])

@@ -198,7 +198,8 @@ def test_compare_real_leaderboards(two_boards, tmp_path, capsys):
     assert "Holm (family-wise error rate)" in (out / "compare.md").read_text()
     from PIL import Image
 
-    assert Image.open(out / "compare.png").size[0] > 100
+    with Image.open(out / "compare.png") as image:
+        assert image.size[0] > 100
     for name in ("leaderboard_heatmap.png", "accuracy_vs_length.png", "leaderboard_levels.csv"):
         assert (a.parent / name).exists()
 
