@@ -43,17 +43,25 @@ from lengthbench.benchmark.evaluate import evaluate_at
 from lengthbench.benchmark.seeding import eval_streams
 from lengthbench.errors import InputError
 from lengthbench.tasks import Task, get_task, make_batch
-from lengthbench.tasks.base import N_SPECIAL
+from lengthbench.tasks.base import N_SPECIAL, check_lengths
 
 MAX_PREDICTIONS_BYTES = 1 << 30  # about a million instances of a long task
 
 
-def _supported(task: Task, length: int) -> None:
-    top = task.max_length
-    if not isinstance(length, (int, np.integer)) or isinstance(length, bool) or length < task.min_length \
-            or (top is not None and length > top):
-        raise InputError(f"length {length!r} is not one of task {task.name!r}'s lengths; valid: "
-                         f"{task.min_length}..{top if top is not None else 'any'}")
+def _counts(what: str, values, minimum: int) -> list[int]:
+    """``values`` as plain ints, each an integer >= ``minimum``; refused by name otherwise."""
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+            raise InputError(f"{what} {value!r} is not an integer >= {minimum}")
+    return [int(value) for value in values]
+
+
+def _checked(task: Task, lengths, n_samples) -> tuple[list[int], int]:
+    """The lengths (each one the task has) and the samples per length, as plain ints."""
+    lengths = _counts("length", list(lengths), 0)
+    if lengths:
+        check_lengths(task, lengths)
+    return lengths, _counts("samples", [n_samples], 1)[0]
 
 
 def evaluation_instances(task_name: str, lengths, n_samples: int, eval_seed: int = EVAL_SEED) -> list[dict]:
@@ -61,15 +69,12 @@ def evaluation_instances(task_name: str, lengths, n_samples: int, eval_seed: int
     ``lengths``: the examples a run with this ``eval_seed`` (every preset's
     default) and ``eval_samples = n_samples`` is scored on."""
     task = get_task(task_name)
-    if not isinstance(n_samples, (int, np.integer)) or isinstance(n_samples, bool) or n_samples < 1:
-        raise InputError(f"samples {n_samples!r} is not a positive number of instances per length")
+    lengths, n_samples = _checked(task, lengths, n_samples)
     instances = []
     for length in lengths:
-        _supported(task, length)
-        rng, _ = eval_streams(eval_seed, int(length), torch.device("cpu"))
-        batch = make_batch(task, rng, np.full(n_samples, int(length)))
-        for index in range(n_samples):
-            instances.append(_instance(task, batch, index, int(length), n_samples, eval_seed))
+        rng, _ = eval_streams(eval_seed, length, torch.device("cpu"))
+        batch = make_batch(task, rng, np.full(n_samples, length))
+        instances += [_instance(task, batch, index, length, n_samples, eval_seed) for index in range(n_samples)]
     return instances
 
 
@@ -205,17 +210,12 @@ def evaluate_any(model, task_name: str, lengths, n_samples: int, eval_seed: int 
     (its own positions, as in its run) or any callable from token ids to
     logits over at least the task's vocabulary (plain positions 0..T-1)."""
     task = get_task(task_name)
-    if not isinstance(n_samples, (int, np.integer)) or isinstance(n_samples, bool) or n_samples < 1:
-        raise InputError(f"samples {n_samples!r} is not a positive number of instances per length")
+    lengths, n_samples = _checked(task, lengths, n_samples)
     if not callable(model):
         raise InputError(f"model {model!r} is not callable; give a function or module from token ids to logits")
     own = hasattr(model, "positions") and isinstance(model, torch.nn.Module)
     if device is None:
         parameter = next(iter(model.parameters()), None) if isinstance(model, torch.nn.Module) else None
         device = parameter.device if parameter is not None else torch.device("cpu")
-    rows = []
-    for length in lengths:
-        _supported(task, length)
-        rows.append(evaluate_at(model if own else _AnyModel(model, task.vocab_size), task, int(length), eval_seed, n_samples, heads,
-                                device))
-    return rows
+    wrapped = model if own else _AnyModel(model, task.vocab_size)
+    return [evaluate_at(wrapped, task, length, eval_seed, n_samples, heads, device) for length in lengths]

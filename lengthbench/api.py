@@ -551,8 +551,8 @@ def presets_text(as_json: bool = False) -> str:
     rows = [("preset", "runs", "tasks", "methods", "seeds", "model", "lengths train/val/test", "steps", "about")]
     for preset in PRESETS.values():
         settings, model = preset.settings, preset.model
-        steps = sorted({s.get("steps", settings.get("steps")) for s in preset.task_settings.values()}
-                       | {settings.get("steps")} - {None}) or ["-"]
+        steps = sorted(({s.get("steps", settings.get("steps")) for s in preset.task_settings.values()}
+                        | {settings.get("steps")}) - {None}) or ["-"]
         rows.append((preset.name, str(len(grid_configs(preset))), str(len(preset.tasks)),
                      str(len(preset.methods())), ",".join(map(str, preset.seeds)),
                      f"d{model.d_model}x{model.n_layers}",

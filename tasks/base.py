@@ -144,15 +144,21 @@ def _assemble(sample: Sample) -> tuple[np.ndarray, ...]:
     return seq, n_in + 2, out_len, sample.coupled_ids
 
 
-def make_batch(task: Task, rng: np.random.Generator, lengths: np.ndarray) -> Batch:
-    """Sample one example per entry of ``lengths`` (groups drawn in ascending
-    length order, so a seed fixes the batch) and assemble a padded batch."""
+def check_lengths(task: Task, lengths) -> None:
+    """Refuse (``InputError``, naming the task's range) a length the task does not have."""
     lengths = np.asarray(lengths, dtype=np.int64)
     low, high = int(lengths.min()), int(lengths.max())
     if low < task.min_length or (task.max_length is not None and high > task.max_length):
         top = task.max_length if task.max_length is not None else "any"
         raise InputError(f"task {task.name!r} supports lengths {task.min_length}..{top}, "
                          f"got {low if low < task.min_length else high}")
+
+
+def make_batch(task: Task, rng: np.random.Generator, lengths: np.ndarray) -> Batch:
+    """Sample one example per entry of ``lengths`` (groups drawn in ascending
+    length order, so a seed fixes the batch) and assemble a padded batch."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    check_lengths(task, lengths)
     groups = [(int(n), _assemble(task.sample(rng, int(n), int((lengths == n).sum()))))
               for n in np.unique(lengths)]
     total = max(seq.shape[1] for _, (seq, *_) in groups) - 1  # model sees seq[:-1]

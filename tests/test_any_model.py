@@ -135,7 +135,7 @@ def test_scoring_twice_and_bad_files_are_refused(tmp_path, capsys):
     path.write_text("not json\n")
     with pytest.raises(lengthbench.api.InputError, match="line 1: not JSON"):
         lengthbench.score("copy", path)
-    with pytest.raises(lengthbench.api.InputError, match="length 0 is not one of task 'copy'"):
+    with pytest.raises(lengthbench.api.InputError, match="task 'copy' supports lengths 1..any, got 0"):
         lengthbench.generate("copy", [0], samples=2)
     capsys.readouterr()
     assert main(["generate", "nosuchtask", "--out", str(tmp_path / "y.jsonl")]) == 2
