@@ -22,7 +22,8 @@ from lengthbench.benchmark.versions import code_versions
 from lengthbench.errors import InputError
 from lengthbench.models.encodings import (PositionEncoding, PositionsOutOfRange, build_encoding, encoding_entry,
                                           resolve_params)
-from lengthbench.models.families import TRANSFORMER, ModelSize, RunModel, build_model, family_entry, method_name
+from lengthbench.models.families import (TRANSFORMER, ModelSize, RunModel, build_model, family_entry, method_name,
+                                          method_parts)
 from lengthbench.models.transformer import encoded_positions
 from lengthbench.tasks import get_task, make_batch
 
@@ -246,6 +247,30 @@ def parse_setting(text: str) -> tuple[str, int | float]:
 
 
 @dataclass(frozen=True)
+class Cut:
+    """Cells a preset leaves out of its grid, and why (a reference too costly
+    to run whole keeps its protocol and drops breadth, saying what it dropped).
+    ``methods`` are leaderboard keys (``transformer/rope``, ``lstm``); ``tasks``
+    empty means every task. With ``only``, the cut is the complement on those
+    tasks: every method but ``methods`` is left out there."""
+
+    reason: str
+    methods: tuple[str, ...] = ()
+    tasks: tuple[str, ...] = ()
+    only: bool = False
+
+    def covers(self, task: str, method: str) -> bool:
+        if self.tasks and task not in self.tasks:
+            return False
+        return (method in self.methods) != self.only
+
+    def describe(self) -> str:
+        where = f"on {', '.join(self.tasks)}" if self.tasks else "on every task"
+        what = (f"every method but {', '.join(self.methods)}" if self.only else ", ".join(self.methods))
+        return f"{what} {where}: {self.reason}"
+
+
+@dataclass(frozen=True)
 class Preset:
     """A named grid: ``settings`` holds RunConfig fields shared by all cells,
     ``task_settings[task]`` overrides them per task (a ``"model"`` entry there
@@ -272,6 +297,22 @@ class Preset:
     # family's (parameter-matched widths per task: ``benchmark.matching``)
     cell_settings: dict = field(default_factory=dict)
     select: str = ""  # a `run --select` the preset makes by default ("lr=5e-4,1e-3,2e-3"), chosen on validation
+    cuts: tuple[Cut, ...] = ()  # cells left out of the grid, each with its reason
+
+    def cut_reason(self, task: str, method: str) -> str | None:
+        """Why the cell (task, method) is left out of this grid, or None when it is in it."""
+        return next((cut.reason for cut in self.cuts if cut.covers(task, method)), None)
+
+    def check_cuts(self) -> None:
+        """Every task and method a cut names exists (a misspelt one would cut nothing, silently)."""
+        for cut in self.cuts:
+            for task in cut.tasks:
+                get_task(task)
+            for method in cut.methods:
+                family, encoding = method_parts(method)
+                family_entry(family)
+                if encoding:
+                    encoding_entry(encoding)
 
     def methods(self) -> list[tuple[str, str]]:
         """(family, encoding) of every method of the grid, in grid order."""

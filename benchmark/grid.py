@@ -28,6 +28,7 @@ from lengthbench.benchmark.records import RunRecord, UnreadableRecord
 from lengthbench.benchmark.runner import run_claimed
 from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.errors import InputError
+from lengthbench.models.families import method_name
 from lengthbench.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -82,8 +83,10 @@ def resolve_workers(requested: int) -> int:
 
 
 def grid_configs(preset: Preset) -> list[RunConfig]:
+    """Every run of the preset's grid (its cuts left out), in grid order."""
+    preset.check_cuts()
     configs = [preset.run_config(t, e, s, f) for t in preset.tasks for f, e in preset.methods()
-               for s in preset.seeds]
+               if preset.cut_reason(t, method_name(f, e)) is None for s in preset.seeds]
     seen = set()
     for config in configs:
         if config.run_id in seen:

@@ -30,6 +30,7 @@ from lengthbench.benchmark.flops import forward_flops, training_flops
 from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.benchmark.train import train_run
+from lengthbench.models.families import method_name
 from lengthbench.tasks import get_task, make_batch
 
 CALIBRATION_STEPS = 5  # timed one at a time; the median counts
@@ -175,8 +176,9 @@ def protocol_lines(preset: Preset) -> list[str]:
                      f"test {c.test_start}..{c.test_length}" if c.validation_length else
                      f"train 1..{c.train_length}, test {c.test_start}..{c.test_length} (no validation band)")
             budget = (f"until fit (held-out ID exact match >= {c.fit_threshold:g} at {c.fit_patience} checks in a "
-                      f"row, every {c.fit_check_every} steps), at most {c.steps} steps" if c.fit_check_every
-                      else f"{c.steps} steps")
+                      f"row, every {c.fit_check_every} steps), at most {c.steps} steps" if c.fit_patience
+                      else f"{c.steps} steps" + (f" (the fit logged every {c.fit_check_every}, never stopping a run)"
+                                                 if c.fit_check_every else ""))
             tasks = by_rule.setdefault(f"{bands}; budget: {budget}", [])
             if task not in tasks:
                 tasks.append(task)
@@ -191,10 +193,13 @@ def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: i
     serial = sum(e.runs * (e.train_seconds + e.eval_seconds) for e in estimates)
     flops = sum(e.runs * (e.train_flops + e.eval_flops) for e in estimates)
     parallel = max(1, min(workers, todo))
+    cut = len(preset.tasks) * len(preset.methods()) * len(preset.seeds) - total
     lines = [
         f"plan for preset {preset.name!r}: {len(preset.tasks)} tasks x {len(preset.methods())} methods x "
-        f"{len(preset.seeds)} seeds = {total} runs; {stored} stored (reused), {total - stored} to run "
-        f"({total - stored - todo} of them n/a: recorded without training)",
+        f"{len(preset.seeds)} seeds" + (f", less {cut} cut" if cut else "") + f" = {total} runs; {stored} stored "
+        f"(reused), {total - stored} to run ({total - stored - todo} of them n/a: recorded without training)",
+        *(f"cut: {c.describe()}" for c in preset.cuts
+          if any(c.covers(t, method_name(f, e)) for t in preset.tasks for f, e in preset.methods())),
         f"{parallel} worker process(es) side by side, each training one run at a time",
         *protocol_lines(preset),
         "",
@@ -205,7 +210,7 @@ def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: i
         lines.append(f"| {e.task} | {e.model} | {e.runs} | {e.steps} | "
                      f"{e.train_flops / 1e12:.3f} | {e.eval_flops / 1e12:.3f} | "
                      f"{_duration(e.train_seconds)} | {_duration(e.eval_seconds)} |")
-    until_fit = any(preset.run_config(t, e or "nope", 0, f).fit_check_every
+    until_fit = any(preset.run_config(t, e or "nope", 0, f).fit_patience
                     for t in preset.tasks for f, e in preset.methods())
     lines += [
         "",

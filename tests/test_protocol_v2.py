@@ -12,8 +12,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lengthbench.benchmark.config import Cut
+from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.matching import MATCH_TOLERANCE, mismatches, parameters
-from lengthbench.benchmark.presets import get_preset
+from lengthbench.benchmark.presets import COPY_TASKS, get_preset
 from lengthbench.benchmark.records import summarize
 from lengthbench.benchmark.runner import execute_run
 from lengthbench.benchmark.train import train_run
@@ -109,6 +111,32 @@ def test_no_horizon_cell_is_refused_for_its_range():
         for encoding in preset.encodings:
             reason = preset.run_config(task, encoding, 100).not_applicable()
             assert reason is None or "cannot place" not in reason, reason
+
+
+def test_the_horizon_grid_leaves_out_its_cuts_and_trains_every_method_to_one_budget():
+    preset = get_preset("horizon")
+    configs = grid_configs(preset)
+    cells = {(c.task, c.method) for c in configs}
+    assert not any(task == "addition-index-hints" for task, _ in cells)
+    assert {m for t, m in cells if t == "multiplication"} == {
+        "transformer/coupled", "transformer/abacus", "transformer/nope", "transformer/rope"}
+    assert {t for t, m in cells if m == "ssm"} == set(COPY_TASKS)
+    assert not any(m == "transformer/randomized-fire" for _, m in cells)
+    assert ("copy", "transformer/randomized-rope") in cells and ("parity_check", "lstm") in cells
+    assert "Chomsky tasks" in preset.cut_reason("copy", "lstm") and preset.cut_reason("copy", "rnn") is not None
+    assert preset.cut_reason("parity_check", "lstm") is None
+    # one budget for every method, never stopped at fit, 3 reported seeds (none of the pilot's)
+    assert {(c.steps, c.fit_patience) for c in configs} == {(4000, 0)}
+    assert {c.seed for c in configs} == {0, 1, 2}
+    assert len(configs) == 3 * len(cells)
+
+
+def test_a_cut_naming_an_unknown_task_or_method_is_refused():
+    """A misspelt cut would cut nothing, silently: the grid refuses it, naming the valid choices."""
+    for cut in (Cut("x", methods=("transformer/ropee",)), Cut("x", methods=("lstn",)),
+                Cut("x", methods=("lstm",), tasks=("copyy",))):
+        with pytest.raises(InputError, match="ropee|lstn|copyy"):
+            grid_configs(replace(get_preset("smoke"), cuts=(cut,)))
 
 
 def test_cell_settings_override_the_family_for_one_task():

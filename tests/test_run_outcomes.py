@@ -127,6 +127,12 @@ def test_plan_estimates_without_training_or_writing(tmp_path, tiny, monkeypatch,
                  "--results", str(results), "--plan"]) == 0
     assert ("budget: until fit (held-out ID exact match >= 0.9 at 2 checks in a row, every 250 steps), at most "
             "1500 steps") in capsys.readouterr().out
+    assert main(["run", "--preset", "horizon", "--tasks", "multiplication", "--encodings", "coupled,learned",
+                 "--models", "transformer,lstm", "--results", str(results), "--plan"]) == 0
+    out = capsys.readouterr().out
+    assert "1 tasks x 3 methods x 3 seeds, less 6 cut = 3 runs" in out
+    assert out.count("\ncut: ") == 2 and "cut: rnn, lstm, stack-rnn, tape-rnn on " in out and "Chomsky tasks" in out
+    assert "budget: 4000 steps (the fit logged every 500, never stopping a run)" in out
     assert not results.exists()
     monkeypatch.setattr(runner, "execute_run", real)
     assert main(["run", *tiny, "--results", str(results)]) == 0
