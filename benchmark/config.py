@@ -266,7 +266,8 @@ class Cut:
 
     def describe(self) -> str:
         where = f"on {', '.join(self.tasks)}" if self.tasks else "on every task"
-        what = (f"every method but {', '.join(self.methods)}" if self.only else ", ".join(self.methods))
+        kept = f" but {', '.join(self.methods)}" if self.methods else ""
+        what = f"every method{kept}" if self.only else ", ".join(self.methods)
         return f"{what} {where}: {self.reason}"
 
 
