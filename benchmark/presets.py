@@ -20,6 +20,9 @@ test length.
   model and schedule for all.
 * ``suite``: ``full``'s 8 most-studied encodings (the five core ones, xpos,
   cope, abacus) on every task; its cells are ``full``'s cells.
+* ``horizon-pilot`` and ``horizon``: protocol v2 (train 1..16, test to 64): the pilot, whose
+  unreported seed chooses the budget, and the reference, every method trained 4000 steps on every
+  task, 3 seeds, with its cuts (``Cut``: cells left out, each with its reason).
 * ``standard``: every task and every built-in encoding, 3 seeds, train
   lengths 1..20 and test to 60; sized for a GPU (hours), days on a laptop.
 
