@@ -50,7 +50,7 @@ def _record(results: Path) -> dict:
 
 def test_a_killed_run_resumes_from_its_checkpoint_to_the_same_record(tmp_path):
     whole = tmp_path / "whole"
-    assert _run(tmp_path, whole).wait(timeout=300) == 0
+    uninterrupted = _run(tmp_path, whole)  # side by side with the run to kill: the same record, less waiting
 
     results = tmp_path / "killed"
     proc = _run(tmp_path, results)
@@ -70,6 +70,7 @@ def test_a_killed_run_resumes_from_its_checkpoint_to_the_same_record(tmp_path):
     assert resumed.returncode == 0, log
     [step] = re.findall(r"resumed from its checkpoint at step (\d+) of 300", log)
     assert int(step) == saved_step  # it went on from the saved state, not from step 0
+    assert uninterrupted.wait(timeout=300) == 0
     first, again = _record(whole), _record(results)
     for key in ("per_length", "summary", "training"):
         assert again[key] == first[key], key

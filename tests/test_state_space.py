@@ -74,7 +74,7 @@ def test_it_learns_copy_beyond_the_reach_of_its_convolutions():
     reads its source 7 tokens back, beyond what two width-4 convolutions
     reach (6), so only the recurrence can carry it."""
     preset = get_preset("full")
-    config = replace(preset.run_config("copy", "", 0, "ssm"), steps=600, lr=3e-3, warmup_steps=20,
+    config = replace(preset.run_config("copy", "", 0, "ssm"), steps=450, train_length=6, lr=3e-3, warmup_steps=20,
                      eval_samples=128, model=ModelSize(d_model=32, n_layers=2), fit_check_every=0)
     task = get_task("copy")
     model = config.build_model(task.vocab_size)

@@ -4,6 +4,7 @@ non-finite, and a crash lands in its own cell's record."""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 
 import numpy as np
@@ -14,7 +15,8 @@ import torch.nn.functional as F
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.runner import execute_run
 from lengthbench.benchmark.seeding import data_rng, position_generator
-from lengthbench.benchmark.train import batch_tensors, lr_at, make_optimizer, train_run
+from lengthbench.benchmark.adamw import FusedAdamW
+from lengthbench.benchmark.train import batch_tensors, lr_at, train_run
 from lengthbench.models.encodings.base import ENCODINGS, PositionEncoding, register_encoding
 from lengthbench.tasks import IGNORE, get_task, make_batch
 
@@ -34,7 +36,7 @@ def test_a_run_trains_as_a_plain_loop():
     for encoding in ("alibi", "randomized-rope", "coupled"):
         config = _config(encoding, steps=12)
         model, rng, gen = config.build_model(task.vocab_size).train(), data_rng(0), position_generator(0, CPU)
-        optimizer = make_optimizer(model, config)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True)
         plain = []
         for step in range(config.steps):
             batch = make_batch(task, rng, rng.integers(1, config.train_length + 1, size=config.batch_size))
@@ -52,6 +54,43 @@ def test_a_run_trains_as_a_plain_loop():
         result = train_run(config.build_model(task.vocab_size), task, config, CPU)
         assert result.step_losses == pytest.approx(plain, rel=1e-5), encoding
         assert np.isfinite(plain).all()
+
+
+def test_the_trainers_adamw_is_torchs_fused_adamw_bit_for_bit():
+    """The same updates as ``torch.optim.AdamW(fused=True)``, exactly: with a
+    changing learning rate, a frozen parameter, one whose gradient only
+    starts later, one left out of the first passes, and across a state_dict
+    handed from one to the other."""
+    torch.manual_seed(0)
+    ours_model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Linear(5, 3), torch.nn.Linear(3, 2),
+                                     torch.nn.Linear(2, 2))
+    ours_model[2].bias.requires_grad_(False)
+    theirs_model = copy.deepcopy(ours_model)
+    ours = FusedAdamW(ours_model.parameters(), lr=1e-2, weight_decay=0.1)
+    theirs = torch.optim.AdamW(theirs_model.parameters(), lr=1e-2, weight_decay=0.1, fused=True)
+
+    def step(i):
+        x = torch.randn(4, 6, generator=torch.Generator().manual_seed(i))
+        for model, opt in ((ours_model, ours), (theirs_model, theirs)):
+            if opt is ours:
+                opt.lr = 1e-2 / (i + 1)
+            else:
+                opt.param_groups[0]["lr"] = 1e-2 / (i + 1)
+            opt.zero_grad()
+            model[0].weight.requires_grad_(i >= 2)  # no gradient for the first two steps
+            (model if i >= 3 else model[:3])(x).square().sum().backward()  # the last layer joins at step 3
+            opt.step()
+        for a, b in zip(ours_model.parameters(), theirs_model.parameters()):
+            assert torch.equal(a, b), i
+
+    for i in range(4):
+        step(i)
+    theirs.load_state_dict(ours.state_dict())
+    ours.load_state_dict(copy.deepcopy(theirs.state_dict()))
+    for i in range(4, 7):
+        step(i)
+    assert float(ours.state[0]["step"]) == 5.0 and float(ours.state[1]["step"]) == 7.0
+    assert float(ours.state[6]["step"]) == 4.0
 
 
 def test_seeds_give_other_runs_and_the_same_seed_the_same_run():
