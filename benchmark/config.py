@@ -99,8 +99,13 @@ class RunConfig:
         return cls(**data)
 
     def config_hash(self) -> str:
-        blob = json.dumps(self.to_dict(), sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:10]
+        """The first 10 hex digits of the config's SHA-256, computed once per
+        config (it is frozen; a board of a thousand records asks for it thousands of times)."""
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:10]
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
     def cell_key(self) -> str:
         """The grid cell this run fills, whatever code version made it: its

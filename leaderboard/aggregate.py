@@ -148,11 +148,13 @@ def _metric_stats(scored: pd.DataFrame, lengths: pd.DataFrame, metric: str, trai
     curve = (lengths.groupby("length")[metric].mean() * (clean / len(scored)) if len(lengths)  # failed seeds: 0
              else pd.Series(dtype=float))
     gen = generalization_length(curve.index, curve.to_numpy())
-    seed_curves = [seed_rows.set_index("length")[metric] for _, seed_rows in lengths.groupby("seed")]
-    missing = len(scored) - len(seed_curves)  # failed seeds: 0 at every length
-    test = lengths[lengths.split == "ood"]
-    areas = [log_length_area(rows.length, rows[metric]) for _, rows in test.groupby("seed")] + [0.0] * missing
-    reach = [generalization_length(c.index, c.to_numpy()) for c in seed_curves] + [0] * missing
+    seeds, sizes, values = lengths.seed.to_numpy(), lengths.length.to_numpy(), lengths[metric].to_numpy(dtype=float)
+    is_test = (lengths.split == "ood").to_numpy()
+    per_seed = [seeds == seed for seed in np.unique(seeds)]  # each seed's rows (numpy: pandas per seed is slow)
+    missing = len(scored) - len(per_seed)  # failed seeds: 0 at every length
+    areas = [log_length_area(sizes[rows & is_test], values[rows & is_test]) for rows in per_seed
+             if (rows & is_test).any()] + [0.0] * missing
+    reach = [generalization_length(sizes[rows], values[rows]) for rows in per_seed] + [0] * missing
     test_length = int(scored.test_length.iloc[0]) if len(scored) else 0
     return {
         f"ood_{metric}_mean": float(ood.mean()) if len(ood) else np.nan,
@@ -166,7 +168,7 @@ def _metric_stats(scored: pd.DataFrame, lengths: pd.DataFrame, metric: str, trai
         f"generalization_length_{metric}": gen,
         f"extrapolation_ratio_{metric}": gen / train_length,
         f"ood_{metric}_iqm": interquartile_mean(ood),
-        f"ood_{metric}_area": float(np.mean(areas)) if len(test) else np.nan,
+        f"ood_{metric}_area": float(np.mean(areas)) if is_test.any() else np.nan,
         **{f"frac_seeds_reach_{k}x_{metric}": (float(np.mean([n >= k * train_length for n in reach]))
                                                if reach and test_length >= k * train_length else np.nan)
            for k in REACH_FACTORS},
@@ -191,6 +193,7 @@ def leaderboard_frame(records: list[RunRecord]) -> pd.DataFrame:
         return pd.DataFrame(columns=list(COLUMN_NAMES))
     _check_single_config(runs)
     per_length = length_frame(records)
+    lengths_of = {key: rows for key, rows in per_length.groupby(["task", "method"], sort=False)}
     rows = []
     for (task, method), cell in runs.groupby(["task", "method"], sort=False):
         clean = cell[(cell.status == "ok") & ~cell.failed]
@@ -213,8 +216,8 @@ def leaderboard_frame(records: list[RunRecord]) -> pd.DataFrame:
             "selected": cell.selected.iloc[0], "selection_evidence": cell.selection_evidence.iloc[0],
             "protocol": cell.protocol.iloc[0],
         }
-        lengths = per_length[(per_length.task == task) & (per_length.method == method)
-                             & per_length.seed.isin(clean.seed)]
+        lengths = lengths_of.get((task, method), per_length.iloc[:0])
+        lengths = lengths[lengths.seed.isin(clean.seed)]
         for metric in METRICS:
             row.update(_metric_stats(scored, lengths, metric, train_length))
         rows.append(row)

@@ -44,12 +44,18 @@ def test_a_paper_preset_holds_the_published_grid(name):
 
 @pytest.mark.parametrize("name", PAPER_PRESETS)
 def test_every_cell_of_a_paper_preset_runs_at_tiny_size(name):
+    """Every cell trains; each transformer cell evaluates its longest test
+    length (its positions reach it), each family without positions on one
+    task (a recurrence at length 500 is slow and has no position to run out of)."""
+    long_evaluated = set()
     for config in cells(name):
         tiny = replace(config, model=TINY, steps=2, batch_size=2, warmup_steps=1, eval_samples=1)
         task = get_task(tiny.task)
         model = tiny.build_model(task.vocab_size)
         result = train_run(model, task, tiny, CPU)
         assert result.steps_done == 2 and not result.diverged, config.run_id
-        with torch.no_grad():
-            row = evaluate_length(model, task, tiny.test_length, tiny, CPU)
-        assert row["status"] == "ok", (config.run_id, row)  # positions reach the longest test length
+        if config.encoding or config.family not in long_evaluated:
+            long_evaluated.add(config.family)
+            with torch.no_grad():
+                row = evaluate_length(model, task, tiny.test_length, tiny, CPU)
+            assert row["status"] == "ok", (config.run_id, row)  # positions reach the longest test length
