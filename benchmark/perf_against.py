@@ -90,6 +90,11 @@ def measure(argv=None) -> int:
     parser.add_argument("--steps", type=_positive, default=60, help="timed trainer steps per measurement (default 60)")
     args = parser.parse_args(argv)
     configs = args.configs.split(",")
+    from lengthbench.benchmark.perf import perf_configs  # torch: only once the arguments parsed
+
+    unknown = [c for c in configs if c not in perf_configs()]
+    if unknown:
+        raise Refused(f"--configs {','.join(unknown)}: no such perf configuration; valid: {', '.join(perf_configs())}")
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
