@@ -335,3 +335,36 @@ def test_attention_written_out_equals_the_kernel(mask_kind, monkeypatch):
     for a, b in zip(torch.autograd.grad((written_out * weights).sum(), (q, k, v)),
                     torch.autograd.grad((kernel * weights).sum(), (q, k, v))):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+def _example(name: str):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", [n for n in encoding_names() if not build_encoding(n, 64, 4).uses_task_positions])
+def test_an_encoding_in_your_own_transformer_computes_what_ours_does(name):
+    """The recipe in examples/encoding_in_your_transformer.py: a decoder
+    written from scratch that applies the five hooks gives, with the same
+    weights, the logits of lengthbench's transformer, in evaluation and in
+    training (randomized positions drawn from the same generator)."""
+    from lengthbench.models.transformer import Transformer
+
+    theirs = _example("encoding_in_your_transformer").TinyDecoder(12, name)
+    with torch.no_grad():  # away from any zero initialization (CoPE's position table), so every hook counts
+        for p in theirs.encoding.parameters():
+            p.normal_(generator=torch.Generator().manual_seed(3))
+    ours = Transformer(12, ModelSize(), build_encoding(name, 64, 4))
+    ours.load_state_dict(theirs.state_dict())
+    tokens = torch.randint(0, 12, (3, 20), generator=torch.Generator().manual_seed(1))
+    for train in (False, True):
+        theirs.train(train), ours.train(train)
+        mine = theirs(tokens, torch.Generator().manual_seed(2))
+        pos = ours.positions(tokens, None, None, torch.Generator().manual_seed(2))
+        torch.testing.assert_close(mine, ours(tokens, pos), rtol=1e-5, atol=1e-5, msg=f"{name}, train={train}")
