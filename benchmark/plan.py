@@ -143,11 +143,13 @@ def worker_threads(workers: int, runs: int):
         torch.set_num_threads(threads)
 
 
-def estimate(preset: Preset, results: Path | ResultsFolder, workers: int) -> tuple[list[Estimate], int, int]:
-    """(one Estimate per training shape of the runs to do, runs in grid, runs stored)."""
+def estimate(preset: Preset, results: Path | ResultsFolder, workers: int,
+             force: bool = False) -> tuple[list[Estimate], int, int]:
+    """(one Estimate per training shape of the runs to do, runs in grid, runs
+    stored); with ``force`` every run is to do, stored or not."""
     configs = grid_configs(preset)
     folder = ResultsFolder(results)
-    todo = [c for c in configs if folder.finished(c.run_id, set_aside=False) is None]
+    todo = [c for c in configs if force or folder.finished(c.run_id, set_aside=False) is None]
     estimates = []
     with worker_threads(workers, len(todo)):
         for key, group in training_shapes(todo).items():
@@ -188,7 +190,7 @@ def protocol_lines(preset: Preset) -> list[str]:
 
 
 def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: int, workers: int,
-                calibration_seconds: float) -> str:
+                calibration_seconds: float, force: bool = False) -> str:
     todo = sum(e.runs for e in estimates)
     serial = sum(e.runs * (e.train_seconds + e.eval_seconds) for e in estimates)
     flops = sum(e.runs * (e.train_flops + e.eval_flops) for e in estimates)
@@ -196,8 +198,9 @@ def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: i
     cut = len(preset.tasks) * len(preset.methods()) * len(preset.seeds) - total
     lines = [
         f"plan for preset {preset.name!r}: {len(preset.tasks)} tasks x {len(preset.methods())} methods x "
-        f"{len(preset.seeds)} seeds" + (f", less {cut} cut" if cut else "") + f" = {total} runs; {stored} stored "
-        f"(reused), {total - stored} to run ({total - stored - todo} of them n/a: recorded without training)",
+        f"{len(preset.seeds)} seeds" + (f", less {cut} cut" if cut else "") + f" = {total} runs; "
+        + ("--force: every run is run again, none reused" if force else f"{stored} stored (reused)")
+        + f", {total - stored} to run ({total - stored - todo} of them n/a: recorded without training)",
         *(f"cut: {c.describe()}" for c in preset.cuts
           if any(c.covers(t, method_name(f, e)) for t in preset.tasks for f, e in preset.methods())),
         f"{parallel} worker process(es) side by side, each training one run at a time",

@@ -55,7 +55,7 @@ from lengthbench.benchmark.presets import PRESETS
 from lengthbench.benchmark.provenance import write_provenance, write_sitting_provenance
 from lengthbench.benchmark.records import METRICS, RunRecord
 from lengthbench.benchmark.selection import SelectionGrid, run_selection
-from lengthbench.benchmark.store import ResultsFolder
+from lengthbench.benchmark.store import SELECTION_FOLDER, ResultsFolder
 from lengthbench.benchmark.version import __version__
 from lengthbench.benchmark.versions import check_unchanged
 from lengthbench.errors import InputError, UnknownNameError
@@ -133,23 +133,33 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
 
 def plan(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings: Sequence[str] | None = None,
          models: Sequence[str] | None = None, seeds: Sequence[int] | None = None, results: PathLike | None = None,
-         workers: int = 0, plugins: Iterable[PathLike] = (), settings: Mapping[str, int | float] | None = None) -> str:
+         workers: int = 0, plugins: Iterable[PathLike] = (), settings: Mapping[str, int | float] | None = None,
+         force: bool = False, select: str | None = None) -> str:
     """What ``run`` with the same arguments would cost here (runs stored and
     to run, useful FLOPs, calibrated wall time), as text; trains and
-    writes nothing."""
+    writes nothing. With ``force`` nothing stored is reused; a ``select``
+    (or the preset's own) is validated and priced: one grid per value."""
     grid, _ = _narrowed_grid(preset, tasks, encodings, models, seeds, plugins, settings)
+    select = select if select is not None else (grid.select or None)
+    choice = SelectionGrid.parse(select) if select is not None else None
     folder = Path(results or default_results(grid))
     if folder.exists() and not folder.is_dir():
         raise InputError(f"--results {str(folder)!r} is a file, not a folder; give a folder path")
     workers = resolve_workers(workers)
     start = time.perf_counter()
-    estimates, total, stored = estimate(grid, folder, workers)
-    text = format_plan(grid, estimates, total, stored, workers, time.perf_counter() - start)
-    if grid.select:
-        choice = SelectionGrid.parse(grid.select)
-        text += (f"\nselection: {choice.describe()} (the preset's own select): the grid trains once per value, "
-                 f"{len(choice.values)}x the estimate above (in {folder / 'selection'})")
-    return text
+    if choice is None:
+        estimates, total, stored = estimate(grid, folder, workers, force)
+        return format_plan(grid, estimates, total, stored, workers, time.perf_counter() - start, force)
+    parts = []
+    for value in choice.values:  # each value's grid, priced against what its own folder holds
+        one = replace(grid, overrides={**grid.overrides, choice.field: value})
+        estimates, total, stored = estimate(one, folder / SELECTION_FOLDER, workers, force)
+        parts.append(f"{choice.field}={value:g}: " + format_plan(one, estimates, total, stored, workers,
+                                                                 time.perf_counter() - start, force))
+    whose = "the preset's own select" if select == grid.select else "--select"
+    return "\n\n".join(parts) + (f"\n\nselection: {choice.describe()} ({whose}): the grid trains once per value "
+                                   f"(in {folder / SELECTION_FOLDER}), each priced above; the chosen records are "
+                                   f"then copied to {folder}")
 
 
 def submit(path: PathLike, preset: str = "quick", *, name: str | None = None,

@@ -111,7 +111,8 @@ def cmd_run(args) -> int:
     axes = dict(tasks=args.tasks, encodings=args.encodings, models=args.models, seeds=args.seeds,
                 plugins=args.plugin or (), settings=dict(args.set or ()) or None)
     if args.plan:
-        print(api.plan(args.preset, **axes, results=args.results, workers=args.workers))
+        print(api.plan(args.preset, **axes, results=args.results, workers=args.workers, force=args.force,
+                       select=args.select))
         return EXIT_OK
     return _report_run(api.run(args.preset, **axes, force=args.force, select=args.select, **_grid_options(args)))
 

@@ -99,11 +99,23 @@ def test_a_preset_can_make_its_own_selection(tmp_path, capsys):
     try:
         results = tmp_path / "res"
         assert main(["run", "--preset", "smoke-select", "--results", str(results), "--plan"]) == 0
-        assert "selection: lr=0.001,0.003 (the preset's own select): the grid trains once per value, 2x" in \
-            capsys.readouterr().out
+        out = capsys.readouterr().out
+        assert "selection: lr=0.001,0.003 (the preset's own select): the grid trains once per value" in out
+        assert out.count("= 1 runs; 0 stored (reused), 1 to run") == 2 and "lr=0.003: plan for preset" in out
         assert main(["run", "--preset", "smoke-select", "--results", str(results), "--no-progress",
                      "--workers", "1"]) == 0
         [path] = results.glob("parity_check__rope__seed0__*.json")
         assert json.loads(path.read_text())["selection"]["values"] == [1e-3, 3e-3]
+        # the plan tells the truth: each value's run is stored now, and --force would run both again
+        assert main(["run", "--preset", "smoke-select", "--results", str(results), "--plan"]) == 0
+        assert capsys.readouterr().out.count("= 1 runs; 1 stored (reused), 0 to run") == 2
+        assert main(["run", "--preset", "smoke-select", "--results", str(results), "--plan", "--force"]) == 0
+        assert capsys.readouterr().out.count("--force: every run is run again, none reused, 1 to run") == 2
+        # a --select of the user's is validated and priced the same way
+        assert main(["run", "--preset", "smoke-select", "--results", str(results), "--plan", "--select",
+                     "lr=1e-3,2e-3,4e-3"]) == 0
+        out = capsys.readouterr().out
+        assert "(--select)" in out and out.count("plan for preset") == 3
+        assert main(["run", "--preset", "smoke-select", "--results", str(results), "--plan", "--select", "lr=x"]) == 2
     finally:
         PRESETS.remove("smoke-select")
