@@ -235,6 +235,49 @@ def check_eval_determinism(name: str, size: ModelSize, t: int = 16) -> str:
     return "identical outputs for the same generator seed"
 
 
+def _parameters_fixed(model: RunModel, what: str) -> str:
+    """The model's parameters are all there when it is built: the trainer
+    builds its optimizer then, so a parameter created in a forward pass never learns."""
+    before = {n for n, _ in model.named_parameters()}
+    tokens = torch.randint(0, VOCAB, (BATCH, 9), generator=torch.Generator().manual_seed(6))
+    model.train()
+    _forward(model, tokens).float().pow(2).mean().backward()
+    with torch.no_grad():
+        _forward(model.eval(), tokens)
+    late = sorted({n for n, _ in model.named_parameters()} - before)
+    if late:
+        raise AssertionError(f"parameter(s) {', '.join(late)} of the {what} appeared in a forward pass, after "
+                             "construction: the optimizer is built with the model, so they never learn; create them "
+                             "in __init__")
+    return f"all {len(before)} parameters exist from construction on"
+
+
+def _examples_independent(logits_of, tokens: torch.Tensor, mixes: str) -> str:
+    """Each example's outputs depend on that example only: changing one
+    example's tokens leaves every other example's logits as they were (a
+    model that mixes or permutes the batch changes another's). The batch is
+    not reordered: randomized positions are drawn per slot, legitimately."""
+    with torch.no_grad():
+        reference = logits_of(tokens)
+        changed = tokens.clone()
+        changed[0] = (changed[0] + 5) % VOCAB
+        diff = (logits_of(changed)[1:] - reference[1:]).abs().max().item()
+        if diff > TOLERANCE:
+            raise AssertionError(f"the logits of examples 1..{len(tokens) - 1} changed by {diff:.3g} when only "
+                                 f"example 0 changed ({mixes})")
+    return f"each of {len(tokens)} examples' logits depend on that example only"
+
+
+def check_parameters_fixed(name: str, size: ModelSize) -> str:
+    return _parameters_fixed(_model(name, size), "encoding")
+
+
+def check_examples_independent(name: str, size: ModelSize, t: int = 12) -> str:
+    model = _model(name, size).eval()
+    tokens = torch.randint(0, VOCAB, (4, t), generator=torch.Generator().manual_seed(7))
+    return _examples_independent(lambda x: _forward(model, x), tokens, "the encoding mixes examples")
+
+
 def check_packing(name: str, size: ModelSize, lengths: tuple[int, int] = (5, 9)) -> str:
     """Two examples laid end to end in one row (what the trainer does with
     every batch) give each the logits it gets alone: the hooks read
@@ -381,6 +424,8 @@ def check_encoding(name: str, shapes: Sequence[CheckShape]) -> ContractReport:
             ("causality" + at, lambda size=size: check_causality(name, size)),
             ("eval determinism" + at, lambda size=size: check_eval_determinism(name, size)),
             ("packed examples compute as alone" + at, lambda size=size: check_packing(name, size)),
+            ("examples independent" + at, lambda size=size: check_examples_independent(name, size)),
+            ("parameters created with the encoding" + at, lambda size=size: check_parameters_fixed(name, size)),
             ("learned parameters get gradients" + at, lambda shape=shape: check_gradients(name, shape)),
         ]
         if first.shift_invariant:
@@ -496,6 +541,12 @@ def check_family(name: str, shapes: Sequence[CheckShape]) -> ContractReport:
             ("causality" + at, lambda size=size: check_family_causality(name, size)),
             ("eval determinism" + at, lambda size=size: check_family_determinism(name, size)),
             ("each run's seed decides its weights" + at, lambda size=size: check_family_seeding(name, size)),
+            ("examples independent" + at, lambda size=size: _examples_independent(
+                lambda x, model=_family_model(name, size).eval(): _forward(model, x),
+                torch.randint(0, VOCAB, (4, 12), generator=torch.Generator().manual_seed(7)),
+                "the model mixes examples")),
+            ("parameters created with the model" + at,
+             lambda size=size: _parameters_fixed(_family_model(name, size), "model")),
             ("parameters get gradients" + at, lambda shape=shape: check_family_gradients(name, shape)),
         ]
     return _run_checks(report, checks)

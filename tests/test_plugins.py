@@ -38,6 +38,9 @@ def test_example_passes_check(capsys):
      "constructor argument(s) slope are not registered defaults"),
     ("broken_lost_setting.py", "constructor arguments recorded",
      "setting(s) slope do not reach PositionEncoding.__init__"),
+    ("broken_lazy_parameter.py", "parameters created with the encoding",
+     "parameter(s) encoding.slopes of the encoding appeared in a forward pass"),
+    ("broken_mixes_examples.py", "examples independent", "when only example 0 changed (the encoding mixes examples)"),
 ])
 def test_broken_fixtures_fail_with_reason(capsys, fixture, check, reason):
     """Each fixture fails its check, at the preset where it breaks (lengths past
@@ -194,6 +197,7 @@ def test_a_model_family_plugin_passes_its_contract_and_runs_as_a_method(tmp_path
     ("broken_family_seeds.py", "each run's seed decides its weights", "give the same outputs (do not reseed"),
     ("broken_family_no_flops.py", "FLOPs declared", "declares no FLOPs"),
     ("broken_family_leaky.py", "causality", "the model reads the future"),
+    ("broken_family_mixes_examples.py", "examples independent", "changed by"),
 ])
 def test_broken_model_families_fail_their_contract(capsys, fixture, check, reason):
     assert main(["check", str(FIXTURES / fixture), "--preset", "smoke"]) == 1
