@@ -12,13 +12,19 @@ every command refuses.
 from __future__ import annotations
 
 import hashlib
-import stat
 import importlib.util
+import logging
+import random
+import stat
 import sys
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
+
+import numpy as np
+import torch
 
 from lengthbench.errors import InputError
 from lengthbench.models.contract import check_encoding, check_family
@@ -31,6 +37,8 @@ from lengthbench.models.encodings.base import (
     set_source,
 )
 from lengthbench.models.families import FAMILIES, set_family_source
+
+log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "lengthbench.encodings"
 # Top-level names of lengthbench before its modules moved under ``lengthbench.``.
@@ -91,7 +99,8 @@ def _import_file(path: Path, key: str) -> list[str]:
     module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(key, path))
     sys.modules[key] = module
     try:
-        exec(code, module.__dict__)
+        with globals_kept(str(path)):
+            exec(code, module.__dict__)
     except KeyboardInterrupt:
         raise
     except BaseException as err:  # noqa: BLE001  (SystemExit included: reported, never obeyed)
@@ -101,6 +110,50 @@ def _import_file(path: Path, key: str) -> list[str]:
         raise _import_failure(path, err) from None
     module.__lengthbench_registered__ = [n for n in [*encoding_names(), *FAMILIES.names()] if n not in before]
     return module.__lengthbench_registered__
+
+
+def _torch_globals() -> dict:
+    """The process-wide settings a plugin's import could change under the built-in cells of the same grid."""
+    return {"default dtype": torch.get_default_dtype(), "deterministic algorithms":
+            torch.are_deterministic_algorithms_enabled(), "threads": torch.get_num_threads(),
+            "torch random state": torch.random.get_rng_state(), "numpy random state": np.random.get_state(),
+            "python random state": random.getstate()}
+
+
+def _restore(saved: dict) -> None:
+    torch.set_default_dtype(saved["default dtype"])
+    torch.use_deterministic_algorithms(saved["deterministic algorithms"])
+    torch.set_num_threads(saved["threads"])
+    torch.random.set_rng_state(saved["torch random state"])
+    np.random.set_state(saved["numpy random state"])
+    random.setstate(saved["python random state"])
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return torch.equal(a, b)
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray):
+        return np.array_equal(a, b)
+    return a == b
+
+
+@contextmanager
+def globals_kept(what: str):
+    """Run a plugin's import, then put back any torch, numpy or Python global
+    it changed (default dtype, deterministic flag, threads, random states),
+    with a warning naming each: a plugin must not change the results of the
+    built-in cells that share its grid."""
+    saved = _torch_globals()
+    try:
+        yield
+    finally:
+        changed = [name for name, value in _torch_globals().items() if not _same(value, saved[name])]
+        if changed:
+            _restore(saved)
+            log.warning("%s changed %s at import; put back, so the other cells of the grid run as without it",
+                        what, ", ".join(changed))
 
 
 def _registered() -> set[str]:
@@ -182,7 +235,8 @@ def load_entry_points() -> list[str]:
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         before = _registered()
         try:
-            ep.load()
+            with globals_kept(f"entry point {ep.value}"):
+                ep.load()
         except KeyboardInterrupt:
             raise
         except BaseException as err:  # noqa: BLE001  (a broken installed plugin: one line)

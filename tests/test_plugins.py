@@ -253,3 +253,30 @@ def test_an_encoding_that_reads_slot_indices_fails_the_packing_check(tmp_path, c
         assert line.strip().startswith("[FAIL]") and "read positions from `pos`" in line
     finally:
         ENCODINGS.remove("by-slot")
+
+
+def test_a_plugin_that_changes_torch_globals_at_import_leaves_them_as_they_were(caplog):
+    """Default dtype, deterministic kernels, threads and the random states are
+    process-wide: a plugin that sets them at import would change the built-in
+    cells of its grid. They are put back, with a warning naming each."""
+    import logging
+
+    import numpy as np
+
+    from lengthbench.models.encodings.base import ENCODINGS
+    from lengthbench.models.plugins import PluginFile, load_plugin
+
+    torch_state, numpy_state = torch.random.get_rng_state(), np.random.get_state()[1].copy()
+    try:
+        with caplog.at_level(logging.WARNING):
+            assert load_plugin(PluginFile(str(FIXTURES / "changes_torch_globals.py"))) == ["changes-globals"]
+        assert torch.get_default_dtype() == torch.float32 and not torch.are_deterministic_algorithms_enabled()
+        assert torch.equal(torch.random.get_rng_state(), torch_state)
+        assert np.array_equal(np.random.get_state()[1], numpy_state)
+        [warning] = [r.getMessage() for r in caplog.records if "at import" in r.getMessage()]
+        assert ("changed default dtype, deterministic algorithms, torch random state, numpy random state at import"
+                in warning and "changes_torch_globals.py" in warning)
+    finally:
+        ENCODINGS.remove("changes-globals")
+        torch.set_default_dtype(torch.float32)
+        torch.use_deterministic_algorithms(False)
