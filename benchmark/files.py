@@ -93,8 +93,13 @@ def write_text(path: str | Path, text: str, staging: Path | None = None) -> Path
     return Path(path)
 
 
+def json_text(data) -> str:
+    """How every JSON file lengthbench writes is laid out."""
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
 def write_json(path: str | Path, data, staging: Path | None = None) -> Path:
-    return write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n", staging)
+    return write_text(path, json_text(data), staging)
 
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet would run as a formula (OWASP)

@@ -13,6 +13,8 @@ length enters the choice; the test numbers reported are the chosen setting's.
 
 from __future__ import annotations
 
+import logging
+
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -26,6 +28,7 @@ from lengthbench.errors import InputError
 
 SELECTABLE = {"lr": float, "weight_decay": float, "grad_clip": float, "steps": int, "batch_size": int,
               "warmup_steps": int}
+log = logging.getLogger(__name__)
 CRITERION = "val_exact_match"
 
 
@@ -86,6 +89,29 @@ def choose(by_value: dict, grid: SelectionGrid) -> tuple[object, dict]:
     return chosen, {f"{v:g}": (None if scored[v] is None else round(scored[v][0], 6)) for v in grid.values}
 
 
+def _report_failed_candidates(by_value: dict, grid: SelectionGrid, chosen) -> None:
+    """A warning per candidate value of one cell whose runs failed (diverged,
+    non-finite outputs) or raised, and what was chosen despite them: a choice
+    among survivors is never silent."""
+    first = next(iter(by_value.values()))[0]
+    broken = {}
+    for value, records in by_value.items():
+        bad = [f"seed {r.seed} {'raised' if r.status == 'error' else 'failed'}" for r in records
+               if r.status == "error" or r.failed]
+        if bad:
+            broken[value] = bad
+    if not broken:
+        return
+    for value, bad in broken.items():
+        log.warning("--select %s=%g on %s/%s: %s", grid.field, value, first.task, first.method, ", ".join(bad))
+    if chosen is None:
+        log.warning("--select on %s/%s: no value finished on every seed; the cell keeps %s=%g's records (its errors "
+                    "are retried by the next run)", first.task, first.method, grid.field, grid.values[0])
+    else:
+        log.warning("--select on %s/%s: chose %s=%g on validation all the same (a failed seed counts 0; a value with "
+                    "a seed that raised does not compete)", first.task, first.method, grid.field, chosen)
+
+
 def run_selection(preset: Preset, grid: SelectionGrid, results: Path | ResultsFolder,
                   **run_options) -> list[RunRecord]:
     """Train ``preset`` once per value (in ``results/selection``), choose
@@ -107,6 +133,7 @@ def run_selection(preset: Preset, grid: SelectionGrid, results: Path | ResultsFo
             chosen_records += by_value[grid.values[0]]
             continue
         value, scores = choose(by_value, grid)
+        _report_failed_candidates(by_value, grid, value)
         evidence = {"field": grid.field, "values": list(grid.values), "chosen": value, "criterion": CRITERION,
                     "scores": scores, "seeds": [r.seed for r in by_value[grid.values[0]]]}
         for record in by_value[grid.values[0] if value is None else value]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from lengthbench.benchmark import claims
 from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S, Checkpoint, remove_finished
 from lengthbench.benchmark.config import RunConfig
-from lengthbench.benchmark.files import file_problem, write_json
+from lengthbench.benchmark.files import file_problem, json_text, write_json
 from lengthbench.benchmark.records import MAX_RECORD_BYTES, QUARANTINE_SUFFIX, RecordError, RunRecord, read_record
 
 log = logging.getLogger(__name__)
@@ -126,9 +126,14 @@ class ResultsFolder:
 
     def replace_superseded(self, record: RunRecord, field: str) -> Path:
         """Write ``record``, deleting the records of its cell and seed that
-        differ from it only in ``field`` (an earlier selection chose another value)."""
+        differ from it only in ``field`` (an earlier selection chose another
+        value); a record already stored as it is is left untouched (a
+        repeated selection rewrites nothing)."""
         for path in self.same_cell(record.config, field):
             path.unlink()
+        path = self.record_path(record.run_id)
+        if path.is_file() and path.read_text() == json_text(record.to_json()):
+            return path
         return self.write(record)
 
     # claims

@@ -89,6 +89,26 @@ def test_run_select_end_to_end(tmp_path, capsys):
     capsys.readouterr()
     assert main([*argv, "--select", "lr=1e-3"]) == 2
     assert "at least two values" in capsys.readouterr().err
+    # the same selection again trains nothing and rewrites no record
+    stamps = {p: p.stat().st_mtime_ns for p in results.rglob("parity_check__*.json")}
+    assert main([*argv, "--select", f"lr={other:g},{record['config']['lr'] * 10:g}"]) == 0
+    assert {p: p.stat().st_mtime_ns for p in results.rglob("parity_check__*.json")} == stamps
+
+
+def test_a_failed_candidate_is_reported_and_the_choice_named(tmp_path, capsys, caplog):
+    """A learning rate at which training diverges: the cell's failed value is
+    reported per seed and the choice among the rest said, never silent."""
+    import logging
+
+    results = tmp_path / "res"
+    with caplog.at_level(logging.WARNING):
+        assert main(["run", "--preset", "smoke", "--tasks", "parity_check", "--encodings", "rope", "--results",
+                     str(results), "--no-progress", "--workers", "1", "--select", "lr=1e-3,1e9"]) == 0
+    messages = [r.getMessage() for r in caplog.records]
+    assert "--select lr=1e+09 on parity_check/transformer/rope: seed 0 failed" in messages
+    assert any(m.startswith("--select on parity_check/transformer/rope: chose lr=0.001 on validation") for m in messages)
+    [path] = results.glob("parity_check__rope__seed0__*.json")
+    assert json.loads(path.read_text())["selection"]["chosen"] == 1e-3
 
 
 def test_a_preset_can_make_its_own_selection(tmp_path, capsys):
