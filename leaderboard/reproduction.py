@@ -271,8 +271,7 @@ def nope_report(records: list[RunRecord]) -> str:
             for e in order]
     missing = [e for e in order if e not in ranked]
     if missing:  # an order over fewer encodings is no test of the published one
-        verdict = (f" ({', '.join(missing)}: not run or never fit, so the published order is not tested "
-                   "here).") if ranked else "."
+        verdict = f" ({', '.join(missing)}: not run or never fit, so the published order is not tested here)."
     else:
         verdict = " (the same)." if ours_order == order else "."
     lines += ["## Mean reciprocal rank", "", *markdown_table(["encoding", "published MRR", "our MRR"], rows), "",

@@ -515,8 +515,18 @@ def reproduce(paper: str, results: PathLike, out: PathLike | None = None, preset
     if not records:
         raise InputError(f"--results {str(results)!r} holds no run records; run {source} first")
     records = of_preset(records, preset, results)
+    view = PRESETS[SOURCE_PRESET[paper]]
+    if not set(view.tasks) & {r.task for r in records}:
+        raise InputError(f"--results {str(results)!r} holds no record of the {paper} report's tasks "
+                         f"({', '.join(view.tasks)}); run {source} first")
     target = ensure_output_dir(out, "--out") if out else ensure_output_dir(folder, "--results")
     text = REPORTS[paper](records)
+    cells = {(c.task, c.method) for c in grid_configs(view)}
+    missing = sorted(cells - {(r.task, r.method) for r in records})
+    if missing:  # said in the report itself: its empty rows are missing runs, not results
+        shown = ", ".join(f"{t}/{m}" for t, m in missing[:4]) + (", ..." if len(missing) > 4 else "")
+        text += (f"Missing: {len(missing)} of the {len(cells)} cells of `{view.name}` have no record here ({shown}); "
+                 "their rows are empty and no verdict rests on them.\n\n")
     return text + f"wrote reproduction: {write_text(target / 'reproduction.md', text)}"
 
 

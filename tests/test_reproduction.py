@@ -85,14 +85,21 @@ def test_reproduce_cli_writes_the_report(capsys, tmp_path):
     assert main(["run", "--preset", "smoke", "--tasks", "copy,reverse_string", "--encodings", "nope,rope",
                  "--results", str(tmp_path / "r"), "--no-progress"]) == 0
     assert main(["reproduce", "nope", "--results", str(tmp_path / "r"), "--out", str(tmp_path / "o")]) == 0
-    assert "Mean reciprocal rank" in (tmp_path / "o" / "reproduction.md").read_text()
+    report = (tmp_path / "o" / "reproduction.md").read_text()
+    assert "Mean reciprocal rank" in report
+    # 4 of nope's 20 cells ran: the report says so in one line, and tests no order
+    assert ("Missing: 16 of the 20 cells of `nope` have no record here (addition/transformer/alibi, "
+            "addition/transformer/nope,") in report and "not tested here" in report
     assert main(["reproduce", "nope", "--results", str(tmp_path / "missing")]) == 2
     assert main(["reproduce", "coupling", "--results", str(tmp_path / "o")]) == 2  # no records there
     assert "--preset coupling" in capsys.readouterr().err
+    assert main(["reproduce", "coupling", "--results", str(tmp_path / "r")]) == 2  # records, none of its tasks
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds no record of the coupling report's tasks (addition, multiplication)" in err
 
 
 def test_chomsky_report_without_transformer_runs_is_refused(capsys, tmp_path):
-    assert main(["run", "--preset", "smoke", "--tasks", "copy", "--models", "lstm", "--results", str(tmp_path),
+    assert main(["run", "--preset", "smoke", "--tasks", "parity_check", "--models", "lstm", "--results", str(tmp_path),
                  "--no-progress"]) == 0
     assert main(["reproduce", "chomsky", "--results", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
