@@ -21,7 +21,7 @@ import pandas as pd
 from lengthbench.benchmark.files import write_csv, write_text
 from lengthbench.benchmark.provenance import write_provenance
 from lengthbench.benchmark.records import RunRecord
-from lengthbench.leaderboard.aggregate import judged
+from lengthbench.leaderboard.aggregate import judged, level_summary
 from lengthbench.leaderboard.html import write_html
 from lengthbench.leaderboard.tables import bands, markdown_cell, markdown_table
 from lengthbench.models.families import FAMILIES, TRANSFORMER, method_name
@@ -59,9 +59,14 @@ def _rank_rows(board: pd.DataFrame, name: str) -> list[dict]:
 
 
 def ranking_text(board: pd.DataFrame, names: list[str]) -> str:
-    """Rank of each submitted encoding per task (with its range) and overall
-    (mean rank over the tasks where it is judged, among every method's)."""
-    mean_rank = board.groupby("method")["rank"].mean().dropna().sort_values()
+    """Rank of each submitted encoding per task (with its range) and overall:
+    the mean rank of the leaderboard's levels table and the Friedman ranking,
+    over the tasks that every method of the complete block ran and fit (a
+    mean over each method's own judged tasks would reward failing hard ones)."""
+    summary = level_summary(board)
+    mean_rank = (summary.set_index("method")["mean_rank"].sort_values() if len(summary)
+                 else pd.Series(dtype=float))
+    n_tasks = int(summary.n_tasks.iloc[0]) if len(summary) else 0
     lines = []
     for name in names:
         method = submitted_method(name)
@@ -78,10 +83,12 @@ def ranking_text(board: pd.DataFrame, names: list[str]) -> str:
                          + f"  OOD exact match {100 * row['ood']:.1f}%, {row['n_seeds']} seed(s)")
         if method in mean_rank.index:
             overall = list(mean_rank.index).index(method) + 1
-            lines.append(f"  overall: mean rank {mean_rank[method]:.2f}, {overall} of {len(mean_rank)} methods")
+            lines.append(f"  overall: mean rank {mean_rank[method]:.2f} over the {n_tasks} task(s) every ranked method "
+                         f"ran and fit (as in the levels table and the Friedman ranking), {overall} of "
+                         f"{len(mean_rank)} methods")
         else:
-            lines.append("  overall: no mean rank (it is judged on no task: a cell is ranked only where at least "
-                         "half its seeds fit their training lengths)")
+            lines.append("  overall: no mean rank (a method is ranked overall only over the tasks that every ranked "
+                         "method ran and fit; this one did not run or fit on all of them, or too few methods did)")
     return "\n".join(lines)
 
 

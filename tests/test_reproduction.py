@@ -227,3 +227,23 @@ def test_no_selection_or_reproduction_code_chooses_a_row_by_a_test_column():
             if "ood" in line and picks.search(line) and "no verdict" not in line:
                 offending.append(f"{module}:{number}: {line.strip()}")
     assert not offending, offending
+
+
+def test_a_submissions_overall_rank_is_the_levels_tables_over_the_common_fitted_tasks():
+    """Three methods on two tasks; `alibi` does not fit `reverse_string`. Over
+    its own judged task `nope` would rank 1.5 on average; the overall rank,
+    as in the levels table and the Friedman ranking, uses only the task every
+    method fit (copy): nope 1st there, one rank for one method everywhere."""
+    from lengthbench.leaderboard.aggregate import leaderboard_frame, level_summary
+    from lengthbench.leaderboard.submission import ranking_text
+
+    curves = {("copy", "nope"): [1, 1, 0.9, 0.9], ("copy", "rope"): [1, 1, 0.5, 0.5],
+              ("copy", "alibi"): [1, 1, 0.2, 0.2], ("reverse_string", "nope"): [1, 1, 0.1, 0.1],
+              ("reverse_string", "rope"): [1, 1, 0.8, 0.8], ("reverse_string", "alibi"): [0.2, 0.2, 0, 0]}
+    board = leaderboard_frame([record(t, f"transformer/{e}", 0, c) for (t, e), c in curves.items()])
+    assert board.groupby("method")["rank"].mean()["transformer/nope"] == 1.5  # the per-own-tasks mean
+    text = ranking_text(board, ["nope", "alibi"])
+    summary = level_summary(board).set_index("method")
+    assert summary.mean_rank["transformer/nope"] == 1.0
+    assert "nope: rank per task" in text and "overall: mean rank 1.00 over the 1 task(s) every ranked method" in text
+    assert "overall: mean rank 3.00 over the 1 task(s)" in text  # alibi: last on copy, the one common task
