@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lengthbench.benchmark.records import RunRecord, length_frame
-from lengthbench.leaderboard.aggregate import leaderboard_frame
+from lengthbench.leaderboard.aggregate import judged, leaderboard_frame
 from lengthbench.leaderboard.html import write_html
 from lengthbench.leaderboard.plots import plot_accuracy_vs_length, plot_critical_difference, plot_heatmap
 from lengthbench.leaderboard.ranking import board_ranking
@@ -29,7 +29,8 @@ def build_leaderboard(records: list[RunRecord], out_dir: Path):
     per_length = length_frame(records)
     curves = Path(out_dir) / "accuracy_vs_length.png"
     if not per_length.empty:
-        paths["png"] = plot_accuracy_vs_length(per_length, curves)
+        unfit = board[(board.status == "ok") & ~judged(board)]
+        paths["png"] = plot_accuracy_vs_length(per_length, curves, unfit=zip(unfit.task, unfit.method))
     else:  # no run finished: a figure left from another grid would describe that grid
         curves.unlink(missing_ok=True)
     paths["html"] = write_html(board, per_length, Path(out_dir) / "leaderboard.html",

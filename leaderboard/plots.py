@@ -104,11 +104,31 @@ LEGEND_ROW_INCHES = 0.24
 TITLE_INCHES = 0.35  # a band above the panels for the figure's title, so no panel title runs into it
 
 
-def accuracy_vs_length_figure(per_length: pd.DataFrame, metric: str = "exact_match"):
+BAND_COLORS = {"val": ("validation", "tab:orange", 0.10), "ood": ("test", "tab:blue", 0.07)}
+
+
+def _shade_bands(ax, rows: pd.DataFrame) -> list[str]:
+    """Shade the validation and test bands of one panel; returns the bands shaded."""
+    shaded = []
+    if "split" not in rows:
+        return shaded
+    for split, (name, color, alpha) in BAND_COLORS.items():
+        lengths = rows.length[rows.split == split]
+        if len(lengths):
+            ax.axvspan(lengths.min() - 0.5, lengths.max() + 0.5, color=color, alpha=alpha, lw=0, zorder=0)
+            shaded.append(f"{name} ({color.removeprefix('tab:')})")
+    return shaded
+
+
+def accuracy_vs_length_figure(per_length: pd.DataFrame, metric: str = "exact_match", unfit=()):
     """One panel per task, one line per method (mean over seeds, the seed
-    range shaded), a dashed vertical line at L_train; the legend sits in a
+    range shaded where a cell has two seeds or more), dotted for a cell that
+    did not fit its training lengths (``unfit``: its (task, method) pairs;
+    never read as a failure to generalize), a dashed vertical line at
+    L_train and the validation and test bands shaded; the legend sits in a
     band reserved below the panels, as tall as its rows need, so it stays
     inside the image for any number of tasks and methods."""
+    unfit = set(unfit)
     registry = task_names()
     tasks = sorted(dict.fromkeys(per_length["task"]),
                    key=lambda t: registry.index(t) if t in registry else len(registry))
@@ -124,13 +144,20 @@ def accuracy_vs_length_figure(per_length: pd.DataFrame, metric: str = "exact_mat
     fig = Figure(figsize=(width, height))
     axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
     colors = method_colors(methods)
+    bands, dotted, seed_ranges = [], False, False
     for ax, task in zip(axes.flat, tasks):
         sub = per_length[per_length.task == task]
         for method in method_order(sub["method"].unique()):
-            curve = sub[sub.method == method].groupby("length")[metric].agg(["mean", "min", "max"])
-            ax.plot(curve.index, curve["mean"], label=method, color=colors[method], lw=1.6)
-            if sub[sub.method == method]["seed"].nunique() > 1:
+            cell = sub[sub.method == method]
+            curve = cell.groupby("length")[metric].agg(["mean", "min", "max"])
+            not_fit = (task, method) in unfit
+            dotted |= not_fit
+            ax.plot(curve.index, curve["mean"], label=method, color=colors[method], lw=1.6,
+                    ls=":" if not_fit else "-", alpha=0.6 if not_fit else 1.0)
+            if cell["seed"].nunique() > 1:
+                seed_ranges = True
                 ax.fill_between(curve.index, curve["min"], curve["max"], color=colors[method], alpha=0.15)
+        bands = _shade_bands(ax, sub) or bands
         ax.axvline(sub["train_length"].iloc[0], color="0.3", ls="--", lw=1)
         ax.set_title(task)
         ax.set_xlabel("task length")
@@ -147,14 +174,17 @@ def accuracy_vs_length_figure(per_length: pd.DataFrame, metric: str = "exact_mat
     fig.legend([handles[m] for m in methods if m in handles], [m for m in methods if m in handles],
                loc="lower center", ncol=legend_columns, frameon=False,
                bbox_to_anchor=(0.5, 0.0), fontsize=9)
-    fig.suptitle(f"{metric.replace('_', ' ')} vs length (dashed: L_train; shaded: seed range)",
+    keys = ["dashed: L_train"] + ([f"bands: {', '.join(bands)}"] if bands else [])
+    keys += ["dotted: did not fit its training lengths"] if dotted else []
+    keys += ["shaded: seed range"] if seed_ranges else []
+    fig.suptitle(f"{metric.replace('_', ' ')} vs length ({'; '.join(keys)})",
                  fontsize=10, y=1 - 0.08 / height, va="top")
     fig.tight_layout(rect=(0, legend_height / height, 1, 1 - TITLE_INCHES / height))  # panels below the title band
     return fig
 
 
-def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = "exact_match") -> Path:
-    return save_figure(accuracy_vs_length_figure(per_length, metric), path, dpi=SAVE_DPI)
+def plot_accuracy_vs_length(per_length: pd.DataFrame, path: Path, metric: str = "exact_match", unfit=()) -> Path:
+    return save_figure(accuracy_vs_length_figure(per_length, metric, unfit), path, dpi=SAVE_DPI)
 
 
 def plot_heatmap(board: pd.DataFrame, path: Path, metric: str = "ood_exact_match_mean") -> Path:

@@ -637,3 +637,27 @@ def test_a_huge_finite_spread_is_refused_by_name_not_an_overflow(tmp_path):
     path.write_text(set_csv_cell(text, 1, "ood_exact_match_std", "1e308"))
     with pytest.raises(LeaderboardFormatError, match="row 2, column 'ood_exact_match_std': '1e308'"):
         read_leaderboard(path)
+
+
+def test_the_length_figure_shades_the_bands_and_dots_unfit_cells():
+    """The validation and test bands are shaded, a cell that did not fit is
+    dotted (and said so), and seed shading is promised only where a cell has
+    two seeds."""
+    from lengthbench.leaderboard.plots import accuracy_vs_length_figure
+
+    def rows(seeds):
+        return pd.DataFrame([
+            {"task": "copy", "method": method, "seed": seed, "train_length": 3, "length": n,
+             "split": "id" if n <= 3 else ("val" if n <= 4 else "ood"), "exact_match": 0.5}
+            for method in ("transformer/rope", "transformer/nope") for seed in seeds for n in range(1, 8)])
+
+    fig = accuracy_vs_length_figure(rows([0]), unfit=[("copy", "transformer/nope")])
+    ax = fig.axes[0]
+    styles = {line.get_label(): line.get_linestyle() for line in ax.get_lines() if line.get_label().startswith("t")}
+    assert styles == {"transformer/rope": "-", "transformer/nope": ":"}
+    spans = sorted(tuple(round(x, 2) for x in (p.get_x(), p.get_x() + p.get_width())) for p in ax.patches)
+    assert spans == [(3.5, 4.5), (4.5, 7.5)]  # validation 4, test 5..7
+    title = fig._suptitle.get_text()
+    assert "bands: validation (orange), test (blue)" in title and "dotted: did not fit" in title
+    assert "seed range" not in title  # one seed: nothing shaded, nothing promised
+    assert "seed range" in accuracy_vs_length_figure(rows([0, 1]))._suptitle.get_text()
