@@ -124,7 +124,7 @@ def compare_frames(a: pd.DataFrame, b: pd.DataFrame, metric: str = "exact_match"
         rows.append(row)
     diff = pd.DataFrame(rows).reindex(columns=COLUMNS)
     diff["verdict"] = diff.verdict.astype(object)
-    diff["protocol_mismatch"] = diff.protocol_mismatch.fillna("").astype(object)
+    diff["protocol_mismatch"] = diff.protocol_mismatch.astype(object).fillna("")
     mismatch = mismatch_summary(differing, n_differing, int((merged._merge == "both").sum()))
     if mismatch and not allow_mismatch:
         raise ProtocolMismatch(f"A and B were not made under the same protocol: {mismatch}; compare like with "

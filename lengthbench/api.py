@@ -62,6 +62,7 @@ from lengthbench.errors import InputError, UnknownNameError
 from lengthbench.leaderboard.aggregate import leaderboard_frame, length_frame
 from lengthbench.leaderboard.build import build_leaderboard
 from lengthbench.leaderboard.compare import compare_frames, summary_text, write_compare
+from lengthbench.leaderboard.external import external_row
 from lengthbench.leaderboard.compare import to_markdown as compare_markdown
 from lengthbench.leaderboard.reference_notes import reference_readme
 from lengthbench.leaderboard.reproduction import REPORTS, SOURCE_PRESET
@@ -466,21 +467,31 @@ def generate(task: str, lengths: Sequence[int] | None = None, *, samples: int | 
     return instances
 
 
-def score(task: str, predictions: PathLike, *, out: PathLike | None = None) -> pd.DataFrame:
+def score(task: str, predictions: PathLike, *, out: PathLike | None = None, method: str | None = None,
+          preset: str = "quick") -> pd.DataFrame:
     """Per-length exact match and token accuracy of ``predictions``: the
     JSON Lines of ``generate`` with a ``prediction`` (the answer as text) or
     ``prediction_ids`` added to each line. Every line must answer one
     generated instance (checked against it); refused otherwise, naming the
-    line. With ``out`` the table is written there as ``score.csv``."""
+    line. With ``out`` the table is written there as ``score.csv``; with
+    ``method`` too, one leaderboard row for that name (model ``external``,
+    ``preset``'s length bands and fit rule for the task) as ``leaderboard.csv``,
+    which ``compare`` and ``leaderboard`` read (``attrs["row"]`` holds it)."""
     path = check_input_file(predictions, "predictions", MAX_PREDICTIONS_BYTES)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as err:
         raise InputError(f"predictions {str(predictions)!r} cannot be read ({err})") from None
     table = pd.DataFrame(score_predictions(task, read_jsonl(text, str(predictions)), str(predictions)))
+    row = None if method is None else external_row(table, method, PRESETS[preset].run_config(
+        task, "nope", PRESETS[preset].seeds[0]))
     table.insert(0, "task", task)
     if out is not None:
-        table.attrs["written"] = {"csv": write_csv(ensure_output_dir(out, "--out") / "score.csv", table)}
+        folder = ensure_output_dir(out, "--out")
+        table.attrs["written"] = {"csv": write_csv(folder / "score.csv", table)}
+        if row is not None:
+            table.attrs["written"]["leaderboard"] = write_csv(folder / "leaderboard.csv", row)
+    table.attrs["row"] = row
     return table
 
 

@@ -156,7 +156,9 @@ def cmd_generate(args) -> int:
 
 
 def cmd_score(args) -> int:
-    table = api.score(args.task, args.predictions, out=args.out)
+    if args.method is not None and args.out is None:
+        raise InputError("--method writes a leaderboard row: give --out DIR too")
+    table = api.score(args.task, args.predictions, out=args.out, method=args.method, preset=args.preset)
     print(table.to_string(index=False))
     _print_written(table.attrs.get("written", {}))
     return EXIT_OK
@@ -308,6 +310,10 @@ def _add_any_model(sub) -> None:
     scr.add_argument("predictions", help="the generated JSON Lines, each line with a prediction (the answer as "
                                          "text) or prediction_ids (token ids) added")
     scr.add_argument("--out", help="folder for score.csv (default: print only)")
+    scr.add_argument("--method", help="also write leaderboard.csv to --out: one row for this method name (model "
+                                      "external), which compare and leaderboard read")
+    scr.add_argument("--preset", default="quick",
+                     help="whose length bands and fit rule the row is judged by (default quick, as generate's)")
     scr.set_defaults(func=cmd_score)
 
 

@@ -140,3 +140,46 @@ def test_scoring_twice_and_bad_files_are_refused(tmp_path, capsys):
     capsys.readouterr()
     assert main(["generate", "nosuchtask", "--out", str(tmp_path / "y.jsonl")]) == 2
     assert "nosuchtask" in capsys.readouterr().err
+
+
+def test_scored_predictions_become_a_leaderboard_row_that_compare_reads(tmp_path, capsys):
+    """`score --method NAME --out DIR` writes one leaderboard row (method
+    external/NAME) judged by quick's bands: right up to length 12 of copy's
+    test band 11..16, wrong after, is 2 of 6 test lengths, generalization
+    length 12; without trained lengths the fit is unknown, not failed."""
+    from lengthbench.leaderboard.schema import read_leaderboard
+
+    instances = lengthbench.generate("copy", samples=16)
+    def answered(keep):
+        path = tmp_path / f"answers-{keep.__name__}.jsonl"
+        path.write_text("".join(json.dumps({**r, "prediction": r["answer"] if r["length"] <= 12 else "x"}) + "\n"
+                                for r in instances if keep(r["length"])))
+        return path
+
+    def every(n):
+        return True
+
+    assert main(["score", "copy", str(answered(every)), "--method", "my-llm", "--out", str(tmp_path / "o")]) == 0
+    row = read_leaderboard(tmp_path / "o" / "leaderboard.csv").iloc[0]
+    assert (row.method, row.model, row.fit_status, int(row.n_seeds)) == ("external/my-llm", "external", "fit", 1)
+    assert row.ood_exact_match_mean == pytest.approx(2 / 6) and row.generalization_length_exact_match == 12
+    assert json.loads(row.protocol)["external"] is True
+    capsys.readouterr()
+    reference = "leaderboard/reference/quick/leaderboard.csv"
+    assert main(["compare", reference, str(tmp_path / "o" / "leaderboard.csv"), "--out", str(tmp_path / "c")]) == 0
+    assert "only in b 1" in capsys.readouterr().out
+
+    def test_band_only(n):
+        return n > 10
+
+    table = lengthbench.score("copy", answered(test_band_only), method="my-llm")
+    assert table.attrs["row"].fit_status.iloc[0] == "unknown" and table.attrs["row"]["rank"].iloc[0] == 1
+
+    def trained_only(n):
+        return n <= 8
+
+    assert main(["score", "copy", str(answered(trained_only)), "--method", "my-llm", "--out", str(tmp_path)]) == 2
+    assert "no length in copy's test band (from 11)" in capsys.readouterr().err
+    assert main(["score", "copy", str(answered(every)), "--method", "a/b", "--out", str(tmp_path)]) == 2
+    assert main(["score", "copy", str(answered(every)), "--method", "my-llm"]) == 2
+    assert "--method writes a leaderboard row: give --out DIR too" in capsys.readouterr().err

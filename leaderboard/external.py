@@ -1,0 +1,58 @@
+"""A leaderboard row for a model lengthbench did not train (``score --method``).
+
+The scored lengths of predictions (``lengthbench score``) become one row in
+the leaderboard schema, so ``compare`` and the page read it beside ours: the
+length bands (which lengths count as trained, validation and test) and the
+fit rule are a preset's for the task (the instances ``generate`` writes by
+default are that preset's), and every statistic is the one a lengthbench run
+gets, computed by the same code from the same per-length rows. The row says
+what it is: method ``external/<name>`` (model ``external``), one seed, and a protocol naming the bands and
+the instances, marked ``external`` (nothing about how the model was trained
+is known, so ``compare`` sees it differ from any lengthbench protocol).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pandas as pd
+
+from lengthbench.benchmark.config import RunConfig
+from lengthbench.benchmark.records import RunRecord, summarize
+from lengthbench.errors import InputError
+from lengthbench.leaderboard.aggregate import leaderboard_frame
+from lengthbench.models.families import method_name
+
+EXTERNAL = "external"
+
+
+def external_row(scores: pd.DataFrame, method: str, config: RunConfig) -> pd.DataFrame:
+    """``scores`` (``score``'s per-length table: length, exact_match,
+    token_accuracy, n_samples, eval_seed) as one leaderboard row for
+    ``method``, judged under ``config``'s bands and fit rule."""
+    if not method or "/" in method or method != method.strip():
+        raise InputError(f"--method {method!r}: give a name without '/' or surrounding spaces, e.g. my-llm")
+    seeds, samples = set(scores.eval_seed), set(scores.n_samples)
+    if len(seeds) != 1:
+        raise InputError(f"the predictions answer instances of several evaluation seeds ({sorted(seeds)}); score "
+                         "one seed's instances for a leaderboard row")
+    lengths = [int(n) for n in scores.length]
+    config = replace(config, eval_seed=int(seeds.pop()), eval_samples=int(max(samples)),
+                     test_length=max(config.test_length, max(lengths)))
+    if not [n for n in lengths if config.split(n) == "ood"]:
+        raise InputError(f"the predictions have no length in {config.task}'s test band (from {config.test_start}); "
+                         f"generate instances there (lengthbench generate {config.task}) for a leaderboard row")
+    per_length = [{"length": int(r.length), "status": "ok", "exact_match": float(r.exact_match),
+                   "token_accuracy": float(r.token_accuracy), "n_samples": int(r.n_samples)}
+                  for r in scores.itertuples()]
+    record = RunRecord(config, EXTERNAL, "", EXTERNAL, {}, "", status="ok", per_length=per_length,
+                       summary=summarize(per_length, config))
+    row = leaderboard_frame([record])
+    if summarize(per_length, config).get("fit_exact_match", record.summary.get("id_exact_match")) is None:
+        row = row.assign(fit_status="unknown", n_fit=0, rank=1.0)  # no trained length scored: fit not known, judged
+    protocol = {EXTERNAL: True, "train_length": config.train_length, "validation_length": config.validation_length,
+                "fit_threshold": config.fit_threshold, "fit_from": config.fit_from, "eval_seed": config.eval_seed,
+                "eval_samples": config.eval_samples, "lengths": lengths}
+    return row.assign(method=method_name(EXTERNAL, method), model=EXTERNAL, encoding=method, steps_mean=float("nan"),
+                      protocol=json.dumps(protocol, sort_keys=True, separators=(",", ":")))
