@@ -287,20 +287,15 @@ HORIZON_CUTS = (
         only=True),
 )
 
-register_preset(Preset(
+register_preset(replace(
+    PRESETS["horizon-pilot"],
     name="horizon",
     description="protocol v2's reference: train 1..16, test 21..64 (4x), one budget (4000 steps) for every method, "
                 "3 seeds, families matched in parameters per task; breadth cut to fit a day on 2 CPU cores "
                 "(cuts listed)",
-    tasks=tuple(task_names()),
     encodings=tuple(ENCODINGS.names()),
     seeds=(0, 1, 2),
-    model=HORIZON_MODEL,
     settings=HORIZON_SETTINGS | dict(steps=HORIZON_STEPS, fit_check_every=HORIZON_FIT_CHECK_EVERY, fit_patience=0),
-    encoding_params=HORIZON_ENCODING_PARAMS,
-    families=HORIZON_FAMILIES,
-    family_settings={f: {"model": {"d_model": size}} for f, size in HORIZON_SIZES.items()},
-    cell_settings=HORIZON_WIDTHS,
     cuts=HORIZON_CUTS,
 ))
 
