@@ -145,6 +145,8 @@ dialog { border: 1px solid #aaa; border-radius: 6px; max-width: 95vw; }
 #legend div.highlight { font-weight: bold; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; }
 #cd { overflow-x: auto; }
+/* a wide board scrolls in its own box (its header stays on top), never the page sideways */
+#board-wrap { overflow: auto; max-width: 100%; max-height: 85vh; }
 </style>
 </head>
 <body>
@@ -157,7 +159,7 @@ Click a column to sort, a task to see its accuracy-vs-length chart.</p>
   <fieldset id="filter-family"><legend>encoding family</legend></fieldset>
   <p id="shown"></p>
 </div>
-<table id="board"><thead><tr></tr></thead><tbody></tbody></table>
+<div id="board-wrap"><table id="board"><thead><tr></tr></thead><tbody></tbody></table></div>
 <section id="ranking" hidden>
   <h2>Ranking over tasks</h2>
   <p class="note" id="ranking-note"></p>
@@ -254,7 +256,8 @@ function render() {
         if (std !== null && std !== undefined) td.append(" ", el("span", { class: "std" }, "\\u00b1 " + pct(std)));
       } else {
         if (col.kind === "num") td.className = "num";
-        td.textContent = v === null || v === undefined ? "" : v;
+        td.textContent = v === null || v === undefined ? "" : (typeof v === "number" && !Number.isInteger(v)
+                                                               ? String(+v.toFixed(1)) : v);  // 583.3, not 583.3333333333334
       }
       tr.append(td);
     }

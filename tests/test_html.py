@@ -191,3 +191,36 @@ def test_the_page_draws_the_critical_difference_diagram(page_of_quick, browser, 
     lone, lone_errors, _ = open_page(browser, paths["html"])
     assert not lone.is_visible("#ranking") and lone_errors == []
     lone.close()
+
+
+def test_the_full_references_page_fits_a_1366_pixel_screen(browser):
+    """The widest shipped board (every task x 26 methods) on a common laptop
+    width: the page never scrolls sideways (the table scrolls in its own box),
+    and the critical-difference diagram is drawn at a legible size."""
+    page, errors, _ = open_page(browser, ROOT / "leaderboard/reference/full/leaderboard.html", viewport=(1366, 768))
+    try:
+        assert errors == []
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1366
+        table, box = (page.evaluate(f"document.querySelector('{sel}').getBoundingClientRect().right")
+                      for sel in ("#board", "#board-wrap"))
+        assert box <= 1366 and (table <= box or page.evaluate(
+            "getComputedStyle(document.querySelector('#board-wrap')).overflowX") == "auto")
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "full-1366.png"))
+    finally:
+        page.close()
+
+
+def test_a_fractional_number_is_shown_rounded(browser, tmp_path):
+    """Mean steps and average ranks are fractions: one decimal, never 583.3333333333334."""
+    from lengthbench.api import of_preset
+
+    records = ResultsFolder(ROOT / "leaderboard/reference/full/records").records()
+    _, paths = build_leaderboard(of_preset(records, "nope", "full"), tmp_path)
+    page, _, _ = open_page(browser, paths["html"])
+    try:
+        texts = [c.inner_text() for key in ("steps_mean", "rank") for c in page.query_selector_all(
+            f"#board tbody td[data-key='{key}']")]
+    finally:
+        page.close()
+    assert any("." in t for t in texts) and all(len(t.partition(".")[2]) <= 1 for t in texts), texts
