@@ -33,7 +33,7 @@ from lengthbench.leaderboard.aggregate import (
     method_order,
     runs_frame,
 )
-from lengthbench.leaderboard.statistics import paired_difference
+from lengthbench.leaderboard.statistics import paired_difference, probability_of_improvement
 from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.models.encodings import ENCODINGS, encoding_kind
 from lengthbench.tasks import get_task
@@ -185,7 +185,7 @@ def chomsky_report(records: list[RunRecord]) -> str:
         if regular:
             lines += _recurrent_versus_transformer(records, board, recurrent, regular)
 
-    lines += _randomized_section(transformer)
+    lines += _randomized_section(transformer, records)
     return "\n".join(lines) + "\n"
 
 
@@ -196,10 +196,25 @@ def _interval(test: dict) -> str:
     return f"{100 * test['mean']:+.1f} [{100 * test['low']:+.1f}, {100 * test['high']:+.1f}]"
 
 
-def _randomized_section(transformer: pd.DataFrame) -> list[str]:
+def _seed_scores(records: list[RunRecord], metric: str) -> dict[tuple[str, str], list[float]]:
+    """(task, encoding) -> every seed's test-band score (a failed seed counts 0) of the transformer runs."""
+    runs = runs_frame(records)
+    runs = runs[(runs.model == "transformer") & (runs.status.isin(["ok", "diverged"]))]
+    scores: dict[tuple[str, str], list[float]] = {}
+    for r in runs.itertuples():
+        scores.setdefault((r.task, r.encoding), []).append(0.0 if r.failed else float(getattr(r, metric)))
+    return scores
+
+
+def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord]) -> list[str]:
     """Randomized vs base: per base, the paired difference over the tasks where
-    both fit (each task: the difference of seed means), with its 95% t interval."""
+    both fit (each task: the difference of seed means), with its 95% t
+    interval, and the probability of improvement with the task as the unit
+    (Agarwal et al.: per task, the chance a seed of the variant beats a seed
+    of the base, averaged over tasks; stratified bootstrap interval)."""
     rows, pooled_variant, pooled_base = [], [], []
+    seeds = _seed_scores(records, "ood_token_accuracy")
+    pooled_a, pooled_b = {}, {}
     present = set(transformer.encoding)
     for variant, base in ((e, ENCODINGS[e].base) for e in dict.fromkeys(transformer.encoding) if e in ENCODINGS):
         if base is None or base not in present:
@@ -211,20 +226,37 @@ def _randomized_section(transformer: pd.DataFrame) -> list[str]:
         d_max = both["ood_token_accuracy_max"][variant] - both["ood_token_accuracy_max"][base]
         pooled_variant += list(both["ood_token_accuracy_mean"][variant])
         pooled_base += list(both["ood_token_accuracy_mean"][base])
+        a_by_task = {t: seeds.get((t, variant), []) for t in both.index}
+        b_by_task = {t: seeds.get((t, base), []) for t in both.index}
+        pooled_a.update({(base, t): v for t, v in a_by_task.items()})
+        pooled_b.update({(base, t): v for t, v in b_by_task.items()})
         rows.append([f"`{base}`", str(test["n"]), _interval(test), _randomized_verdict(test),
+                     _improvement(probability_of_improvement(a_by_task, b_by_task)),
                      f"{100 * d_max.mean():+.1f}" if len(d_max) else ""])
     if not rows:
         return []
     pooled = paired_difference(pooled_variant, pooled_base)
-    rows.append(["**all**", str(pooled["n"]), _interval(pooled), _randomized_verdict(pooled), ""])
+    rows.append(["**all**", str(pooled["n"]), _interval(pooled), _randomized_verdict(pooled),
+                 _improvement(probability_of_improvement(pooled_a, pooled_b)), ""])
     return ["## Randomized positions (Ruoss et al.)", "",
             "Gain of `randomized-<base>` over `<base>` in test per-token accuracy (points): the mean over the "
             "tasks where both fit of the difference of their seed means, with its 95% Student-t interval over "
             "those tasks (paired by task); **all** pools every (base, task) pair (pairs share tasks, so its "
             f"interval is optimistic). Published: {100 * published.RANDOMIZED_GAIN:+.1f} on average over their "
-            "tasks and encodings.",
+            "tasks and encodings. P(randomized > base): the probability of improvement with the task as the "
+            "unit (per task, the chance that a seed of the variant scores above a seed of the base, ties half; "
+            "averaged over the same tasks), with its 95% stratified-bootstrap interval (seeds resampled within "
+            "each task; Agarwal et al. 2021) and the verdict it supports.",
             "", *markdown_table(["base", "tasks (both fit)", "gain [95% interval]", "verdict",
-                                  "gain of the max over seeds"], rows), ""]
+                                  "P(randomized > base) [95% interval]", "gain of the max over seeds"], rows), ""]
+
+
+def _improvement(test: dict) -> str:
+    """A probability of improvement, its interval and what the interval supports."""
+    if not test["n_tasks"]:
+        return ""
+    verdict = {"a better": "randomized better", "b better": "base better"}.get(test["verdict"], "not told apart")
+    return f"{test['p']:.2f} [{test['low']:.2f}, {test['high']:.2f}]: {verdict}"
 
 
 def _randomized_verdict(test: dict) -> str:

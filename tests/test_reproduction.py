@@ -78,7 +78,7 @@ def test_chomsky_report_chooses_on_validation_and_rests_each_finding_on_the_mean
     assert "| `lstm` | 90.0 | 4 | +12.0 [" in text
     # randomized gain over the two tasks: (60 - 72.5 + 50 - 96) / 2 = -29.25 mean over seeds; two tasks
     # give a t interval (t = 12.7) wider than the range: not told apart
-    assert "| `rope` | 2 | -29.2 [-100.0, +100.0] | not told apart | -40.5 |" in text
+    assert "| `rope` | 2 | -29.2 [-100.0, +100.0] | not told apart | 0.25 [0.00, 0.50]: not told apart | -40.5 |" in text
 
 
 def test_reproduce_cli_writes_the_report(capsys, tmp_path):
@@ -247,3 +247,20 @@ def test_a_submissions_overall_rank_is_the_levels_tables_over_the_common_fitted_
     assert summary.mean_rank["transformer/nope"] == 1.0
     assert "nope: rank per task" in text and "overall: mean rank 1.00 over the 1 task(s) every ranked method" in text
     assert "overall: mean rank 3.00 over the 1 task(s)" in text  # alibi: last on copy, the one common task
+
+
+def test_the_randomized_claim_carries_its_probability_of_improvement_by_task():
+    """Randomized rope beats rope on 3 tasks with every seed: P = 1 with an
+    interval above 0.5; on the fourth task they tie (P = 0.5 there), which
+    the average over tasks shows (0.88), the task being the unit."""
+    def run(task, encoding, seed, test):
+        return _banded(task, f"transformer/{encoding}", seed, test, test)
+
+    records = []
+    for i, task in enumerate(("even_pairs", "parity_check", "cycle_navigation", "modular_arithmetic")):
+        for seed in range(3):
+            base = 0.3 + 0.01 * seed
+            records += [run(task, "rope", seed, base), run(task, "randomized-rope", seed, base if i == 3 else 0.8)]
+    text = chomsky_report(records)
+    row = next(line for line in text.splitlines() if line.startswith("| `rope` |"))
+    assert "| 0.88 [" in row and "]: randomized better |" in row
