@@ -10,7 +10,15 @@ place to park attention when nothing else is relevant.
 How to use it:
 
     lengthbench check examples/log_decay_sink.py
-    lengthbench submit examples/log_decay_sink.py --preset smoke
+    lengthbench submit examples/log_decay_sink.py --preset quick --tasks parity_check,reverse_string
+    lengthbench submit examples/log_decay_sink.py --preset quick
+
+The first submit is the cheap path that ranks: two tasks on which every
+built-in encoding of ``quick`` fits its training lengths, so the new
+encoding gets a rank wherever it fits too; with ``results/quick/`` from the
+README's first command it trains only the new encoding's two runs. (``smoke``
+ranks nothing: at its 30 steps no cell fits.) The second ranks it on all of
+``quick``'s tasks.
 
 The contract (see ``models/encodings/base.py``): subclass
 ``PositionEncoding``, override any of the four hooks, register a factory

@@ -280,3 +280,22 @@ def test_a_plugin_that_changes_torch_globals_at_import_leaves_them_as_they_were(
         ENCODINGS.remove("changes-globals")
         torch.set_default_dtype(torch.float32)
         torch.use_deterministic_algorithms(False)
+
+
+def test_the_example_recommends_a_cheap_submit_that_ranks():
+    """The example's first submit is quick on two tasks where every built-in
+    encoding of the shipped quick reference fit (so a fitting submission is
+    ranked among judged cells), never smoke, where nothing fits."""
+    import shlex
+
+    from lengthbench.leaderboard.aggregate import judged
+    from lengthbench.leaderboard.schema import read_leaderboard
+
+    docstring = EXAMPLE.read_text().split('"""')[1]
+    submits = [shlex.split(line) for line in docstring.splitlines() if line.strip().startswith("lengthbench submit")]
+    assert submits and not any("smoke" in submit for submit in submits)
+    first = submits[0]
+    preset, tasks = first[first.index("--preset") + 1], first[first.index("--tasks") + 1].split(",")
+    board = read_leaderboard(ROOT / "leaderboard" / "reference" / preset / "leaderboard.csv")
+    cells = board[board.task.isin(tasks) & (board.status == "ok")]
+    assert len(tasks) == 2 and len(cells) >= 2 * 4 and judged(cells).all(), cells[["task", "method", "fit_status"]]
