@@ -25,7 +25,8 @@ def _records(folder: Path) -> list:
     return of_preset(ResultsFolder(where).records(), source.get("preset"), where)
 
 
-FOLDERS = sorted(p for p in REFERENCE.iterdir() if (p / "records").is_dir() or (p / "reference.json").exists())
+# every built reference (its tables shipped); a reference still training (horizon) has records and no tables yet
+FOLDERS = sorted(p for p in REFERENCE.iterdir() if (p / "leaderboard.csv").exists())
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
