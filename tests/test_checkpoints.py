@@ -39,8 +39,9 @@ def _run(tmp_path: Path, results: Path) -> subprocess.Popen:
     script.write_text(SCRIPT)
     argv = [sys.executable, str(script), "-v", "run", "--preset", "long", "--results", str(results), "--workers", "1",
             "--no-progress", "--checkpoint-every", "0.2"]
+    # one thread each: the test runs two of these side by side on 2 cores
     return subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
 def _record(results: Path) -> dict:

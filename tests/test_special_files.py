@@ -63,7 +63,8 @@ def test_a_record_that_is_not_a_regular_file_is_refused_by_name(grid, kind):
     commands = ((SMOKE + ["--results", str(results)], "cannot be read"),
                 (["leaderboard", "--results", str(results)], record.name))
     started = [subprocess.Popen([sys.executable, "-m", "lengthbench", *args], cwd=ROOT, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True) for args, _ in commands]  # side by side: both only read
+                                stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+               for args, _ in commands]  # side by side, one thread each: both only read
     for proc, (_, what) in zip(started, commands):
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 2, err
