@@ -136,3 +136,11 @@ def test_a_grid_grown_after_the_build_changes_no_shipped_readme(tmp_path):
     finally:
         PRESETS.replace(original.name, original)
     assert readme == (folder / "README.md").read_text()
+
+
+def test_every_shipped_record_was_made_by_committed_code():
+    """Reference records come from committed code only, a reference still
+    training included (its records are committed as they come)."""
+    dirty = [path.name for path in REFERENCE.glob("**/records/*__seed*.json")
+             if json.loads(path.read_text())["code_version"].endswith(".dirty")]
+    assert REFERENCE.joinpath("horizon", "records").is_dir() and not dirty, dirty[:5]
