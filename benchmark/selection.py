@@ -14,7 +14,6 @@ length enters the choice; the test numbers reported are the chosen setting's.
 from __future__ import annotations
 
 import logging
-
 from dataclasses import dataclass, replace
 from pathlib import Path
 

@@ -1,14 +1,15 @@
 """A leaderboard row for a model lengthbench did not train (``score --method``).
 
 The scored lengths of predictions (``lengthbench score``) become one row in
-the leaderboard schema, so ``compare`` and the page read it beside ours: the
-length bands (which lengths count as trained, validation and test) and the
-fit rule are a preset's for the task (the instances ``generate`` writes by
-default are that preset's), and every statistic is the one a lengthbench run
-gets, computed by the same code from the same per-length rows. The row says
-what it is: method ``external/<name>`` (model ``external``), one seed, and a protocol naming the bands and
-the instances, marked ``external`` (nothing about how the model was trained
-is known, so ``compare`` sees it differ from any lengthbench protocol).
+the leaderboard schema, so ``compare`` reads it beside ours: the length
+bands (which lengths count as trained, validation and test) and the fit rule
+are a preset's for the task (the instances ``generate`` writes by default are
+that preset's), and every statistic is the one a lengthbench run gets,
+computed by the same code from the same per-length rows. The row says what it
+is: method ``external/<name>`` (model ``external``), one seed, and a protocol
+naming the bands and the instances, marked ``external`` (nothing about how
+the model was trained is known, so ``compare`` sees it differ from any
+lengthbench protocol).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pandas as pd
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.records import RunRecord, summarize
 from lengthbench.errors import InputError
-from lengthbench.leaderboard.aggregate import leaderboard_frame
+from lengthbench.leaderboard.aggregate import fit_score, leaderboard_frame
 from lengthbench.models.families import method_name
 
 EXTERNAL = "external"
@@ -49,7 +50,7 @@ def external_row(scores: pd.DataFrame, method: str, config: RunConfig) -> pd.Dat
     record = RunRecord(config, EXTERNAL, "", EXTERNAL, {}, "", status="ok", per_length=per_length,
                        summary=summarize(per_length, config))
     row = leaderboard_frame([record])
-    if summarize(per_length, config).get("fit_exact_match", record.summary.get("id_exact_match")) is None:
+    if fit_score(record.summary) is None:
         row = row.assign(fit_status="unknown", n_fit=0, rank=1.0)  # no trained length scored: fit not known, judged
     protocol = {EXTERNAL: True, "train_length": config.train_length, "validation_length": config.validation_length,
                 "fit_threshold": config.fit_threshold, "fit_from": config.fit_from, "eval_seed": config.eval_seed,
