@@ -134,7 +134,7 @@ HORIZON_COLUMNS = tuple(name for name in COLUMN_NAMES
 
 
 def valid_text(kind: str, valid) -> str:
-    """Human-readable valid values of a column (README and error messages)."""
+    """Human-readable valid values of a column (the docs and error messages)."""
     if kind == "text":
         return "any text"
     if kind == "json":
@@ -150,7 +150,7 @@ def valid_text(kind: str, valid) -> str:
 
 
 def schema_table() -> str:
-    """The markdown table of the columns (the README shows exactly this)."""
+    """The markdown table of the columns (docs/statistics.md shows exactly this)."""
     lines = ["| column | type | valid | meaning |", "|---|---|---|---|"]
     lines += [f"| `{name}` | {kind} | {valid_text(kind, valid)} | {doc.replace('|', '/')} |"
               for name, kind, valid, doc in COLUMNS]

@@ -1,4 +1,4 @@
-"""The task table shown by ``lengthbench list tasks`` and in the README."""
+"""The task table shown by ``lengthbench list tasks`` and in the docs (docs/tasks.md)."""
 
 from __future__ import annotations
 
