@@ -34,10 +34,13 @@ def _unsupported(length: int, reason: str) -> dict:
 
 
 @torch.no_grad()
-def _score(model: RunModel, t: dict, positions: torch.Tensor, n_heads: int):
+def _score(model: RunModel, t: dict, positions: torch.Tensor, n_heads: int, deltas: list | None = None):
     """Per-example token accuracy and exact match, and how many examples had
     a non-finite logit at a scored position (those count as wrong, whatever
-    their argmax), one pass per chunk."""
+    their argmax), one pass per chunk. With ``deltas``, each chunk's
+    predictions minus answers at the scored positions, row by row, are
+    appended to it (-1 predicted throughout an example with a non-finite
+    logit: ``predictions``)."""
     total, seq_len = t["tokens"].shape
     step = chunk_size(total, seq_len, n_heads)
     token_acc, exact, nonfinite = [], [], 0
@@ -46,7 +49,11 @@ def _score(model: RunModel, t: dict, positions: torch.Tensor, n_heads: int):
         scored = t["scored"][sl]
         logits = model(t["tokens"][sl], positions[sl] if positions.shape[0] > 1 else positions)
         broken = (~torch.isfinite(logits).all(-1) & scored).any(-1)  # (B,): a scored prediction is not a number
-        correct = (logits.argmax(-1) == t["targets"][sl]) & scored & ~broken[:, None]
+        predicted = logits.argmax(-1)
+        correct = (predicted == t["targets"][sl]) & scored & ~broken[:, None]
+        if deltas is not None:
+            predicted = predicted.masked_fill(broken[:, None], -1)
+            deltas.append((predicted - t["targets"][sl])[scored].cpu().numpy().astype(np.int16))
         right, n_scored = correct.sum(1), scored.sum(1)
         token_acc.append((right / n_scored).cpu())
         exact.append((right == n_scored).cpu())
@@ -55,29 +62,35 @@ def _score(model: RunModel, t: dict, positions: torch.Tensor, n_heads: int):
 
 
 def evaluate_length(model: RunModel, task: Task, length: int, config: RunConfig, device: torch.device,
-                    streams=eval_streams, n_samples: int | None = None) -> dict:
+                    streams=eval_streams, n_samples: int | None = None, predictions: dict | None = None) -> dict:
     """The run's metrics at one task length, on the fixed evaluation stream
     (``streams``; ``n_samples`` examples, default the config's), its
     eval-time positions drawn from that stream's generator."""
     n_samples = config.eval_samples if n_samples is None else n_samples
-    return evaluate_at(model, task, length, config.eval_seed, n_samples, config.model.n_heads, device, streams)
+    return evaluate_at(model, task, length, config.eval_seed, n_samples, config.model.n_heads, device, streams,
+                       predictions)
 
 
 @torch.no_grad()
 def evaluate_at(model: RunModel, task: Task, length: int, eval_seed: int, n_samples: int, n_heads: int,
-                device: torch.device, streams=eval_streams) -> dict:
+                device: torch.device, streams=eval_streams, predictions: dict | None = None) -> dict:
     """Metrics at one task length on ``n_samples`` examples of the stream
     ``streams(eval_seed, length)``, in chunks sized for ``n_heads`` heads:
     the one evaluation, of a run (``evaluate_length``) or of any model
-    (``evaluate_any``)."""
+    (``evaluate_any``). With ``predictions`` (a dict), the length's
+    predictions minus answers are stored in it under ``length``
+    (``benchmark.predictions``); an unsupported length has none."""
     model.eval()
     rng, generator = streams(eval_seed, length, device)
     t = batch_tensors(make_batch(task, rng, np.full(n_samples, length)), device)
+    deltas = [] if predictions is not None else None
     try:
         positions = model.positions(t["tokens"], t["position_ids"], t["seq_lens"], generator)
-        token_acc, exact, nonfinite = _score(model, t, positions, n_heads)
+        token_acc, exact, nonfinite = _score(model, t, positions, n_heads, deltas)
     except PositionsOutOfRange as err:
         return _unsupported(length, str(err))
+    if deltas is not None:
+        predictions[length] = np.concatenate(deltas)
     result = {"length": length, "status": "ok", "token_accuracy": round(float(token_acc), 6),
               "exact_match": round(float(exact), 6), "n_samples": n_samples}
     if nonfinite:  # only then: the records of runs with finite outputs stay as they were
@@ -85,11 +98,13 @@ def evaluate_at(model: RunModel, task: Task, length: int, eval_seed: int, n_samp
     return result
 
 
-def evaluate(model: RunModel, task: Task, config: RunConfig, device: torch.device, progress=None) -> list[dict]:
-    """Every evaluated length (``config.eval_lengths``)."""
+def evaluate(model: RunModel, task: Task, config: RunConfig, device: torch.device, progress=None,
+             predictions: dict | None = None) -> list[dict]:
+    """Every evaluated length (``config.eval_lengths``); with ``predictions``,
+    each length's predictions too (``evaluate_at``)."""
     rows = []
     for length in config.eval_lengths():
-        rows.append(evaluate_length(model, task, length, config, device))
+        rows.append(evaluate_length(model, task, length, config, device, predictions=predictions))
         if progress is not None:
             progress.update(1)
     return rows

@@ -49,9 +49,11 @@ class GroupJob:
     force: bool
     checkpoint_every: float
     plugins: tuple = ()  # ``PluginFile``s a worker loads before its first group
+    save_predictions: bool = False
 
     def __call__(self, group: list[RunConfig], progress_factory=None) -> Outcome:
-        return run_claimed(group, self.folder, self.force, progress_factory, self.checkpoint_every)
+        return run_claimed(group, self.folder, self.force, progress_factory, self.checkpoint_every,
+                           self.save_predictions)
 
     def failed(self, group: list[RunConfig], err: BaseException) -> Outcome:
         """The outcome of a group whose worker died: an error record per run."""

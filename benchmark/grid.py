@@ -25,7 +25,6 @@ from lengthbench.benchmark.device import default_device
 from lengthbench.benchmark.executors import Executor, GroupJob, local_executor
 from lengthbench.benchmark.ray_executor import RayExecutor, require_ray
 from lengthbench.benchmark.records import RunRecord, UnreadableRecord
-from lengthbench.benchmark.runner import run_claimed
 from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.errors import InputError
 from lengthbench.models.families import method_name
@@ -96,8 +95,8 @@ def grid_configs(preset: Preset) -> list[RunConfig]:
     return configs
 
 
-def _collect_elsewhere(pending: list[RunConfig], folder: ResultsFolder, force: bool, since: float,
-                       checkpoint_every: float, finish) -> None:
+def _collect_elsewhere(pending: list[RunConfig], folder: ResultsFolder, since: float, job: GroupJob,
+                       finish) -> None:
     """Wait for the records of runs another process claimed (any record
     written since ``since``, this grid's start); train any whose claim went
     away without one (its owner stopped, or gave up on it)."""
@@ -113,7 +112,7 @@ def _collect_elsewhere(pending: list[RunConfig], folder: ResultsFolder, force: b
                 finish(stored, trained_here=False)
                 pending.remove(config)
                 continue
-            done, _ = run_claimed([config], folder, force, checkpoint_every=checkpoint_every)
+            done, _ = job([config])
             for record in done:
                 finish(record)
                 pending.remove(config)
@@ -124,14 +123,16 @@ def _collect_elsewhere(pending: list[RunConfig], folder: ResultsFolder, force: b
 def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = False, workers: int = 1,
              plugins: tuple = (), progress: bool = True,
              checkpoint_every: float = CHECKPOINT_EVERY_S, executor: str = "local",
-             address: str | None = None) -> list[RunRecord]:
+             address: str | None = None, save_predictions: bool = False) -> list[RunRecord]:
     """Run (or load) every cell of ``preset`` into the folder ``results``;
     returns the records in grid order.
 
     Runs go to ``executor`` (an ``EXECUTORS`` name; ``address`` is a Ray
     cluster's) one by one, checkpointed every ``checkpoint_every`` seconds
     (``checkpoints``).
-    ``plugins`` are ``models.plugins.PluginFile``s that workers load.
+    ``plugins`` are ``models.plugins.PluginFile``s that workers load. With
+    ``save_predictions``, each run trained here keeps its predictions
+    beside its record (``benchmark.predictions``).
     Raises ``GridInterrupted`` on Ctrl-C, after saving what finished."""
     entry = EXECUTORS[executor]
     configs = grid_configs(preset)
@@ -177,7 +178,7 @@ def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = Fal
         outer.update(1)
 
     groups = [[config] for config in todo]
-    job = GroupJob(folder, force, checkpoint_every, tuple(plugins))
+    job = GroupJob(folder, force, checkpoint_every, tuple(plugins), save_predictions)
     try:
         with entry.make(job, workers=workers, n_groups=len(groups), progress=progress, address=address) as runner:
             runner.submit(groups)
@@ -186,7 +187,7 @@ def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = Fal
                     finish(record)
                 elsewhere.extend(left)
         by_id = {c.run_id: c for c in configs}
-        _collect_elsewhere([by_id[r] for r in elsewhere], folder, force, started, checkpoint_every, finish)
+        _collect_elsewhere([by_id[r] for r in elsewhere], folder, started, job, finish)
         log.info("%d runs trained here, %d by another process, %d reused", len(trained),
                  len(todo) - len(trained), stored_count)
     except KeyboardInterrupt:
@@ -195,4 +196,15 @@ def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = Fal
                               list(records.values())) from None
     finally:
         outer.close()
+    if save_predictions:
+        _report_missing_predictions(folder, list(records.values()))
     return [records[c.run_id] for c in configs]
+
+
+def _report_missing_predictions(folder: ResultsFolder, records: list[RunRecord]) -> None:
+    """Predictions exist only for runs trained with them kept: say which reused records have none."""
+    missing = [r.run_id for r in records if r.status == "ok" and not folder.predictions_path(r.run_id).exists()]
+    if missing:
+        log.warning("%d of the grid's finished runs have no saved predictions (trained before, without "
+                    "--save-predictions; a record keeps no model to evaluate again): %s%s; --force retrains them",
+                    len(missing), ", ".join(missing[:3]), ", ..." if len(missing) > 3 else "")

@@ -22,7 +22,7 @@ import os
 import platform
 import socket
 import traceback
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -86,6 +86,9 @@ class RunRecord:
     reason: str | None = None  # why a cell is not applicable
     selection: dict | None = None  # the setting chosen on the validation band and its evidence (``selection``)
     schema_version: int = RECORD_SCHEMA_VERSION
+    # the run's predictions per length, kept only while the record travels to its folder (``run
+    # --save-predictions``: ``benchmark.predictions``); never in the record's file
+    predictions: dict | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def start(cls, config: RunConfig, device: torch.device) -> "RunRecord":
@@ -135,7 +138,8 @@ class RunRecord:
 
     def to_json(self) -> dict:
         """What the record file holds: every field that is set, the identity spelled out."""
-        data = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        data = {f.name: getattr(self, f.name) for f in fields(self)
+                if getattr(self, f.name) is not None and f.name != "predictions"}
         data["config"] = self.config.to_dict()
         data.update(run_id=self.run_id, task=self.task, encoding=self.encoding, method=self.method, seed=self.seed,
                     config_hash=self.config.config_hash())

@@ -31,11 +31,13 @@ def error_record(config: RunConfig, err: BaseException) -> RunRecord:
 
 
 def execute_run(config: RunConfig, device: torch.device, progress_factory=None,
-                checkpoints: ResultsFolder | None = None, checkpoint_every: float = CHECKPOINT_EVERY_S) -> RunRecord:
+                checkpoints: ResultsFolder | None = None, checkpoint_every: float = CHECKPOINT_EVERY_S,
+                save_predictions: bool = False) -> RunRecord:
     """Train and evaluate one cell into its record; an error becomes an
     ``error`` record. With ``checkpoints`` (a results folder), training
     state is saved there every ``checkpoint_every`` s and an interrupted run
-    resumes from it."""
+    resumes from it. With ``save_predictions``, the record carries its
+    predictions per length (written beside it: ``benchmark.predictions``)."""
     record = RunRecord.start(config, device)
     start = time.perf_counter()
     try:
@@ -44,7 +46,7 @@ def execute_run(config: RunConfig, device: torch.device, progress_factory=None,
             record.status, record.reason, record.wall_time_s = "not_applicable", reason, 0.0
             return record
         checkpoint = checkpoints.checkpoint(config.run_id, checkpoint_every) if checkpoints is not None else None
-        _train_and_evaluate(config, record, device, progress_factory, checkpoint)
+        _train_and_evaluate(config, record, device, progress_factory, checkpoint, save_predictions)
     except Exception as err:  # noqa: BLE001  (one bad cell must not stop the grid)
         record.record_error(err)
     record.wall_time_s, record.group_size = round(time.perf_counter() - start, 3), 1
@@ -52,7 +54,7 @@ def execute_run(config: RunConfig, device: torch.device, progress_factory=None,
 
 
 def _train_and_evaluate(config: RunConfig, record: RunRecord, device: torch.device, progress_factory,
-                        checkpoint: Checkpoint | None) -> None:
+                        checkpoint: Checkpoint | None, save_predictions: bool) -> None:
     task = get_task(config.task)
     model = config.build_model(task.vocab_size).to(device)
     record.n_parameters = n_parameters(model)
@@ -69,10 +71,11 @@ def _train_and_evaluate(config: RunConfig, record: RunRecord, device: torch.devi
         record.status = "diverged"
         return
     bar = progress_factory(len(config.eval_lengths()), _label("eval", config)) if progress_factory else None
-    record.per_length = evaluate(model, task, config, device, bar)
+    predictions = {} if save_predictions else None
+    record.per_length = evaluate(model, task, config, device, bar, predictions)
     if bar is not None:
         bar.close()
-    record.status, record.summary = "ok", summarize(record.per_length, config)
+    record.status, record.summary, record.predictions = "ok", summarize(record.per_length, config), predictions
 
 
 def _label(stage: str, config: RunConfig) -> str:
@@ -95,7 +98,8 @@ def claim_group(group: list[RunConfig], folder: ResultsFolder, force: bool) -> t
 
 
 def run_claimed(group: list[RunConfig], folder: ResultsFolder, force: bool, progress_factory=None,
-                checkpoint_every: float = CHECKPOINT_EVERY_S) -> tuple[list[RunRecord], list[str]]:
+                checkpoint_every: float = CHECKPOINT_EVERY_S,
+                save_predictions: bool = False) -> tuple[list[RunRecord], list[str]]:
     """Claim, train and evaluate a batch of runs: (records of the runs
     trained here, ids of runs left to another process). Claims stay fresh
     while it works."""
@@ -104,4 +108,5 @@ def run_claimed(group: list[RunConfig], folder: ResultsFolder, force: bool, prog
         return [], elsewhere
     device = default_device()
     with Heartbeat([folder.claim_path(c.run_id) for c in mine]):
-        return [execute_run(c, device, progress_factory, folder, checkpoint_every) for c in mine], elsewhere
+        return [execute_run(c, device, progress_factory, folder, checkpoint_every, save_predictions)
+                for c in mine], elsewhere

@@ -21,6 +21,7 @@ from lengthbench.benchmark import claims
 from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S, Checkpoint, remove_finished
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.files import file_problem, json_text, write_json
+from lengthbench.benchmark.predictions import PREDICTIONS_FOLDER, write_predictions
 from lengthbench.benchmark.records import MAX_RECORD_BYTES, QUARANTINE_SUFFIX, RecordError, RunRecord, read_record
 
 log = logging.getLogger(__name__)
@@ -56,9 +57,16 @@ class ResultsFolder:
         return self.path / f"{run_id}.json"
 
     def write(self, record: RunRecord) -> Path:
-        """Temp file + rename: a reader never sees a half-written record."""
+        """Temp file + rename: a reader never sees a half-written record.
+        Predictions the record carries (``run --save-predictions``) are
+        written first, so a record never names predictions that are missing."""
         self.create()
+        if record.predictions is not None:
+            write_predictions(self.predictions_path(record.run_id), record, record.predictions)
         return write_json(self.record_path(record.run_id), record.to_json())
+
+    def predictions_path(self, run_id: str) -> Path:
+        return self.path / PREDICTIONS_FOLDER / f"{run_id}.npz"
 
     def finished(self, run_id: str, set_aside: bool = True) -> RunRecord | None:
         """The stored record of a finished run, or None if it must (re)run.
@@ -131,6 +139,7 @@ class ResultsFolder:
         repeated selection rewrites nothing)."""
         for path in self.same_cell(record.config, field):
             path.unlink()
+            self.predictions_path(path.stem).unlink(missing_ok=True)
         path = self.record_path(record.run_id)
         if path.is_file() and path.read_text() == json_text(record.to_json()):
             return path

@@ -10,7 +10,8 @@ The Python API (``lengthbench.api``; the command line calls the same functions):
 * ``compare(a, b)``: per-cell differences of two leaderboards;
 * ``generate(task)``, ``score(task, predictions)``, ``evaluate(model, task)``:
   the test instances for any model, its predictions scored, a PyTorch model
-  evaluated as the harness evaluates its own.
+  evaluated as the harness evaluates its own;
+* ``load_predictions(file)``: a run's saved predictions (``run(save_predictions=True)``).
 
 The code lives in layers, each importing only those below it (ARCHITECTURE.md):
 ``lengthbench.leaderboard`` -> ``lengthbench.benchmark`` -> ``lengthbench.models``
@@ -25,7 +26,7 @@ import importlib
 
 from lengthbench.benchmark.version import __version__
 
-API = ("run", "load_records", "load_leaderboard", "compare", "generate", "score", "evaluate")
+API = ("run", "load_records", "load_leaderboard", "compare", "generate", "score", "evaluate", "load_predictions")
 SUBPACKAGES = ("api", "cli", "errors", "registry", "tasks", "models", "benchmark", "leaderboard")
 __all__ = [*API, "__version__"]
 

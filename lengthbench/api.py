@@ -51,6 +51,7 @@ from lengthbench.benchmark.instances import (
     write_jsonl,
 )
 from lengthbench.benchmark.plan import estimate, format_plan
+from lengthbench.benchmark.predictions import read_predictions
 from lengthbench.benchmark.presets import PRESETS
 from lengthbench.benchmark.provenance import write_provenance, write_sitting_provenance
 from lengthbench.benchmark.records import METRICS, RunRecord
@@ -88,7 +89,8 @@ __all__ = [
     "CHECKPOINT_EVERY_S", "CORRECTIONS", "DEFAULT_CORRECTION", "EXECUTORS", "METRICS", "PRESETS", "REPORTS",
     "GridInterrupted", "InputError", "bench_generation", "check", "compare", "compare_text", "encodings_text",
     "evaluate", "generate", "leaderboard_text", "load_leaderboard", "load_records", "models_text", "parse_setting",
-    "perf", "perf_configs", "plan", "presets_text", "reproduce", "run", "score", "submit", "tasks_table", "__version__",
+    "load_predictions", "perf", "perf_configs", "plan", "presets_text", "reproduce", "run", "score", "submit",
+    "tasks_table", "__version__",
 ]
 
 
@@ -98,7 +100,7 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
         workers: int = 0, executor: str = "local", address: str | None = None,
         plugins: Iterable[PathLike] = (), checkpoint_every: float | None = None, progress: bool = True,
         select: str | None = None, settings: Mapping[str, int | float] | None = None,
-        command: str | None = None) -> pd.DataFrame:
+        save_predictions: bool = False, command: str | None = None) -> pd.DataFrame:
     """Train and evaluate ``preset``'s grid (optionally narrowed to ``tasks``,
     ``encodings``, model families ``models`` and ``seeds``), then build its
     leaderboard; returns the leaderboard (one row per task x method).
@@ -116,6 +118,8 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
     every cell (``run --set``; they enter each run's config, so its protocol
     and record say so); records then go by default to
     ``results/<preset>-<settings>``, apart from the preset's own.
+    ``save_predictions`` keeps each trained run's predictions at every
+    evaluated length beside its record (``load_predictions`` reads them).
     ``command`` is what provenance.json records as the call (default: this
     call, written as Python)."""
     grid, plugin_files = _narrowed_grid(preset, tasks, encodings, models, seeds, plugins, settings)
@@ -129,7 +133,8 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
     return _run_grid_to_leaderboard(grid, plugin_files, results=results, out=out, force=force, workers=workers,
                                     executor=executor, address=address,
                                     checkpoint_every=checkpoint_every or CHECKPOINT_EVERY_S,
-                                    progress=progress, command=command, selection=selection)
+                                    save_predictions=save_predictions, progress=progress, command=command,
+                                    selection=selection)
 
 
 def plan(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings: Sequence[str] | None = None,
@@ -167,7 +172,7 @@ def submit(path: PathLike, preset: str = "quick", *, name: str | None = None,
            tasks: Sequence[str] | None = None, seeds: Sequence[int] | None = None, results: PathLike | None = None,
            out: PathLike | None = None, workers: int = 0, executor: str = "local",
            address: str | None = None, checkpoint_every: float = CHECKPOINT_EVERY_S, progress: bool = True,
-           command: str | None = None) -> pd.DataFrame:
+           save_predictions: bool = False, command: str | None = None) -> pd.DataFrame:
     """Check the encoding (or model-family) file ``path``, run its cells through ``preset`` (the
     built-in cells come from the stored records, trained only if missing) on
     ``tasks`` and ``seeds`` (default: the preset's, which are its shipped
@@ -186,7 +191,8 @@ def submit(path: PathLike, preset: str = "quick", *, name: str | None = None,
                           seeds=seeds, families=[f for f in grid.families if f not in families] + families)
     records, out, seconds = _run_grid(grid, plugins, results=results, out=out, force=False, workers=workers,
                                       executor=executor, address=address,
-                                      checkpoint_every=checkpoint_every, progress=progress)
+                                      checkpoint_every=checkpoint_every, save_predictions=save_predictions,
+                                      progress=progress)
     board = _with_outcome(leaderboard_frame(records), records, {})
     per_length = length_frame(records)
     command = command or f"lengthbench.submit({str(path)!r}, {preset!r})"
@@ -262,7 +268,7 @@ def default_results(grid: Preset) -> str:
 
 def _run_grid(grid: Preset, plugin_files: list, *, results: PathLike | None, out: PathLike | None, force: bool,
               workers: int, executor: str, address: str | None, checkpoint_every: float,
-              progress: bool, selection: SelectionGrid | None = None,
+              progress: bool, save_predictions: bool = False, selection: SelectionGrid | None = None,
               command: str | None = None) -> tuple[list[RunRecord], Path, float]:
     """Run a validated grid (once per value of ``selection``, keeping the
     chosen records); returns its records, the output folder and the wall time.
@@ -274,7 +280,8 @@ def _run_grid(grid: Preset, plugin_files: list, *, results: PathLike | None, out
     out = ensure_output_dir(out, "--out") if out else results
     start = time.perf_counter()
     options = dict(force=force, workers=resolve_workers(workers), plugins=tuple(plugin_files),
-                   checkpoint_every=checkpoint_every, executor=executor, address=address, progress=progress)
+                   checkpoint_every=checkpoint_every, executor=executor, address=address, progress=progress,
+                   save_predictions=save_predictions)
     try:
         records = (run_selection(grid, selection, results, **options) if selection is not None
                    else run_grid(grid, results, **options))
@@ -471,18 +478,23 @@ def score(task: str, predictions: PathLike, *, out: PathLike | None = None, meth
           preset: str = "quick") -> pd.DataFrame:
     """Per-length exact match and token accuracy of ``predictions``: the
     JSON Lines of ``generate`` with a ``prediction`` (the answer as text) or
-    ``prediction_ids`` added to each line. Every line must answer one
+    ``prediction_ids`` added to each line, or a run's saved predictions
+    (``run(save_predictions=True)``: a ``.npz`` file). Every line must answer one
     generated instance (checked against it); refused otherwise, naming the
     line. With ``out`` the table is written there as ``score.csv``; with
     ``method`` too, one leaderboard row for that name (model ``external``,
     ``preset``'s length bands and fit rule for the task) as ``leaderboard.csv``,
     which ``compare`` and ``leaderboard`` read (``attrs["row"]`` holds it)."""
     path = check_input_file(predictions, "predictions", MAX_PREDICTIONS_BYTES)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"predictions {str(predictions)!r} cannot be read ({err})") from None
-    table = pd.DataFrame(score_predictions(task, read_jsonl(text, str(predictions)), str(predictions)))
+    if path.suffix == ".npz":
+        rows = list(enumerate(read_predictions(path)[1], 1))
+    else:
+        try:
+            text = path.read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError) as err:
+            raise InputError(f"predictions {str(predictions)!r} cannot be read ({err})") from None
+        rows = read_jsonl(text, str(predictions))
+    table = pd.DataFrame(score_predictions(task, rows, str(predictions)))
     row = None if method is None else external_row(table, method, PRESETS[preset].run_config(
         task, "nope", PRESETS[preset].seeds[0]))
     table.insert(0, "task", task)
@@ -493,6 +505,21 @@ def score(task: str, predictions: PathLike, *, out: PathLike | None = None, meth
             table.attrs["written"]["leaderboard"] = write_csv(folder / "leaderboard.csv", row)
     table.attrs["row"] = row
     return table
+
+
+def load_predictions(path: PathLike) -> pd.DataFrame:
+    """A run's saved predictions (``run(save_predictions=True)``:
+    ``<results>/predictions/<run_id>.npz``), one row per evaluation instance:
+    ``run_id``, ``method``, ``seed``, the instance's fields (``task``,
+    ``length``, ``index``, ``input``, ``answer``, their ids, ...),
+    ``prediction_ids`` and ``exact`` (every answer token predicted right)."""
+    meta, lines = read_predictions(check_input_file(path, "predictions", MAX_PREDICTIONS_BYTES))
+    frame = pd.DataFrame(lines)
+    frame.insert(0, "run_id", meta["run_id"])
+    frame.insert(1, "method", meta["method"])
+    frame.insert(2, "seed", meta["seed"])
+    frame["exact"] = [p == a for p, a in zip(frame.prediction_ids, frame.answer_ids)]
+    return frame
 
 
 def evaluate(model, task: str, lengths: Sequence[int] | None = None, *, samples: int | None = None,

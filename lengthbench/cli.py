@@ -104,7 +104,8 @@ def _report_run(board) -> int:
 def _grid_options(args) -> dict:
     return dict(results=args.results, out=args.out, workers=args.workers,
                 executor=args.executor, address=args.address, checkpoint_every=args.checkpoint_every,
-                progress=not args.no_progress, command="lengthbench " + " ".join(args.argv))
+                save_predictions=args.save_predictions, progress=not args.no_progress,
+                command="lengthbench " + " ".join(args.argv))
 
 
 def cmd_run(args) -> int:
@@ -212,6 +213,9 @@ def _grid_parser() -> argparse.ArgumentParser:
     grid.add_argument("--checkpoint-every", type=_seconds, default=api.CHECKPOINT_EVERY_S, metavar="SECONDS",
                       help="save training state this often, so a killed run resumes "
                            f"(default {api.CHECKPOINT_EVERY_S:.0f})")
+    grid.add_argument("--save-predictions", action="store_true",
+                      help="keep each trained run's predictions at every evaluated length, compressed, in "
+                           "<results>/predictions/<run>.npz (lengthbench score TASK FILE.npz rescores one)")
     grid.add_argument("--no-progress", action="store_true", help="hide progress bars")
     return grid
 

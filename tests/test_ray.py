@@ -29,9 +29,11 @@ def cluster():
 def test_smoke_through_ray_gives_the_local_leaderboard(tmp_path, cluster, monkeypatch, tiny_preset):
     common = ["run", "--preset", "tiny", "--seeds", "0,1", "--no-progress"]
     assert main([*common, "--results", str(tmp_path / "local"), "--workers", "1"]) == 0
-    assert main([*common, "--results", str(tmp_path / "ray"), "--executor", "ray"]) == 0
+    assert main([*common, "--results", str(tmp_path / "ray"), "--executor", "ray", "--save-predictions"]) == 0
     for name in ("leaderboard.csv", "leaderboard.md", "leaderboard_levels.csv"):
         assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+    trained = [p.stem for p in (tmp_path / "ray").glob("*__seed*.json") if json.loads(p.read_text())["status"] == "ok"]
+    assert trained and sorted(trained) == sorted(p.stem for p in (tmp_path / "ray" / "predictions").glob("*.npz"))
     pids = {json.loads(p.read_text())["host"]["pid"] for p in (tmp_path / "ray").glob("*__seed*.json")}
     assert os.getpid() not in pids  # trained in Ray worker processes
 

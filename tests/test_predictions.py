@@ -1,0 +1,123 @@
+"""A run's raw predictions (``run --save-predictions``): kept beside the record
+without changing it, read back as instances with their predictions, and
+rescored to the record's own numbers."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import lengthbench
+from lengthbench.benchmark.evaluate import evaluate_at
+from lengthbench.benchmark.instances import _AnyModel, evaluation_instances, score_predictions
+from lengthbench.benchmark.predictions import read_predictions
+from lengthbench.cli import main
+from lengthbench.errors import InputError
+from lengthbench.tasks import get_task
+
+GRID = dict(tasks=["copy", "parity_check"], encodings=["nope", "coupled"], workers=1, progress=False)
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """A smoke grid trained with its predictions kept, and the same grid without."""
+    root = tmp_path_factory.mktemp("predictions")
+    lengthbench.run("smoke", results=root / "with", save_predictions=True, **GRID)
+    lengthbench.run("smoke", results=root / "without", **GRID)
+    return root
+
+
+def _records(folder: Path) -> dict[str, dict]:
+    return {p.name: json.loads(p.read_text()) for p in folder.glob("*__seed*.json")}
+
+
+def test_predictions_rescore_to_the_records_numbers_and_leave_the_records_as_they_were(saved):
+    with_, without = _records(saved / "with"), _records(saved / "without")
+    assert with_.keys() == without.keys() and len(with_) == 4
+    trained = [name for name, record in with_.items() if record["status"] == "ok"]
+    assert len(trained) == 3  # coupled on parity_check is n/a: no predictions
+    for name in with_:
+        assert "predictions" not in with_[name]
+        assert with_[name].get("per_length") == without[name].get("per_length")  # the flag changes no number
+        path = saved / "with" / "predictions" / name.replace(".json", ".npz")
+        assert path.exists() == (name in trained)
+        if name not in trained:
+            continue
+        record = with_[name]
+        table = lengthbench.score(record["task"], path)
+        assert table.exact_match.tolist() == [r["exact_match"] for r in record["per_length"]]
+        assert np.allclose(table.token_accuracy, [r["token_accuracy"] for r in record["per_length"]], atol=1e-6)
+        frame = lengthbench.load_predictions(path)
+        assert len(frame) == sum(r["n_samples"] for r in record["per_length"])
+        assert frame.groupby("length").exact.mean().round(6).tolist() == table.exact_match.tolist()
+        assert set(frame.method) == {record["method"]} and set(frame.seed) == {record["seed"]}
+
+
+def test_the_command_line_keeps_and_rescores_predictions(saved, capsys, caplog):
+    """run --save-predictions on a folder of records trained without it says which have none."""
+    with caplog.at_level(logging.WARNING):
+        assert main(["run", "--preset", "smoke", "--tasks", "copy", "--encodings", "nope", "--results",
+                     str(saved / "without"), "--save-predictions", "--no-progress", "--workers", "1"]) == 0
+    assert "1 of the grid's finished runs have no saved predictions" in caplog.text
+    assert "--force retrains them" in caplog.text
+    npz = next((saved / "with" / "predictions").glob("copy__nope__*.npz"))
+    assert main(["score", "copy", str(npz)]) == 0
+    assert "exact_match" in capsys.readouterr().out
+
+
+def test_a_broken_or_foreign_predictions_file_is_refused_naming_it(saved, tmp_path):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(InputError, match="bad.npz is not a predictions file"):
+        read_predictions(bad)
+    npz = next((saved / "with" / "predictions").glob("copy__nope__*.npz"))
+    with np.load(npz) as archive:
+        arrays = dict(archive)
+    arrays["delta_3"] = arrays["delta_3"][:-1]
+    short = tmp_path / "short.npz"
+    np.savez_compressed(short, **arrays)
+    with pytest.raises(InputError, match="at length 3, where the task's"):
+        read_predictions(short)
+    with pytest.raises(InputError, match="task 'copy', not 'parity_check'"):
+        lengthbench.score("parity_check", npz)
+
+
+def test_an_example_with_a_non_finite_logit_is_kept_as_predicted_nothing():
+    """Its predictions are -1 (no token), so rescoring counts it wrong, as the harness does."""
+    task = get_task("copy")
+
+    def logits(tokens):
+        out = torch.nn.functional.one_hot(torch.roll(tokens, -1, 1), 16).float()  # the next token: always right
+        out[0, :, :] = float("nan")
+        return out
+
+    kept = {}
+    row = evaluate_at(_AnyModel(logits, task.vocab_size), task, 5, 7, 8, 4, torch.device("cpu"), predictions=kept)
+    assert row["nonfinite"] == 1 and row["exact_match"] == pytest.approx(7 / 8)
+    instances = evaluation_instances("copy", [5], 8, 7)
+    answers = np.concatenate([i["answer_ids"] for i in instances])
+    predicted = answers + kept[5]
+    assert (predicted[:5] == -1).all() and (predicted[5:] == answers[5:]).all()
+    lines = [(n, {**i, "prediction_ids": predicted[5 * (n - 1):5 * n].tolist()}) for n, i in enumerate(instances, 1)]
+    [scored] = score_predictions("copy", lines)
+    assert (scored["exact_match"], scored["token_accuracy"]) == (row["exact_match"], row["token_accuracy"])
+
+
+def test_predictions_are_written_before_their_record(monkeypatch, tmp_path):
+    """A record never names predictions that are missing: a failed write of the
+    predictions leaves no record, and the run is retried (an error record is not written over)."""
+    import lengthbench.benchmark.store as store
+
+    def refuse(*args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store, "write_predictions", refuse)
+    with pytest.raises(OSError, match="disk full"):
+        lengthbench.run("smoke", tasks=["copy"], encodings=["nope"], workers=1, progress=False,
+                        results=tmp_path, save_predictions=True)
+    assert not list(tmp_path.glob("*__seed*.json"))
