@@ -20,17 +20,18 @@ from dataclasses import replace
 
 from lengthbench.errors import InputError
 from lengthbench.models.encodings import build_encoding
-from lengthbench.models.families import TRANSFORMER, ModelSize, build_model, n_parameters
+from lengthbench.models.families import TRANSFORMER, ModelSize, build_model, family_entry, n_parameters
 from lengthbench.tasks import get_task
 
 MATCH_TOLERANCE = 0.10  # a family's parameters within this share of the transformer's, on every task
 REFERENCE_ENCODING = "nope"  # the transformer without position parameters is the target
 
 
-def parameters(family: str, task: str, size: ModelSize, encoding: str | None = None) -> int:
+def parameters(family: str, task: str, size: ModelSize, encoding: str = REFERENCE_ENCODING) -> int:
+    """Parameters of one run's model (a family that takes an encoding, with ``encoding``)."""
     vocab = get_task(task).vocab_size
-    make = (lambda: build_encoding(encoding, size.d_model, size.n_heads, {})) if encoding else (lambda: None)
-    return n_parameters(build_model(family, vocab, size, 0, make))
+    return n_parameters(build_model(family, vocab, size, 0, lambda: build_encoding(encoding, size.d_model,
+                                                                                   size.n_heads, {})))
 
 
 def matched_width(family: str, task: str, size: ModelSize, target: int, widths=range(8, 1025, 8)) -> int:
@@ -51,7 +52,7 @@ def matched_widths(tasks, families, size: ModelSize) -> dict[str, dict[str, int]
     """``{task: {family: width}}`` matching ``size``'s transformer (``REFERENCE_ENCODING``) on each task."""
     table = {}
     for task in tasks:
-        target = parameters(TRANSFORMER, task, size, REFERENCE_ENCODING)
+        target = parameters(TRANSFORMER, task, size)
         table[task] = {f: matched_width(f, task, size, target) for f in families if f != TRANSFORMER}
     return table
 
@@ -61,12 +62,12 @@ def mismatches(preset) -> list[str]:
     ``MATCH_TOLERANCE`` away from its transformer's on that task."""
     out = []
     for task in preset.tasks:
-        target = parameters(TRANSFORMER, task, preset.run_config(task, REFERENCE_ENCODING, 0).model,
-                            REFERENCE_ENCODING)
+        target = parameters(TRANSFORMER, task, preset.run_config(task, REFERENCE_ENCODING, 0).model)
         for family in preset.families:
             if family == TRANSFORMER:
                 continue
-            got = parameters(family, task, preset.run_config(task, "", 0, family).model)
+            encoding = REFERENCE_ENCODING if family_entry(family).takes_encoding else ""
+            got = parameters(family, task, preset.run_config(task, encoding, 0, family).model)
             if abs(got / target - 1) > MATCH_TOLERANCE:
                 out.append(f"{task}/{family}: {got} parameters, {got / target - 1:+.0%} against the transformer's {target}")
     return out

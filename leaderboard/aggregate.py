@@ -28,7 +28,7 @@ from lengthbench.leaderboard.statistics import (
     t_interval,
 )
 from lengthbench.models.encodings import ENCODINGS
-from lengthbench.models.families import FAMILIES, TRANSFORMER, method_name
+from lengthbench.models.families import FAMILIES, method_name
 from lengthbench.tasks import TASKS, task_names
 from lengthbench.tasks.base import LEVELS
 
@@ -230,9 +230,10 @@ def leaderboard_frame(records: list[RunRecord]) -> pd.DataFrame:
 
 
 def method_order(names) -> list[str]:
-    """Transformer methods in encoding registry order (built-ins first, then
+    """The methods of each family that takes an encoding (the transformer, then
+    the looped one), each in encoding registry order (built-ins first, then
     plugins), then the other families in registry order, unknown names last."""
-    known = [method_name(TRANSFORMER, e) for e in ENCODINGS]
+    known = [method_name(name, e) for name, entry in FAMILIES.items() if entry.takes_encoding for e in ENCODINGS]
     known += [name for name, entry in FAMILIES.items() if not entry.takes_encoding]
     names = set(names)
     return [m for m in known if m in names] + sorted(names - set(known))

@@ -634,5 +634,5 @@ def encodings_text() -> str:
 def models_text() -> str:
     """Every model family."""
     return "\n".join(f"{name:12s} {entry.description}  ["
-                     + ("takes an encoding (method transformer/<encoding>)" if entry.takes_encoding else "no encoding")
+                     + (f"takes an encoding (method {name}/<encoding>)" if entry.takes_encoding else "no encoding")
                      + "]" for name, entry in FAMILIES.items())

@@ -1,7 +1,7 @@
 """The model families (transformer, recurrent baselines) and the
 position-encoding registry."""
 
-from lengthbench.models import recurrent, state_space, transformer  # noqa: F401  (they register their families)
+from lengthbench.models import looped, recurrent, state_space, transformer  # noqa: F401  (they register their families)
 from lengthbench.models.encodings import build_encoding, encoding_entry, encoding_names
 from lengthbench.models.families import (FAMILIES, ModelSize, RunModel, build_model, family_entry, family_names,
                                          method_name)

@@ -278,11 +278,16 @@ def check_examples_independent(name: str, size: ModelSize, t: int = 12) -> str:
     return _examples_independent(lambda x: _forward(model, x), tokens, "the encoding mixes examples")
 
 
-def check_packing(name: str, size: ModelSize, lengths: tuple[int, int] = (5, 9)) -> str:
+def check_packing(name: str, size: ModelSize) -> str:
     """Two examples laid end to end in one row (what the trainer does with
     every batch) give each the logits it gets alone: the hooks read
     positions from ``pos``, never from a slot's index."""
-    model = _model(name, size).eval()
+    return _packing(_model(name, size), "read positions from `pos` in every hook, not from slot indices")
+
+
+def _packing(model: RunModel, hint: str, lengths: tuple[int, int] = (5, 9)) -> str:
+    """``check_packing`` of a built model (an encoding's transformer, or a family that packs)."""
+    model = model.eval()
     t = max(lengths)
     tokens = torch.randint(0, VOCAB, (len(lengths), t), generator=torch.Generator().manual_seed(4))
     seq_lens = torch.tensor(lengths)
@@ -296,7 +301,7 @@ def check_packing(name: str, size: ModelSize, lengths: tuple[int, int] = (5, 9))
     diff = (packed - row(alone)[0]).abs().max().item()
     if diff > TOLERANCE:
         raise AssertionError(f"examples of {lengths[0]} and {lengths[1]} tokens packed in one row differ by {diff:.3g} "
-                             "from each alone (read positions from `pos` in every hook, not from slot indices)")
+                             f"from each alone ({hint})")
     return f"examples of {lengths[0]} and {lengths[1]} tokens packed in one row give the logits they give alone"
 
 
@@ -549,4 +554,7 @@ def check_family(name: str, shapes: Sequence[CheckShape]) -> ContractReport:
              lambda size=size: _parameters_fixed(_family_model(name, size), "model")),
             ("parameters get gradients" + at, lambda shape=shape: check_family_gradients(name, shape)),
         ]
+        if model.packs_sequences:  # the trainer packs its batches: each example must compute as alone
+            checks.append(("packed examples compute as alone" + at, lambda size=size: _packing(
+                _family_model(name, size), "a token may read only its own example's tokens (`segments`)")))
     return _run_checks(report, checks)

@@ -1,0 +1,62 @@
+"""The looped transformer (Fan et al. 2024): its pass schedule, its cost,
+and that it learns parity (the contract itself runs in test_families)."""
+
+from dataclasses import replace
+
+import numpy as np
+import torch
+
+from lengthbench.benchmark.evaluate import evaluate_length
+from lengthbench.benchmark.presets import get_preset
+from lengthbench.benchmark.train import train_run
+from lengthbench.models.families import ModelSize, family_entry
+from lengthbench.models.looped import LoopedTransformer, passes_per_token
+from lengthbench.models.encodings import build_encoding
+from lengthbench.tasks import get_task
+from lengthbench.tasks.base import BOS, EOS, PAD, SEP
+
+CPU = torch.device("cpu")
+
+
+def test_each_token_passes_once_per_input_token_read_plus_one():
+    """<bos> a b c <sep> x y <eos>: 1 2 3 4 4 4 4 4; packed with <bos> d <sep> z, the
+    second example counts from its own start; padding after <sep> adds nothing."""
+    a, b, c, d, x, y, z = 4, 5, 6, 7, 8, 9, 4
+    first = [BOS, a, b, c, SEP, x, y, EOS]
+    second = [BOS, d, SEP, z]
+    alone = torch.tensor([first, second + [PAD] * 4])
+    assert passes_per_token(alone).tolist() == [[1, 2, 3, 4, 4, 4, 4, 4], [1, 2, 2, 2, 2, 2, 2, 2]]
+    packed = torch.tensor([first + second])
+    segments = torch.tensor([[0] * 8 + [1] * 4])
+    assert passes_per_token(packed, segments).tolist() == [[1, 2, 3, 4, 4, 4, 4, 4, 1, 2, 2, 2]]
+
+
+def test_the_answer_sees_as_many_passes_as_the_schedule_and_flops_grow_with_them():
+    """Each layer of the unit runs once per pass of the most-looped token
+    (counted with a hook); the declared FLOPs grow with the loop count (length)
+    faster than a fixed-depth transformer's."""
+    size = ModelSize(d_model=16, n_layers=2, n_heads=2, d_ff=32)
+    torch.manual_seed(0)
+    model = LoopedTransformer(12, size, build_encoding("nope", 16, 2)).eval()
+    calls = []
+    for layer in model.blocks:
+        layer.register_forward_hook(lambda *args: calls.append(1))
+    tokens = torch.tensor([[BOS, 4, 5, 6, 7, 8, SEP, 9, 10]])
+    model(tokens, torch.arange(9)[None])
+    assert len(calls) == 2 * 6  # five input tokens read, plus one, through both layers
+    looped, fixed = family_entry("looped").flops, family_entry("transformer").flops
+    ratio = [looped(np.array([n]), size, 12) / fixed(np.array([n]), size, 12) for n in (8, 32)]
+    assert ratio[1] > 3 * ratio[0]
+
+
+def test_it_learns_parity_at_its_training_lengths():
+    """Parity needs one step per input symbol (Fan et al.'s T(n) = n): the looped
+    block learns it on held-out strings at every training length, >= 95%."""
+    preset = get_preset("suite")
+    config = replace(preset.run_config("parity_check", "nope", 0, "looped"), steps=600, lr=3e-3, warmup_steps=20,
+                     train_length=6, eval_samples=256, model=ModelSize(d_model=32, n_layers=1, n_heads=4, d_ff=64))
+    task = get_task("parity_check")
+    model = config.build_model(task.vocab_size)
+    train_run(model, task, config, CPU)
+    scores = [evaluate_length(model, task, n, config, CPU)["exact_match"] for n in range(1, config.train_length + 1)]
+    assert min(scores) >= 0.95, scores
