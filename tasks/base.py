@@ -32,12 +32,17 @@ class Sample:
     ``output_lengths`` gives each example's true output length.
     ``coupled_ids`` (optional) are position ids for the whole sequence
     ``BOS input SEP output EOS`` laid out with ``outputs``' padded width.
+    ``answer_mask`` (optional, ``outputs``' shape) marks the output symbols
+    that are the final answer, the only ones scored; a format's other
+    output symbols (``tasks.formats``) are trained but not scored. None:
+    every output symbol is the answer.
     """
 
     inputs: np.ndarray
     outputs: np.ndarray
     output_lengths: np.ndarray | None = None
     coupled_ids: np.ndarray | None = None
+    answer_mask: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -127,7 +132,7 @@ def task_names() -> list[str]:
 
 
 def _assemble(sample: Sample) -> tuple[np.ndarray, ...]:
-    """Lay one group out as full sequences; returns (seq, out_start, out_len, ids)."""
+    """Lay one group out as full sequences; returns (seq, out_start, out_len, ids, answer_mask)."""
     inputs, outputs = sample.inputs, sample.outputs
     b, n_in = inputs.shape
     width = outputs.shape[1]
@@ -141,7 +146,7 @@ def _assemble(sample: Sample) -> tuple[np.ndarray, ...]:
     out_tokens = np.where(outputs >= 0, outputs + N_SPECIAL, PAD)
     seq[:, n_in + 2 : n_in + 2 + width] = out_tokens
     seq[np.arange(b), n_in + 2 + out_len] = EOS
-    return seq, n_in + 2, out_len, sample.coupled_ids
+    return seq, n_in + 2, out_len, sample.coupled_ids, sample.answer_mask
 
 
 def check_lengths(task: Task, lengths) -> None:
@@ -170,7 +175,7 @@ def make_batch(task: Task, rng: np.random.Generator, lengths: np.ndarray) -> Bat
     seq_lens = np.zeros(rows, dtype=np.int64)
     row_lengths = np.zeros(rows, dtype=np.int64)
     r = 0
-    for n, (seq, out_start, out_len, ids) in groups:
+    for n, (seq, out_start, out_len, ids, answer_mask) in groups:
         b, t = seq.shape[0], seq.shape[1] - 1
         col = np.arange(t)
         # position p predicts seq[p + 1]; outputs occupy seq[out_start : out_start + out_len]
@@ -179,6 +184,8 @@ def make_batch(task: Task, rng: np.random.Generator, lengths: np.ndarray) -> Bat
         in_loss = (col >= first) & (col <= last[:, None])
         targets[r : r + b, :t] = np.where(in_loss, seq[:, 1:], IGNORE)
         scored[r : r + b, :t] = (col >= first) & (col < last[:, None])
+        if answer_mask is not None:  # only the answer's symbols among the output's
+            scored[r : r + b, first : first + answer_mask.shape[1]] &= answer_mask
         if ids is not None:
             position_ids[r : r + b, :t] = ids[:, :-1]
             position_ids[r : r + b, t:] = ids[:, -1:]  # padding: repeat, never attended to

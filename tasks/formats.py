@@ -1,0 +1,227 @@
+"""Data formats: how a task's example is written as a training sequence.
+
+The length-generalization literature varies the format as much as the
+position encoding: reversed answers (Lee et al. 2023; Zhou et al. 2024),
+index hints (Zhou et al. 2024), scratchpads that write the intermediate
+steps (Anil et al. 2022). A format takes a task's sample (``Sample``: the
+input and the answer, in task symbols) and writes the example the model
+trains on: a (possibly annotated) input and an output that may hold more
+than the answer. ``Sample.answer_mask`` marks which output symbols are the
+final answer: only those are scored, so formats compare like with like, and
+``Format.read`` turns a whole output back into the answer.
+
+Extra output symbols are of two kinds. A format's *given* symbols (index
+hints) follow from the input alone; they are trained and, at evaluation,
+teacher-forced like the answer's earlier symbols (the exact match of the
+answer's symbols is then greedy decoding's with the hints written by the
+harness). A format whose extra symbols are the model's own work (a
+scratchpad: ``Format.decodes``) is evaluated by greedy decoding, since the
+true scratchpad, teacher-forced, would hand the model the answer's steps.
+
+A format applies to some tasks only (``Format.not_applicable`` says why
+not, naming the task); ``formatted`` makes the task a grid cell trains on.
+Every format round-trips its oracle: ``read`` of the written output gives
+the task's answer (tested on every task it applies to).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import ClassVar
+
+import numpy as np
+
+from lengthbench.errors import InputError
+from lengthbench.registry import Registry
+from lengthbench.tasks.base import Sample, Task
+
+PLAIN = "plain"
+N_HINTS = 512  # hint symbols h0..h511 (Zhou et al.'s index hints: one per significance, drawn from a range)
+DECIMAL_TASKS = ("addition", "multiplication")
+
+
+class Format:
+    """Base class of every format; ``plain`` is the identity."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    #: True when the extra output symbols are the model's own work (a scratchpad): evaluation decodes greedily
+    decodes: ClassVar[bool] = False
+
+    def not_applicable(self, task: Task) -> str | None:
+        """Why this format cannot write ``task``'s examples, or None."""
+        return None
+
+    def extra_symbols(self, task: Task) -> tuple[str, ...]:
+        """Symbols the format adds to the task's vocabulary (after the task's own)."""
+        return ()
+
+    def write(self, task: Task, sample: Sample, rng: np.random.Generator) -> Sample:
+        """The formatted examples of one group (``rng``: the batch's stream, drawn after the task's sample)."""
+        return sample
+
+    def read(self, task: Task, output: list[int]) -> list[int]:
+        """The final answer (task symbols) of one formatted output (without ``<eos>``)."""
+        return list(output)
+
+    def input_length(self, task: Task, length: int) -> int:
+        """Input symbols of a formatted example at task length ``length``."""
+        return task.input_length(length)
+
+
+FORMAT_ORDER = ("plain", "reversed", "index-hints")
+FORMATS: Registry[Format] = Registry("format", order=FORMAT_ORDER)
+
+
+def register_format(cls: type[Format]) -> type[Format]:
+    FORMATS.add(cls.name, cls())
+    return cls
+
+
+def get_format(name: str) -> Format:
+    return FORMATS[name]
+
+
+def format_names() -> list[str]:
+    return FORMATS.names()
+
+
+@register_format
+class Plain(Format):
+    """The task's own format (``BOS input SEP answer EOS``)."""
+
+    name = PLAIN
+    description = "the task's own format: the answer alone after the input"
+
+
+def _rows(outputs: np.ndarray, output_lengths: np.ndarray | None) -> np.ndarray:
+    """Each example's output length (the padded width where all are equal)."""
+    return np.full(len(outputs), outputs.shape[1]) if output_lengths is None else output_lengths
+
+
+@register_format
+class Reversed(Format):
+    """The answer's symbols in reverse order (Lee et al. 2023; Zhou et al.
+    2024). lengthbench's decimal tasks already write their answers least
+    significant digit first (Cho et al.'s format), so ``reversed`` writes
+    them most significant first, the order a person writes: compare
+    ``plain`` with ``reversed`` for the effect Zhou et al. report, with the
+    sign turned. Coupled position ids follow their symbols."""
+
+    name = "reversed"
+    description = "the answer's symbols reversed (decimal answers then read most significant digit first)"
+
+    def not_applicable(self, task):
+        if task.output_rule == "1":
+            return f"{task.name}'s answer is one symbol: reversing it changes nothing"
+        if task.name == "addition-index-hints":
+            return "addition-index-hints is addition with the index-hints format; format addition instead"
+        return None
+
+    def write(self, task, sample, rng):
+        lengths = _rows(sample.outputs, sample.output_lengths)
+        width = sample.outputs.shape[1]
+        j = np.arange(width)
+        source = np.where(j < lengths[:, None], lengths[:, None] - 1 - j, j)  # padding stays where it is
+        outputs = np.take_along_axis(sample.outputs, source, axis=1)
+        ids = sample.coupled_ids
+        if ids is not None:
+            start = sample.inputs.shape[1] + 2  # BOS input SEP, then the answer
+            ids = np.array(ids)
+            ids[:, start:start + width] = np.take_along_axis(ids[:, start:start + width], source, axis=1)
+        return replace(sample, outputs=outputs, coupled_ids=ids)
+
+    def read(self, task, output):
+        return list(reversed(output))
+
+
+@register_format
+class IndexHints(Format):
+    """Index hints (Zhou et al. 2024): before every digit, in the operands
+    and in the answer, a hint symbol naming its significance, so digits of
+    equal significance share a hint. Significance k gets ``h[s + k]``, the
+    start ``s`` drawn per example so that every hint is seen in training
+    (``addition-index-hints``'s scheme; on ``addition`` it writes exactly
+    that task's examples). Where we differ from Zhou et al.: the answer's
+    hints are given, not generated (trained, teacher-forced at test, never
+    scored), so the score is the digits'; Zhou et al.'s model writes them
+    itself. Decimal tasks only (``addition``, ``multiplication``)."""
+
+    name = "index-hints"
+    description = "a significance hint before every digit of the operands and the answer (Zhou et al. 2024)"
+
+    def not_applicable(self, task):
+        if task.name not in DECIMAL_TASKS:
+            return f"index hints pair decimal digits of equal significance: {', '.join(DECIMAL_TASKS)} only"
+        return None
+
+    def extra_symbols(self, task):
+        return tuple(f"h{i}" for i in range(N_HINTS))
+
+    def write(self, task, sample, rng):
+        b, n_in = sample.inputs.shape
+        width = sample.outputs.shape[1]
+        ids = np.asarray(sample.coupled_ids)  # significance + 1 for digits, 0 elsewhere (the same for every row)
+        input_ids, answer_ids = ids[0, 1:1 + n_in], ids[0, n_in + 2:n_in + 2 + width]
+        top = int(max(input_ids.max(), answer_ids.max()))
+        start = rng.integers(0, N_HINTS - top + 1, size=(b, 1))
+        first_hint = len(task.symbols)
+
+        def hinted(symbols: np.ndarray, sig: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            """Symbols with a hint before each digit (sig > 0); the layout's ids and answer flags."""
+            digit = sig > 0
+            slots = np.cumsum(1 + digit) - 1  # where each symbol lands
+            out = np.empty((b, len(sig) + int(digit.sum())), dtype=np.int64)
+            out[:, slots] = symbols
+            out[:, slots[digit] - 1] = first_hint + start + sig[digit] - 1
+            layout_ids = np.zeros(out.shape[1], dtype=np.int64)
+            layout_ids[slots], layout_ids[slots[digit] - 1] = sig, sig[digit]
+            is_symbol = np.zeros(out.shape[1], dtype=bool)
+            is_symbol[slots] = True
+            return out, layout_ids, is_symbol
+
+        inputs, in_ids, _ = hinted(sample.inputs, input_ids)
+        outputs, out_ids, is_answer = hinted(sample.outputs, answer_ids)
+        layout = np.concatenate([[ids[0, 0]], in_ids, [ids[0, n_in + 1]], out_ids, [ids[0, -1]]])
+        return Sample(inputs, outputs, answer_mask=np.broadcast_to(is_answer, outputs.shape),
+                      coupled_ids=np.broadcast_to(layout, (b, layout.size)))
+
+    def read(self, task, output):
+        return list(output[1::2])
+
+    def input_length(self, task, length):
+        digits = {"addition": 2 * (length + 1), "multiplication": length + 2}[task.name]
+        return task.input_length(length) + digits
+
+
+def formatted(task: Task, fmt: Format | str) -> Task:
+    """``task`` written in ``fmt``: the task itself for ``plain``, else a
+    task whose samples are the format's (refused, naming why, where the
+    format does not apply)."""
+    fmt = get_format(fmt) if isinstance(fmt, str) else fmt
+    if fmt.name == PLAIN:
+        return task
+    reason = fmt.not_applicable(task)
+    if reason is not None:
+        raise InputError(f"format {fmt.name!r} does not apply to task {task.name!r}: {reason}")
+    return FormattedTask(task, fmt)
+
+
+class FormattedTask(Task):
+    """A task written in a format: the task's name, level and length rule, the
+    format's samples and vocabulary (``formatted`` makes one)."""
+
+    def __init__(self, task: Task, fmt: Format):
+        self.task, self.format = task, fmt
+        self.name, self.level, self.description = task.name, task.level, task.description
+        self.symbols = task.symbols + fmt.extra_symbols(task)
+        self.output_rule = f"{task.output_rule} ({fmt.name})"
+        self.min_length, self.max_length = task.min_length, task.max_length
+        self.has_coupled_ids, self.version = task.has_coupled_ids, task.version
+        self.coupled_ids_are_significance = task.coupled_ids_are_significance
+
+    def sample(self, rng, length, batch_size):
+        return self.format.write(self.task, self.task.sample(rng, length, batch_size), rng)
+
+    def input_length(self, length):
+        return self.format.input_length(self.task, length)
