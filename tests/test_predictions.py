@@ -20,7 +20,8 @@ from lengthbench.cli import main
 from lengthbench.errors import InputError
 from lengthbench.tasks import get_task
 
-GRID = dict(tasks=["copy", "parity_check"], encodings=["nope", "coupled"], workers=1, progress=False)
+GRID = dict(tasks=["copy", "parity_check", "addition-index-hints"], encodings=["nope", "coupled"], workers=1,
+            progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -38,9 +39,9 @@ def _records(folder: Path) -> dict[str, dict]:
 
 def test_predictions_rescore_to_the_records_numbers_and_leave_the_records_as_they_were(saved):
     with_, without = _records(saved / "with"), _records(saved / "without")
-    assert with_.keys() == without.keys() and len(with_) == 4
+    assert with_.keys() == without.keys() and len(with_) == 6
     trained = [name for name, record in with_.items() if record["status"] == "ok"]
-    assert len(trained) == 3  # coupled on parity_check is n/a: no predictions
+    assert len(trained) == 4  # coupled is n/a on parity_check and with index hints: no predictions
     for name in with_:
         assert "predictions" not in with_[name]
         assert with_[name].get("per_length") == without[name].get("per_length")  # the flag changes no number
@@ -56,6 +57,8 @@ def test_predictions_rescore_to_the_records_numbers_and_leave_the_records_as_the
         assert len(frame) == sum(r["n_samples"] for r in record["per_length"])
         assert frame.groupby("length").exact.mean().round(6).tolist() == table.exact_match.tolist()
         assert set(frame.method) == {record["method"]} and set(frame.seed) == {record["seed"]}
+        wide = record["task"] == "addition-index-hints"  # 527 tokens: differences past int8
+        assert json.loads(str(np.load(path)["meta"]))["dtype"] == ("int16" if wide else "int8")
 
 
 def test_the_command_line_keeps_and_rescores_predictions(saved, capsys, caplog):
@@ -77,12 +80,16 @@ def test_a_broken_or_foreign_predictions_file_is_refused_naming_it(saved, tmp_pa
         read_predictions(bad)
     npz = next((saved / "with" / "predictions").glob("copy__nope__*.npz"))
     with np.load(npz) as archive:
-        arrays = dict(archive)
-    arrays["delta_3"] = arrays["delta_3"][:-1]
-    short = tmp_path / "short.npz"
-    np.savez_compressed(short, **arrays)
+        meta, deltas = json.loads(str(archive["meta"])), archive["deltas"]
+    meta["sizes"][2], meta["sizes"][3] = meta["sizes"][2] - 1, meta["sizes"][3] + 1  # lengths 3 and 4 miscounted
+    shifted = tmp_path / "shifted.npz"
+    np.savez(shifted, meta=np.array(json.dumps(meta)), deltas=deltas)
     with pytest.raises(InputError, match="at length 3, where the task's"):
-        read_predictions(short)
+        read_predictions(shifted)
+    truncated = tmp_path / "truncated.npz"
+    np.savez(truncated, meta=np.array(json.dumps(meta)), deltas=deltas[:-9])
+    with pytest.raises(InputError, match="truncated.npz is not a predictions file"):
+        read_predictions(truncated)
     with pytest.raises(InputError, match="task 'copy', not 'parity_check'"):
         lengthbench.score("parity_check", npz)
 
