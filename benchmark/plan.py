@@ -53,14 +53,14 @@ class Estimate:
 
 
 def _kind(config: RunConfig) -> str | None:
-    """The calibrated kind of model: "bias" or "plain" for a transformer
-    (attention with a logit bias is slower), the family's name for another
-    family, or None for an n/a cell, which is recorded without training."""
+    """The calibrated kind of model: the family's name, with " + attention
+    bias" for a family whose encoding adds a logit bias (attention with one
+    is slower), or None for an n/a cell, which is recorded without training."""
     if config.not_applicable() is not None:
         return None
-    if not config.encoding:
-        return config.family
-    return "bias" if "bias" in config.make_encoding().hooks_used() else "plain"
+    if config.encoding and "bias" in config.make_encoding().hooks_used():
+        return f"{config.family} + attention bias"
+    return config.family
 
 
 def _token_lengths(config: RunConfig, lengths: np.ndarray, seed: int = 0) -> np.ndarray:
@@ -118,10 +118,6 @@ def shape_key(config: RunConfig) -> tuple | None:
             config.steps, config.eval_samples, config.eval_stride, kind)
 
 
-def model_label(key: tuple) -> str:
-    return {"bias": "transformer + attention bias", "plain": "transformer"}.get(key[-1], key[-1])
-
-
 def training_shapes(configs: list[RunConfig]) -> dict[tuple, list[RunConfig]]:
     """The trainable ``configs`` by ``shape_key``, in first-seen order."""
     shapes: dict[tuple, list[RunConfig]] = defaultdict(list)
@@ -155,7 +151,7 @@ def estimate(preset: Preset, results: Path | ResultsFolder, workers: int,
         for key, group in training_shapes(todo).items():
             train_flops, eval_flops = _flops(group[0])
             train_seconds, eval_seconds = calibrate(group[0])
-            estimates.append(Estimate(group[0].task, model_label(key), len(group), group[0].steps, train_flops,
+            estimates.append(Estimate(group[0].task, key[-1], len(group), group[0].steps, train_flops,
                                       eval_flops, train_seconds, eval_seconds))
     return estimates, len(configs), len(configs) - len(todo)
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from lengthbench.benchmark.grid import resolve_workers
-from lengthbench.benchmark.plan import calibrate, model_label, training_shapes, worker_threads
+from lengthbench.benchmark.plan import calibrate, training_shapes, worker_threads
 from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.errors import InputError
 from lengthbench.tasks import get_task
@@ -53,7 +53,7 @@ def measure(results: Path, workers: int, tasks: tuple[str, ...] = ()) -> pd.Data
             train_seconds, eval_seconds = calibrate(configs[0])
             shape = [by_id[c.run_id] for c in configs]
             rows.append({
-                "task": key[0], "model": model_label(key), "records": len(shape),
+                "task": key[0], "model": key[-1], "records": len(shape),
                 "kernels": ", ".join(sorted(Counter(r.host.get("cpu_capability") or "unknown" for r in shape))),
                 "measured_s": sum(r.wall_time_s for r in shape),
                 "predicted_s": sum(predicted_seconds(train_seconds, eval_seconds, r.config.steps,

@@ -60,3 +60,13 @@ def test_it_learns_parity_at_its_training_lengths():
     train_run(model, task, config, CPU)
     scores = [evaluate_length(model, task, n, config, CPU)["exact_match"] for n in range(1, config.train_length + 1)]
     assert min(scores) >= 0.95, scores
+
+
+def test_the_plan_costs_each_family_as_itself(tmp_path):
+    """run --plan names the kind of model it calibrated: a looped cell is not costed as a transformer."""
+    from lengthbench.api import plan
+
+    text = plan("smoke", tasks=["parity_check"], encodings=["nope", "alibi"], models=["transformer", "looped"],
+                results=tmp_path)
+    rows = {line.split("|")[2].strip() for line in text.splitlines() if line.startswith("| parity_check |")}
+    assert rows == {"transformer", "transformer + attention bias", "looped", "looped + attention bias"}
