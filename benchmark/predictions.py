@@ -17,9 +17,9 @@ or int16 for a vocabulary past 127 tokens), compressed as one xz stream.
 Where a model is right the difference is 0, so the lengths it solves cost
 almost nothing; the answers themselves are not stored, since the
 evaluation stream regenerates them (``instances.evaluation_instances``).
-Measured on ``quick``'s runs (16 lengths, 256 examples each): about 4 kB
-a run, where deflate (``np.savez_compressed``) of the same int16 arrays
-took 9 kB.
+Measured on ``quick``'s 57 trained runs with 3 seeds (16 lengths, 256
+examples each): 7.8 kB a run on average, where deflate
+(``np.savez_compressed``) of the same values as int16 took 12.7 kB.
 """
 
 from __future__ import annotations
