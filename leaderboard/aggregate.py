@@ -221,10 +221,14 @@ def leaderboard_frame(records: list[RunRecord]) -> pd.DataFrame:
         for metric in METRICS:
             row.update(_metric_stats(scored, lengths, metric, train_length))
         rows.append(row)
-    board = pd.DataFrame(rows)
-    board["rank"] = (board.ood_exact_match_mean.where(judged(board))
-                     .groupby(board.task).rank(ascending=False, method="average"))
-    board = board[list(COLUMN_NAMES)]
+    return ranked(pd.DataFrame(rows))
+
+
+def ranked(board: pd.DataFrame) -> pd.DataFrame:
+    """``board`` with each task's ranks over its judged cells (ties share the
+    average rank) and its rows in leaderboard order."""
+    board = board.assign(rank=board.ood_exact_match_mean.where(judged(board))
+                         .groupby(board.task).rank(ascending=False, method="average"))[list(COLUMN_NAMES)]
     methods = method_order(board.method.unique())
     return board.iloc[sorted(range(len(board)), key=lambda i: _row_key(board.iloc[i], methods))].reset_index(drop=True)
 

@@ -12,11 +12,13 @@ from lengthbench.leaderboard.ranking import board_ranking
 from lengthbench.leaderboard.tables import write_tables
 
 
-def build_leaderboard(records: list[RunRecord], out_dir: Path):
+def build_leaderboard(records: list[RunRecord], out_dir: Path, board=None):
     """Write the leaderboard files (each atomically); returns (board, {kind: path}).
     A grid in which no run finished (all n/a, errored or diverged) still gets
-    its tables: rows with their status and no metrics."""
-    board = leaderboard_frame(records)
+    its tables: rows with their status and no metrics. ``board``: the
+    records' board with rows added (``external.with_external``), default
+    the records' own."""
+    board = leaderboard_frame(records) if board is None else board
     paths = write_tables(board, out_dir)
     if not board.empty:
         paths["heatmap"] = plot_heatmap(board, Path(out_dir) / "leaderboard_heatmap.png")

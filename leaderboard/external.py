@@ -22,7 +22,7 @@ import pandas as pd
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.records import RunRecord, summarize
 from lengthbench.errors import InputError
-from lengthbench.leaderboard.aggregate import fit_score, leaderboard_frame
+from lengthbench.leaderboard.aggregate import fit_score, leaderboard_frame, ranked
 from lengthbench.models.families import method_name
 
 EXTERNAL = "external"
@@ -57,3 +57,28 @@ def external_row(scores: pd.DataFrame, method: str, config: RunConfig) -> pd.Dat
                 "eval_samples": config.eval_samples, "lengths": lengths}
     return row.assign(method=method_name(EXTERNAL, method), model=EXTERNAL, encoding=method, steps_mean=float("nan"),
                       protocol=json.dumps(protocol, sort_keys=True, separators=(",", ":")))
+
+
+def with_external(board: pd.DataFrame, rows: pd.DataFrame, where: str) -> pd.DataFrame:
+    """``board`` with external rows (``score --method``'s ``leaderboard.csv``,
+    read from ``where``) among its own, ranked with them (``leaderboard
+    --external``: the page and the tables show them). Refused, naming the
+    row: a row that is not external, one of a task the board does not hold,
+    one judged by other length bands than the board's cells of its task (its
+    numbers would mean another thing), or a method the board already has."""
+    for i, row in enumerate(rows.itertuples(), 1):
+        at = f"{where}, row {i} ({row.task}/{row.method})"
+        if row.model != EXTERNAL:
+            raise InputError(f"{at}: model {row.model!r}, not an external row (lengthbench score --method writes "
+                             "those); a lengthbench board joins another with compare")
+        cells = board[board.task == row.task]
+        if cells.empty:
+            raise InputError(f"{at}: this board has no task {row.task!r}; valid: {', '.join(board.task.unique())}")
+        ours = cells.iloc[0]
+        if any(getattr(row, b) != ours[b] for b in ("train_length", "validation_length", "test_length")):
+            raise InputError(f"{at}: judged by the bands 1..{row.train_length} / ..{row.validation_length} / "
+                             f"..{row.test_length}, where the board's {row.task} cells have 1..{ours.train_length} / "
+                             f"..{ours.validation_length} / ..{ours.test_length}: score it with --preset of this board")
+        if row.method in set(board.method):
+            raise InputError(f"{at}: the board already has a row for {row.method!r}")
+    return ranked(pd.concat([board, rows], ignore_index=True))

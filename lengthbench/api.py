@@ -63,7 +63,7 @@ from lengthbench.errors import InputError, UnknownNameError
 from lengthbench.leaderboard.aggregate import leaderboard_frame, length_frame
 from lengthbench.leaderboard.build import build_leaderboard
 from lengthbench.leaderboard.compare import compare_frames, summary_text, write_compare
-from lengthbench.leaderboard.external import external_row
+from lengthbench.leaderboard.external import external_row, with_external
 from lengthbench.leaderboard.compare import to_markdown as compare_markdown
 from lengthbench.leaderboard.reference_notes import reference_readme
 from lengthbench.leaderboard.reproduction import REPORTS, SOURCE_PRESET
@@ -372,14 +372,17 @@ def load_records(results: PathLike) -> pd.DataFrame:
 
 
 def load_leaderboard(results: PathLike, out: PathLike | None = None, reference: bool = False,
-                     preset: str | None = None) -> pd.DataFrame:
+                     preset: str | None = None, external: Sequence[PathLike] = ()) -> pd.DataFrame:
     """The leaderboard of the records in ``results``: one row per task x
     method, the columns of ``leaderboard.csv`` (mean, std and Student-t interval
     over seeds, per-length curves summarized, rank). With ``out`` the
     leaderboard files (csv, md, levels, plots, html) are written there. With
     ``reference``, records made from uncommitted code (``+g<commit>.dirty``)
     are refused: a shipped reference comes from committed code only. With
-    ``preset``, only the records of that preset's grid count. A reference
+    ``preset``, only the records of that preset's grid count. ``external``:
+    ``leaderboard.csv`` files of ``score --method``, whose rows join the board
+    (ranked beside its methods, on the page; refused where their length bands
+    differ from the board's). A reference
     build also writes the folder's ``README.md`` (``reference_notes``) and
     ``reference.json`` (where its records are and how many runs the
     preset's grid has today, for the rebuild test)."""
@@ -390,10 +393,15 @@ def load_leaderboard(results: PathLike, out: PathLike | None = None, reference: 
             raise InputError(f"{len(dirty)} record(s) in {str(results)!r} were made from uncommitted code (e.g. "
                              f"{dirty[0]}.json); a reference is built from committed code only: commit, then rerun "
                              "those cells (move their records aside first)")
+    if reference and external:
+        raise InputError("--external with --reference: a reference holds the records it was built from only")
+    board = leaderboard_frame(records)
+    for path in external:
+        board = with_external(board, read_leaderboard(path), str(path))
     if out is None:
-        return leaderboard_frame(records)
+        return board
     out = ensure_output_dir(out, "--out")
-    board, paths = build_leaderboard(records, out)
+    board, paths = build_leaderboard(records, out, board)
     if reference:
         rebuild = (f"lengthbench leaderboard --reference --results {results} --out {out}"
                    + (f" --preset {preset}" if preset else ""))

@@ -128,7 +128,7 @@ def cmd_list(args) -> int:
 
 def cmd_leaderboard(args) -> int:
     board = api.load_leaderboard(args.results, out=args.out or args.results, reference=args.reference,
-                                 preset=args.preset)
+                                 preset=args.preset, external=args.external)
     print(api.leaderboard_text(board))
     _print_written(board.attrs["written"])
     return EXIT_OK
@@ -283,6 +283,9 @@ def _add_records_commands(sub) -> None:
                                         "records)")
     board.add_argument("--reference", action="store_true",
                        help="refuse records made from uncommitted code (how the shipped references are built)")
+    board.add_argument("--external", action="append", default=[], metavar="LEADERBOARD.csv",
+                       help="add the rows lengthbench score --method wrote (a model lengthbench did not train), "
+                            "ranked beside the records' methods in every table and on the page; repeatable")
     board.set_defaults(func=cmd_leaderboard)
 
     chk = sub.add_parser("check", help="run the encodings and model families a Python file registers through their contracts")
@@ -315,7 +318,7 @@ def _add_any_model(sub) -> None:
                                          "text) or prediction_ids (token ids) added")
     scr.add_argument("--out", help="folder for score.csv (default: print only)")
     scr.add_argument("--method", help="also write leaderboard.csv to --out: one row for this method name (model "
-                                      "external), which compare and leaderboard read")
+                                      "external), which compare reads and leaderboard --external puts on a board")
     scr.add_argument("--preset", default="quick",
                      help="whose length bands and fit rule the row is judged by (default quick, as generate's)")
     scr.set_defaults(func=cmd_score)

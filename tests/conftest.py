@@ -37,3 +37,19 @@ def set_csv_cell(text: str, row: int, column: str, value: str) -> str:
     out = io.StringIO()
     csv.writer(out, lineterminator="\n").writerows(rows)
     return out.getvalue()
+
+
+def parity_after_training(family: str, encoding: str = "", **settings) -> list[float]:
+    """Held-out exact match (the fixed evaluation stream, never trained on) at
+    every training length of a ``suite`` parity run of ``family`` trained with
+    ``settings`` (steps, lr, model, ...) on CPU."""
+    from lengthbench.benchmark.evaluate import evaluate_length
+    from lengthbench.benchmark.train import train_run
+    from lengthbench.tasks import get_task
+
+    config = replace(get_preset("suite").run_config("parity_check", encoding, 0, family), warmup_steps=20,
+                     eval_samples=256, **settings)
+    task, cpu = get_task("parity_check"), torch.device("cpu")
+    model = config.build_model(task.vocab_size)
+    train_run(model, task, config, cpu)
+    return [evaluate_length(model, task, n, config, cpu)["exact_match"] for n in range(1, config.train_length + 1)]

@@ -183,3 +183,37 @@ def test_scored_predictions_become_a_leaderboard_row_that_compare_reads(tmp_path
     assert main(["score", "copy", str(answered(every)), "--method", "a/b", "--out", str(tmp_path)]) == 2
     assert main(["score", "copy", str(answered(every)), "--method", "my-llm"]) == 2
     assert "--method writes a leaderboard row: give --out DIR too" in capsys.readouterr().err
+
+
+def test_an_external_row_joins_a_board_and_its_page(tmp_path, capsys):
+    """`leaderboard --external` ranks score's row beside the records' methods,
+    in the tables and on the page; a row judged by other bands, one that is not
+    external, and one for a task the board lacks are refused, naming it."""
+    from lengthbench.leaderboard.schema import read_leaderboard
+
+    instances = lengthbench.generate("copy", samples=16)  # quick's lengths: the shipped quick board's bands
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({**r, "prediction": r["answer"]}) + "\n" for r in instances))
+    assert main(["score", "copy", str(answers), "--method", "oracle", "--out", str(tmp_path / "s")]) == 0
+    records, row = "leaderboard/reference/quick/records", str(tmp_path / "s" / "leaderboard.csv")
+    assert main(["leaderboard", "--results", records, "--out", str(tmp_path / "b"), "--external", row]) == 0
+    board = read_leaderboard(tmp_path / "b" / "leaderboard.csv")
+    oracle = board[board.method == "external/oracle"].iloc[0]
+    assert (oracle.task, oracle["rank"], oracle.ood_exact_match_mean) == ("copy", 1.0, 1.0)
+    assert board[(board.task == "copy") & (board.method == "transformer/coupled")]["rank"].iloc[0] == 2.0
+    assert "external/oracle" in (tmp_path / "b" / "leaderboard.html").read_text()
+    assert "external/oracle" in (tmp_path / "b" / "leaderboard.md").read_text()
+    capsys.readouterr()
+    assert main(["score", "copy", str(answers), "--method", "oracle", "--preset", "smoke",
+                 "--out", str(tmp_path / "smoke")]) == 0
+    other = lengthbench.generate("even_pairs", samples=16)
+    answers.write_text("".join(json.dumps({**r, "prediction": r["answer"]}) + "\n" for r in other))
+    assert main(["score", "even_pairs", str(answers), "--method", "oracle", "--out", str(tmp_path / "e")]) == 0
+    capsys.readouterr()
+    for externals, needle in (([str(tmp_path / "smoke" / "leaderboard.csv")], "where the board's copy cells have 1..8"),
+                              (["leaderboard/reference/quick/leaderboard.csv"], "not an external row"),
+                              ([str(tmp_path / "e" / "leaderboard.csv")], "this board has no task 'even_pairs'"),
+                              ([row, row], "already has a row for 'external/oracle'")):
+        argv = ["leaderboard", "--results", records, "--out", str(tmp_path / "x")]
+        assert main(argv + [a for e in externals for a in ("--external", e)]) == 2
+        assert needle in capsys.readouterr().err

@@ -6,16 +6,14 @@ from dataclasses import replace
 
 import pytest
 import torch
+from conftest import parity_after_training
 
-from lengthbench.benchmark.evaluate import evaluate_length
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.records import read_record
-from lengthbench.benchmark.train import train_run
 from lengthbench.cli import main
 from lengthbench.leaderboard.schema import SCHEMA_VERSION, read_leaderboard
 from lengthbench.models.families import ModelSize, build_model, family_entry, family_names
 from lengthbench.models.recurrent import input_lengths, update_stack, update_tape
-from lengthbench.tasks import get_task
 
 CPU = torch.device("cpu")
 RECURRENT = ("rnn", "lstm", "stack-rnn", "tape-rnn")
@@ -89,13 +87,7 @@ def test_recurrent_families_learn_parity(cell):
     steps, scored on held-out strings (the fixed evaluation stream, never
     trained on) at every training length: the parity bit right on >= 95% of
     them (chance is 50%; the output format alone scores 50%)."""
-    preset = get_preset("suite")
-    config = replace(preset.run_config("parity_check", "", 0, cell), steps=600, lr=1e-2, warmup_steps=20,
-                     eval_samples=256, model=ModelSize(d_model=32))
-    task = get_task("parity_check")
-    model = config.build_model(task.vocab_size)
-    train_run(model, task, config, CPU)
-    scores = [evaluate_length(model, task, n, config, CPU)["exact_match"] for n in range(1, config.train_length + 1)]
+    scores = parity_after_training(cell, steps=600, lr=1e-2, model=ModelSize(d_model=32))
     assert min(scores) >= 0.95, scores
 
 

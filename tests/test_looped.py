@@ -1,21 +1,14 @@
 """The looped transformer (Fan et al. 2024): its pass schedule, its cost,
 and that it learns parity (the contract itself runs in test_families)."""
 
-from dataclasses import replace
-
 import numpy as np
 import torch
+from conftest import parity_after_training
 
-from lengthbench.benchmark.evaluate import evaluate_length
-from lengthbench.benchmark.presets import get_preset
-from lengthbench.benchmark.train import train_run
+from lengthbench.models.encodings import build_encoding
 from lengthbench.models.families import ModelSize, family_entry
 from lengthbench.models.looped import LoopedTransformer, passes_per_token
-from lengthbench.models.encodings import build_encoding
-from lengthbench.tasks import get_task
 from lengthbench.tasks.base import BOS, EOS, PAD, SEP
-
-CPU = torch.device("cpu")
 
 
 def test_each_token_passes_once_per_input_token_read_plus_one():
@@ -52,13 +45,8 @@ def test_the_answer_sees_as_many_passes_as_the_schedule_and_flops_grow_with_them
 def test_it_learns_parity_at_its_training_lengths():
     """Parity needs one step per input symbol (Fan et al.'s T(n) = n): the looped
     block learns it on held-out strings at every training length, >= 95%."""
-    preset = get_preset("suite")
-    config = replace(preset.run_config("parity_check", "nope", 0, "looped"), steps=600, lr=3e-3, warmup_steps=20,
-                     train_length=6, eval_samples=256, model=ModelSize(d_model=32, n_layers=1, n_heads=4, d_ff=64))
-    task = get_task("parity_check")
-    model = config.build_model(task.vocab_size)
-    train_run(model, task, config, CPU)
-    scores = [evaluate_length(model, task, n, config, CPU)["exact_match"] for n in range(1, config.train_length + 1)]
+    scores = parity_after_training("looped", "nope", steps=600, lr=3e-3, train_length=6,
+                                   model=ModelSize(d_model=32, n_layers=1, n_heads=4, d_ff=64))
     assert min(scores) >= 0.95, scores
 
 
