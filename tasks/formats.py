@@ -190,8 +190,7 @@ class IndexHints(Format):
         return list(output[1::2])
 
     def input_length(self, task, length):
-        digits = {"addition": 2 * (length + 1), "multiplication": length + 2}[task.name]
-        return task.input_length(length) + digits
+        return 2 * task.input_length(length) - 1  # a hint before every input symbol but the one operator
 
 
 def formatted(task: Task, fmt: Format | str) -> Task:
