@@ -26,6 +26,7 @@ from lengthbench.models.families import (TRANSFORMER, ModelSize, RunModel, build
                                           method_parts)
 from lengthbench.models.transformer import encoded_positions
 from lengthbench.tasks import get_task, make_batch
+from lengthbench.tasks.formats import PLAIN, get_format, label_not_applicable, label_versions, split_label, task_label
 
 EVAL_SEED = 1234  # every preset's: evaluation data and eval-time positions, independent of the run seed
 DEFAULT_FIT_THRESHOLD = 0.9
@@ -153,8 +154,11 @@ class RunConfig:
         return build_model(self.family, vocab_size, self.model, init_seed(self.seed), self.make_encoding)
 
     def not_applicable(self) -> str | None:
-        """Why this cell has no result to compute (its family's rule, e.g. an
-        encoding the task cannot feed), or None."""
+        """Why this cell has no result to compute (a format that cannot write
+        the task, its family's rule, e.g. an encoding the task cannot feed), or None."""
+        reason = label_not_applicable(self.task)
+        if reason is not None:
+            return reason
         encoding = self.make_encoding()
         reason = family_entry(self.family).not_applicable(get_task(self.task), encoding)
         if reason is None and encoding is not None:
@@ -182,7 +186,7 @@ class RunConfig:
         length, always including L_train, both ends of the validation band,
         the first test length and L_test; with ``test_points``, the test band
         holds only its ``test_points`` lengths evenly spaced in log length."""
-        start = get_task(self.task).min_length
+        start = get_task(split_label(self.task)[0]).min_length  # a format keeps its task's lengths
         end = self.test_start - 1 if self.test_points else self.test_length
         lengths = set(range(start, end + 1, self.eval_stride)) | set(self.log_spaced_test_lengths())
         lengths |= {self.train_length, self.train_length + 1, self.test_start, self.test_length}
@@ -265,7 +269,8 @@ class Cut:
     only: bool = False
 
     def covers(self, task: str, method: str) -> bool:
-        if self.tasks and task not in self.tasks:
+        """Whether the cut leaves out (task, method); a cut of a task cuts it in every format."""
+        if self.tasks and task not in self.tasks and split_label(task)[0] not in self.tasks:
             return False
         return (method in self.methods) != self.only
 
@@ -285,7 +290,11 @@ class Preset:
     transformer runs once per encoding, a family without encodings once;
     ``family_settings[family]`` overrides settings (and ``model`` fields)
     for one family, after the task's; ``overrides`` sets run fields for
-    every cell, last (``run --select`` trains one grid per value this way)."""
+    every cell, last (``run --select`` trains one grid per value this way).
+    ``formats`` are the data formats every task is written in
+    (``tasks.formats``): a cell is task x format x method, its task the
+    label ``grid_tasks`` gives; a task's settings hold in every format
+    (``task_settings`` may also name a label)."""
 
     name: str
     description: str
@@ -304,6 +313,22 @@ class Preset:
     cell_settings: dict = field(default_factory=dict)
     select: str = ""  # a `run --select` the preset makes by default ("lr=5e-4,1e-3,2e-3"), chosen on validation
     cuts: tuple[Cut, ...] = ()  # cells left out of the grid, each with its reason
+    formats: tuple[str, ...] = (PLAIN,)
+
+    def grid_tasks(self) -> list[str]:
+        """The grid's task labels: each task in each format (``addition+reversed``),
+        task-major; a task given as a label (an alias, ``copy+reversed``) stands
+        as it is, once."""
+        for fmt in self.formats:
+            get_format(fmt)
+        labels = []
+        for task in self.tasks:
+            named = split_label(task)[1] != PLAIN
+            for fmt in ((split_label(task)[1],) if named else self.formats):
+                label = task if named else task_label(task, fmt)
+                if label not in labels:
+                    labels.append(label)
+        return labels
 
     def cut_reason(self, task: str, method: str) -> str | None:
         """Why the cell (task, method) is left out of this grid, or None when it is in it."""
@@ -313,7 +338,7 @@ class Preset:
         """Every task and method a cut names exists (a misspelt one would cut nothing, silently)."""
         for cut in self.cuts:
             for task in cut.tasks:
-                get_task(task)
+                label_versions(task)  # the task and format exist
             for method in cut.methods:
                 family, encoding = method_parts(method)
                 family_entry(family)
@@ -327,10 +352,13 @@ class Preset:
 
     def run_config(self, task: str, encoding: str, seed: int, family: str = TRANSFORMER) -> RunConfig:
         """The cell (task, method, seed); ``encoding`` is ignored (and stored
-        as "") for a family that takes none."""
-        get_task(task)
-        by_task, by_family = self.task_settings.get(task, {}), self.family_settings.get(family, {})
-        by_cell = self.cell_settings.get(task, {}).get(family, {})
+        as "") for a family that takes none; ``task`` is a task label (the
+        task's settings hold in its every format unless the label has its own)."""
+        label_versions(task)  # the task and format exist
+        base = split_label(task)[0]
+        by_task = self.task_settings.get(task, self.task_settings.get(base, {}))
+        by_family = self.family_settings.get(family, {})
+        by_cell = self.cell_settings.get(task, self.cell_settings.get(base, {})).get(family, {})
         values = {"eval_seed": EVAL_SEED, **self.settings, **by_task, **by_family, **by_cell, **self.overrides}
         values.pop("model", None)
         model = replace(self.model, **{**by_task.get("model", {}), **by_family.get("model", {}),
@@ -349,7 +377,7 @@ class Preset:
                          code_versions=code_versions(task, encoding or None, family), family=family,
                          family_source=family_entry(family).source, **values)
 
-    def with_grid(self, tasks=None, encodings=None, seeds=None, families=None) -> "Preset":
+    def with_grid(self, tasks=None, encodings=None, seeds=None, families=None, formats=None) -> "Preset":
         """The same preset on another grid; ``None`` keeps the preset's axis.
         An empty axis, a repeated entry or a negative seed is refused: a grid
         holds each (task, method, seed) once."""
@@ -365,6 +393,7 @@ class Preset:
             encodings=_grid_axis("encodings", encodings, self.encodings),
             seeds=_grid_axis("seeds", seeds, self.seeds),
             families=_grid_axis("models", families, self.families),
+            formats=_grid_axis("formats", formats, self.formats),
         )
 
     def describe(self) -> dict:

@@ -84,7 +84,7 @@ def resolve_workers(requested: int) -> int:
 def grid_configs(preset: Preset) -> list[RunConfig]:
     """Every run of the preset's grid (its cuts left out), in grid order."""
     preset.check_cuts()
-    configs = [preset.run_config(t, e, s, f) for t in preset.tasks for f, e in preset.methods()
+    configs = [preset.run_config(t, e, s, f) for t in preset.grid_tasks() for f, e in preset.methods()
                if preset.cut_reason(t, method_name(f, e)) is None for s in preset.seeds]
     seen = set()
     for config in configs:

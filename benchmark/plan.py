@@ -167,7 +167,7 @@ def _duration(seconds: float) -> str:
 def protocol_lines(preset: Preset) -> list[str]:
     """The length bands of each task and the training budget rule, as ``--plan`` prints them."""
     by_rule: dict[str, list[str]] = {}
-    for task in preset.tasks:
+    for task in preset.grid_tasks():
         for family, encoding in preset.methods():
             c = preset.run_config(task, encoding or "nope", preset.seeds[0], family)
             bands = (f"train 1..{c.train_length}, validation {c.train_length + 1}..{c.validation_length}, "
@@ -191,14 +191,16 @@ def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: i
     serial = sum(e.runs * (e.train_seconds + e.eval_seconds) for e in estimates)
     flops = sum(e.runs * (e.train_flops + e.eval_flops) for e in estimates)
     parallel = max(1, min(workers, todo))
-    cut = len(preset.tasks) * len(preset.methods()) * len(preset.seeds) - total
+    tasks = preset.grid_tasks()
+    cut = len(tasks) * len(preset.methods()) * len(preset.seeds) - total
+    formats = f" ({len(preset.tasks)} in {len(preset.formats)} formats)" if preset.formats != ("plain",) else ""
     lines = [
-        f"plan for preset {preset.name!r}: {len(preset.tasks)} tasks x {len(preset.methods())} methods x "
+        f"plan for preset {preset.name!r}: {len(tasks)} tasks{formats} x {len(preset.methods())} methods x "
         f"{len(preset.seeds)} seeds" + (f", less {cut} cut" if cut else "") + f" = {total} runs; "
         + ("--force: every run is run again, none reused" if force else f"{stored} stored (reused)")
         + f", {total - stored} to run ({total - stored - todo} of them n/a: recorded without training)",
         *(f"cut: {c.describe()}" for c in preset.cuts
-          if any(c.covers(t, method_name(f, e)) for t in preset.tasks for f, e in preset.methods())),
+          if any(c.covers(t, method_name(f, e)) for t in tasks for f, e in preset.methods())),
         f"{parallel} worker process(es) side by side, each training one run at a time",
         *protocol_lines(preset),
         "",
@@ -210,7 +212,7 @@ def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: i
                      f"{e.train_flops / 1e12:.3f} | {e.eval_flops / 1e12:.3f} | "
                      f"{_duration(e.train_seconds)} | {_duration(e.eval_seconds)} |")
     until_fit = any(preset.run_config(t, e or "nope", 0, f).fit_patience
-                    for t in preset.tasks for f, e in preset.methods())
+                    for t in tasks for f, e in preset.methods())
     lines += [
         "",
         f"useful work: {flops / 1e12:.2f} TFLOP; run time on one worker: {_duration(serial)}"

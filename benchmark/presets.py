@@ -48,7 +48,8 @@ from lengthbench.benchmark.config import Cut, Preset
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import ModelSize
 from lengthbench.registry import Registry
-from lengthbench.tasks import get_task, task_names
+from lengthbench.tasks import get_task
+from lengthbench.tasks.formats import task_labels
 
 CORE_TASKS = ("copy", "reverse_string", "parity_check", "addition")
 CORE_ENCODINGS = ("nope", "rope", "alibi", "randomized-rope", "coupled")
@@ -127,7 +128,7 @@ register_preset(Preset(
 register_preset(Preset(
     name="standard",
     description="every task x every built-in encoding x 3 seeds (GPU-sized: hours on one GPU)",
-    tasks=tuple(task_names()),
+    tasks=tuple(task_labels()),
     encodings=tuple(ENCODINGS.names()),
     seeds=(0, 1, 2),
     model=ModelSize(d_model=128, n_layers=4, n_heads=8, d_ff=512),
@@ -152,7 +153,7 @@ register_preset(Preset(
     description="the complete reference: every task x every built-in encoding, the recurrent families and the "
                 "state-space baseline x 3 seeds, trained until fit (at most 1500 steps) at a laptop budget (--plan on 2 idle "
                 "CPU cores: at most 6.5 h)",
-    tasks=tuple(task_names()),
+    tasks=tuple(task_labels()),
     encodings=tuple(ENCODINGS.names()),
     seeds=(0, 1, 2),
     model=ModelSize(d_model=64, n_layers=2, n_heads=4, d_ff=256),
@@ -177,8 +178,8 @@ def _part_of_full(name: str, description: str, tasks, encodings, families=("tran
 
 register_preset(_part_of_full(
     "suite", "every task x 8 encodings (the 5 core ones, xpos, cope, abacus) x 3 seeds: part of `full` "
-    "(hours on 2 CPU cores: --plan)", task_names(), (*CORE_ENCODINGS, "xpos", "cope", "abacus")))
-CHOMSKY_TASKS = tuple(name for name in task_names() if get_task(name).level in ("R", "DCF", "CS"))
+    "(hours on 2 CPU cores: --plan)", task_labels(), (*CORE_ENCODINGS, "xpos", "cope", "abacus")))
+CHOMSKY_TASKS = tuple(name for name in task_labels() if get_task(name).level in ("R", "DCF", "CS"))
 # Deletang et al.'s five encodings ("relative" there is Transformer-XL's; we have none of that
 # family, so learned absolute positions stand in, as in Ruoss et al.'s list) and Ruoss et al.'s
 # randomized versions of those that have positions to randomize.
@@ -241,7 +242,7 @@ register_preset(Preset(
     name="horizon-pilot",
     description="protocol v2's pilot: every task x 3 encodings and the baseline families x 1 pilot seed (never "
                 "reported), 4000 steps with the fit logged every 250: chooses horizon's budget per task",
-    tasks=tuple(task_names()),
+    tasks=tuple(task_labels()),
     encodings=PILOT_ENCODINGS,
     seeds=PILOT_SEEDS,
     model=HORIZON_MODEL,
@@ -265,7 +266,7 @@ HORIZON_FIT_CHECK_EVERY = 500
 # claim about them concerns, and the costliest tasks that no pilot method fit, down to the methods a
 # claim names.
 OWN_RANDOMIZED = ("randomized-t5", "randomized-kerple-log", "randomized-kerple-power", "randomized-fire")
-NON_CHOMSKY_TASKS = tuple(name for name in task_names() if name not in CHOMSKY_TASKS)
+NON_CHOMSKY_TASKS = tuple(name for name in task_labels() if name not in CHOMSKY_TASKS)
 HORIZON_CUTS = (
     Cut("randomized variants that no published claim is about (Ruoss et al. randomize sinusoidal, learned, "
         "rotary, ALiBi and Transformer-XL's relative positions, not T5's buckets, KERPLE or FIRE)",
@@ -273,7 +274,7 @@ HORIZON_CUTS = (
     Cut("the recurrent families' published claims (Deletang et al.) are about the Chomsky tasks",
         methods=RECURRENT_FAMILIES, tasks=NON_CHOMSKY_TASKS),
     Cut("the state-space claim (Jelassi et al.) is about copying", methods=("ssm",),
-        tasks=tuple(name for name in task_names() if name not in COPY_TASKS)),
+        tasks=tuple(name for name in task_labels() if name not in COPY_TASKS)),
     Cut("no pilot method fit it (nope, rope, alibi: 0 exact match at lengths 13-16 after 4000 steps), a run "
         "costs about 10 minutes, and index hints are a data format of addition, not a task of their own",
         methods=(), tasks=("addition-index-hints",), only=True),

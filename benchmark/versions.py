@@ -1,7 +1,7 @@
 """Versions of the code that makes results, so a record is reused only while
 that code is unchanged in effect.
 
-Every task (``Task.version``), every encoding (``register_encoding(...,
+Every task (``Task.version``), every data format (``Format.version``), every encoding (``register_encoding(...,
 version=)``), every model family (``register_family(..., version=)``) and the
 trainer (``TRAINER_VERSION``: every other module the run harness imports that
 decides a result: configs, batching, training, evaluation, seeding, records,
@@ -34,6 +34,7 @@ from lengthbench.errors import InputError
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import FAMILIES
 from lengthbench.tasks import TASKS
+from lengthbench.tasks.formats import FORMATS, label_versions, split_label
 
 TRAINER_VERSION = 2  # 2: one plain model per run, rotary pairs interleaved
 
@@ -48,10 +49,11 @@ NOT_RESULT_SOURCES = ("benchmark/claims.py", "benchmark/device.py", "benchmark/f
 
 
 def code_versions(task: str, encoding: str | None, family: str = "transformer") -> dict[str, int]:
-    """The versions a run of ``task`` x ``encoding`` (``None`` for a family
-    without encodings) x ``family`` is made by, those other than 1 only (so
-    that configs of unbumped code keep their hashes)."""
-    versions = {"task": TASKS[task].version, "encoding": ENCODINGS[encoding].version if encoding else 1,
+    """The versions a run of ``task`` (a task label: the task's and its
+    format's) x ``encoding`` (``None`` for a family without encodings) x
+    ``family`` is made by, those other than 1 only (so that configs of
+    unbumped code keep their hashes)."""
+    versions = {**label_versions(task), "encoding": ENCODINGS[encoding].version if encoding else 1,
                 "family": FAMILIES[family].version, "trainer": TRAINER_VERSION}
     return {k: v for k, v in versions.items() if v != 1}
 
@@ -104,14 +106,17 @@ def _digest(files: list[Path]) -> str:
 
 
 def components() -> dict[str, dict]:
-    """Every built-in task, encoding and family and the trainer: version and
-    digest of the source files that decide its results (a task's or
-    encoding's module, with the base encoding's for a randomized one; a
-    family's module; the trainer's ``trainer_sources``)."""
+    """Every built-in task, format, encoding and family and the trainer:
+    version and digest of the source files that decide its results (a
+    task's, format's or encoding's module, with the base encoding's for a
+    randomized one; a family's module; the trainer's ``trainer_sources``)."""
     table, covered = {}, set()
     for name, cls in sorted(TASKS.items()):
         covered.add(_source(cls))
         table[f"task:{name}"] = {"version": cls.version, "digest": _digest([_source(cls)])}
+    for name, fmt in sorted(FORMATS.items()):
+        covered.add(_source(type(fmt)))
+        table[f"format:{name}"] = {"version": fmt.version, "digest": _digest([_source(type(fmt))])}
     for name, entry in sorted(ENCODINGS.items()):
         if entry.source != "built-in":
             continue  # a plugin's file hash is already in its configs (encoding_source)
@@ -143,7 +148,9 @@ def check_unchanged(configs) -> None:
     records."""
     used = {"trainer"}
     for c in configs:
-        used |= {f"task:{c.task}", f"family:{c.family}"} | ({f"encoding:{c.encoding}"} if c.encoding else set())
+        task, fmt = split_label(c.task)
+        used |= {f"task:{task}", f"format:{fmt}", f"family:{c.family}"}
+        used |= {f"encoding:{c.encoding}"} if c.encoding else set()
     changed = sorted(set(unrecorded_changes()) & used)
     if changed:
         raise InputError(f"the source of {', '.join(changed)} changed since {TABLE.name} was written, with no "

@@ -29,8 +29,9 @@ from lengthbench.leaderboard.statistics import (
 )
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import FAMILIES, method_name
-from lengthbench.tasks import TASKS, task_names
+from lengthbench.tasks import TASKS
 from lengthbench.tasks.base import LEVELS
+from lengthbench.tasks.formats import label_not_applicable, split_label, task_order_key
 
 
 class MixedConfigError(InputError):
@@ -39,7 +40,7 @@ class MixedConfigError(InputError):
 
 
 def _level(task: str) -> str:
-    entry = TASKS.get(task)
+    entry = TASKS.get(split_label(task)[0])
     return entry.level if entry is not None else "unknown"
 
 
@@ -48,6 +49,14 @@ PROTOCOL_EXCLUDES = ("task", "encoding", "family", "family_source", "seed")
 # Config fields added after boards had a protocol column: left out while at their defaults, so the
 # protocol text of a board made before them stays as it was.
 LATER_PROTOCOL_FIELDS = ("test_points", "fit_from")
+
+
+def _chance(r: RunRecord) -> float:
+    """The chance level of a run's test band; none for a format that cannot write its task."""
+    if r.status == "not_applicable" and label_not_applicable(r.task) is not None:
+        return float("nan")
+    return majority_exact_match(r.task, r.config.eval_seed, tuple(
+        n for n in r.config.eval_lengths() if r.config.split(n) == "ood"), r.config.eval_samples)
 
 
 def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
@@ -69,8 +78,7 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
             "protocol": json.dumps(settings, sort_keys=True, separators=(",", ":")),
             "run_id": r.run_id, "failed": r.failed, **{k: (r.summary or {}).get(k) for k in SUMMARY_FIELDS},
             "fit_score": fit_score(r.summary),
-            "chance_exact_match": majority_exact_match(r.task, r.config.eval_seed, tuple(
-                n for n in r.config.eval_lengths() if r.config.split(n) == "ood"), r.config.eval_samples),
+            "chance_exact_match": _chance(r),
             **selection_texts(r.selection),
         })
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
@@ -203,7 +211,7 @@ def leaderboard_frame(records: list[RunRecord]) -> pd.DataFrame:
         train_length = int(cell.train_length.iloc[0])
         n_fit = int((scored.fit_score.astype(float) >= scored.fit_threshold).sum()) if len(scored) else 0
         row = {
-            "schema_version": SCHEMA_VERSION, "task": task, "level": _level(task),
+            "schema_version": SCHEMA_VERSION, "task": task, "format": split_label(task)[1], "level": _level(task),
             "method": method, "model": cell.model.iloc[0], "encoding": cell.encoding.iloc[0],
             "status": "not_applicable" if na else ("ok" if len(clean) else "failed"),
             "n_seeds": len(scored), "n_failed": len(failed), "n_errors": int((cell.status == "error").sum()),
@@ -244,8 +252,7 @@ def method_order(names) -> list[str]:
 
 
 def _row_key(row: pd.Series, methods: list[str]) -> tuple:
-    tasks = task_names()
-    return (tasks.index(row.task) if row.task in tasks else len(tasks), row.task, methods.index(row.method))
+    return (task_order_key(row.task), methods.index(row.method))
 
 
 def complete_block(board: pd.DataFrame) -> tuple[list[str], list[str], tuple[str, ...]]:

@@ -9,9 +9,11 @@ harness errors apart (``n_errors``); version 5 adds the validation band, fit
 (``n_fit``, ``fit_status``) and training steps, and its OOD columns mean the
 test band; version 6 adds each cell's ``protocol`` (its settings), which
 ``compare`` checks; version 7 adds the horizon columns (chance level,
-interquartile mean, area over log length, seeds reaching 2x and 4x). A
-version 2 to 6 file is read as version 7 (``n_errors`` 0, fit ``unknown``,
-no validation band, protocol unknown, horizon columns empty). The reader checks
+interquartile mean, area over log length, seeds reaching 2x and 4x);
+version 8 adds each cell's data ``format`` (its task column the task label,
+``addition+reversed``). A version 2 to 7 file is read as version 8
+(``n_errors`` 0, fit ``unknown``, no validation band, protocol unknown,
+horizon columns empty, the format its task label's: ``plain`` for a bare task name). The reader checks
 every cell's type and range, so an impossible value (a mean of ``inf`` or
 7.5, a negative std, 2.7 seeds) is refused with the file, row and column
 instead of turning into a confident wrong verdict in ``compare``.
@@ -34,8 +36,9 @@ from lengthbench.errors import InputError
 from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD, REACH_FACTORS
 from lengthbench.registry import name_problem
 from lengthbench.tasks.base import LEVELS
+from lengthbench.tasks.formats import split_label
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 KEY = ("task", "method")
 STATUSES = ("ok", "not_applicable", "failed")
 FIT_STATUSES = ("fit", "partly_fit", "not_fit", "unknown", "")
@@ -84,7 +87,10 @@ def _metric_columns(m: str) -> list[tuple]:
 # (name, type, valid values: (low, high) for numbers or the allowed strings, meaning)
 COLUMNS: tuple[tuple, ...] = (
     ("schema_version", "int", (SCHEMA_VERSION, SCHEMA_VERSION), "version of this column layout"),
-    ("task", "str", (), "task name"),
+    ("task", "str", (), "the cell's task: its name, or its label in a data format (TASK+FORMAT, e.g. "
+                        "addition+reversed; addition-index-hints is addition+index-hints)"),
+    ("format", "str", (), "the data format the task is written in (plain, reversed, index-hints: `lengthbench list "
+                          "formats`); a cell is task x format x method"),
     ("level", "str", LEVEL_NAMES, "Chomsky level (R, DCF, CS) or family (arithmetic, sequence)"),
     ("method", "str", (), "the row's method: transformer/<encoding>, or a model family that takes no encoding (lstm)"),
     ("model", "str", (), "model family (transformer, rnn, lstm, stack-rnn, tape-rnn)"),
@@ -260,6 +266,9 @@ def _check_names(frame: pd.DataFrame, where: str) -> None:
             problem = name_problem(name)
             if problem is not None:
                 raise LeaderboardFormatError(f"{where}: row {i + 2}, column {column!r}: {problem}")
+        if row.format != split_label(row.task)[1]:
+            raise LeaderboardFormatError(f"{where}: row {i + 2}, column 'format': {row.format[:80]!r} is not "
+                                         f"{split_label(row.task)[1]!r}, the format of its task label {row.task!r}")
         expected = f"{row.model}/{row.encoding}" if row.encoding else row.model
         if row.method != expected:
             raise LeaderboardFormatError(f"{where}: row {i + 2}, column 'method': {row.method[:80]!r} is not "
@@ -299,13 +308,21 @@ def _from_version_5(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _from_version_6(frame: pd.DataFrame) -> pd.DataFrame:
     """Version 6 had no horizon columns (interquartile mean, area over log length, seeds reaching 2x and 4x)."""
-    frame = frame.assign(**{name: "" for name in HORIZON_COLUMNS if name not in frame.columns})
+    return _from_version_7(frame.assign(**{name: "" for name in HORIZON_COLUMNS if name not in frame.columns}))
+
+
+def _from_version_7(frame: pd.DataFrame) -> pd.DataFrame:
+    """Version 7 had no format column: a cell's format is its task label's (plain for a task name)."""
+    frame = frame.copy()
+    if "format" not in frame.columns:
+        at = list(frame.columns).index("task") + 1 if "task" in frame.columns else len(frame.columns)
+        frame.insert(at, "format", [split_label(task)[1] for task in frame.get("task", [])])
     frame["schema_version"] = str(SCHEMA_VERSION)
     return frame
 
 
 MIGRATIONS = {"2": _from_version_2, "3": _from_version_3, "4": _from_version_4, "5": _from_version_5,
-              "6": _from_version_6}
+              "6": _from_version_6, "7": _from_version_7}
 
 
 def read_leaderboard(path: str | Path) -> pd.DataFrame:
@@ -325,7 +342,7 @@ def read_leaderboard(path: str | Path) -> pd.DataFrame:
     frame.columns = [str(name).strip() for name in frame.columns]
     frame = frame.apply(lambda column: column.str.strip().map(unguard_formula))  # spaces a spreadsheet left
     versions = set(frame["schema_version"].str.strip())
-    if len(versions) == 1 and (old := versions.pop()) in MIGRATIONS and "protocol" not in header:
+    if len(versions) == 1 and (old := versions.pop()) in MIGRATIONS and not set(COLUMN_NAMES) <= set(header):
         frame = MIGRATIONS[old](frame)
         header = list(frame.columns)
     for i, version in enumerate(frame["schema_version"], start=2):

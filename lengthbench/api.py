@@ -6,7 +6,7 @@ Each function validates its input the way the command line does (an
 return pandas DataFrames; the files a call wrote are listed in the frame's
 ``attrs["written"]`` ({kind: path}):
 
-* ``run(preset, tasks=, encodings=, models=, seeds=, results=)``: train and
+* ``run(preset, tasks=, formats=, encodings=, models=, seeds=, results=)``: train and
   evaluate a grid, returns its leaderboard;
 * ``load_records(results)``: every run x length as a long DataFrame;
 * ``load_leaderboard(results)``: one row per task x method;
@@ -81,7 +81,7 @@ from lengthbench.models.plugins import (
     load_entry_points,
 )
 from lengthbench.tasks import TASKS
-from lengthbench.tasks.listing import tasks_table
+from lengthbench.tasks.listing import formats_table, tasks_table
 
 PathLike = str | Path
 
@@ -90,20 +90,23 @@ __all__ = [
     "GridInterrupted", "InputError", "bench_generation", "check", "compare", "compare_text", "encodings_text",
     "evaluate", "generate", "leaderboard_text", "load_leaderboard", "load_records", "models_text", "parse_setting",
     "load_predictions", "perf", "perf_configs", "plan", "presets_text", "reproduce", "run", "score", "submit",
-    "tasks_table", "__version__",
+    "tasks_table", "formats_table", "__version__",
 ]
 
 
 def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings: Sequence[str] | None = None,
         models: Sequence[str] | None = None, seeds: Sequence[int] | None = None,
+        formats: Sequence[str] | None = None,
         results: PathLike | None = None, out: PathLike | None = None, force: bool = False,
         workers: int = 0, executor: str = "local", address: str | None = None,
         plugins: Iterable[PathLike] = (), checkpoint_every: float | None = None, progress: bool = True,
         select: str | None = None, settings: Mapping[str, int | float] | None = None,
         save_predictions: bool = False, command: str | None = None) -> pd.DataFrame:
     """Train and evaluate ``preset``'s grid (optionally narrowed to ``tasks``,
-    ``encodings``, model families ``models`` and ``seeds``), then build its
-    leaderboard; returns the leaderboard (one row per task x method).
+    ``encodings``, model families ``models`` and ``seeds``, each task written
+    in each of ``formats``: ``formats_table``), then build its leaderboard;
+    returns the leaderboard (one row per task x format x method, the task
+    column holding the label, ``addition+reversed``).
 
     Records go to ``results`` (default ``results/<preset>``); a finished cell
     is reused, not rerun, unless ``force``. The leaderboard files and
@@ -122,11 +125,11 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
     evaluated length beside its record (``load_predictions`` reads them).
     ``command`` is what provenance.json records as the call (default: this
     call, written as Python)."""
-    grid, plugin_files = _narrowed_grid(preset, tasks, encodings, models, seeds, plugins, settings)
+    grid, plugin_files = _narrowed_grid(preset, tasks, encodings, models, seeds, plugins, settings, formats)
     select = select if select is not None else (grid.select or None)
     selection = SelectionGrid.parse(select) if select is not None else None
     if command is None:
-        given = {k: v for k, v in dict(tasks=tasks, encodings=encodings, models=models, seeds=seeds,
+        given = {k: v for k, v in dict(tasks=tasks, formats=formats, encodings=encodings, models=models, seeds=seeds,
                                        results=results, out=out, select=select, settings=settings).items()
                  if v is not None}
         command = f"lengthbench.run({preset!r}" + "".join(f", {k}={v!r}" for k, v in given.items()) + ")"
@@ -140,12 +143,12 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
 def plan(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings: Sequence[str] | None = None,
          models: Sequence[str] | None = None, seeds: Sequence[int] | None = None, results: PathLike | None = None,
          workers: int = 0, plugins: Iterable[PathLike] = (), settings: Mapping[str, int | float] | None = None,
-         force: bool = False, select: str | None = None) -> str:
+         force: bool = False, select: str | None = None, formats: Sequence[str] | None = None) -> str:
     """What ``run`` with the same arguments would cost here (runs stored and
     to run, useful FLOPs, calibrated wall time), as text; trains and
     writes nothing. With ``force`` nothing stored is reused; a ``select``
     (or the preset's own) is validated and priced: one grid per value."""
-    grid, _ = _narrowed_grid(preset, tasks, encodings, models, seeds, plugins, settings)
+    grid, _ = _narrowed_grid(preset, tasks, encodings, models, seeds, plugins, settings, formats)
     select = select if select is not None else (grid.select or None)
     choice = SelectionGrid.parse(select) if select is not None else None
     folder = Path(results or default_results(grid))
@@ -170,12 +173,12 @@ def plan(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings
 
 def submit(path: PathLike, preset: str = "quick", *, name: str | None = None,
            tasks: Sequence[str] | None = None, seeds: Sequence[int] | None = None, results: PathLike | None = None,
-           out: PathLike | None = None, workers: int = 0, executor: str = "local",
+           formats: Sequence[str] | None = None, out: PathLike | None = None, workers: int = 0, executor: str = "local",
            address: str | None = None, checkpoint_every: float = CHECKPOINT_EVERY_S, progress: bool = True,
            save_predictions: bool = False, command: str | None = None) -> pd.DataFrame:
     """Check the encoding (or model-family) file ``path``, run its cells through ``preset`` (the
     built-in cells come from the stored records, trained only if missing) on
-    ``tasks`` and ``seeds`` (default: the preset's, which are its shipped
+    ``tasks``, ``formats`` and ``seeds`` (default: the preset's, which are its shipped
     reference's, so ranks compare like cells) and rank it. Writes the
     submission's own files (``submission-<name>.{csv,md,html}`` and its
     provenance) and leaves the preset's leaderboard files alone; returns the
@@ -188,7 +191,8 @@ def submit(path: PathLike, preset: str = "quick", *, name: str | None = None,
     families = [n for n in names if n in FAMILIES]
     encodings = [n for n in names if n not in FAMILIES]
     grid = grid.with_grid(tasks=tasks, encodings=[e for e in grid.encodings if e not in encodings] + encodings,
-                          seeds=seeds, families=[f for f in grid.families if f not in families] + families)
+                          seeds=seeds, families=[f for f in grid.families if f not in families] + families,
+                          formats=formats)
     records, out, seconds = _run_grid(grid, plugins, results=results, out=out, force=False, workers=workers,
                                       executor=executor, address=address,
                                       checkpoint_every=checkpoint_every, save_predictions=save_predictions,
@@ -242,7 +246,8 @@ def _checked(plugin_files: list[PluginFile], grid: Preset) -> tuple[list[str], l
 
 
 def _narrowed_grid(preset: str, tasks=None, encodings=None, models=None, seeds=None,
-                   plugins: Iterable[PathLike] = (), settings: Mapping | None = None) -> tuple[Preset, list[PluginFile]]:
+                   plugins: Iterable[PathLike] = (), settings: Mapping | None = None,
+                   formats=None) -> tuple[Preset, list[PluginFile]]:
     """``preset``'s grid narrowed to the given axes (``None`` keeps one), its
     run settings overridden by ``settings`` (each validated by name, type and
     range), with the installed and given encoding plugins loaded and
@@ -254,7 +259,7 @@ def _narrowed_grid(preset: str, tasks=None, encodings=None, models=None, seeds=N
     load_entry_points()
     plugin_files = [PluginFile(str(p)) for p in plugins]
     _checked(plugin_files, grid)
-    return grid.with_grid(tasks, encodings, seeds, models), plugin_files
+    return grid.with_grid(tasks, encodings, seeds, models, formats), plugin_files
 
 
 def default_results(grid: Preset) -> str:
@@ -619,7 +624,7 @@ def presets_text(as_json: bool = False) -> str:
         settings, model = preset.settings, preset.model
         steps = sorted(({s.get("steps", settings.get("steps")) for s in preset.task_settings.values()}
                         | {settings.get("steps")}) - {None}) or ["-"]
-        rows.append((preset.name, str(len(grid_configs(preset))), str(len(preset.tasks)),
+        rows.append((preset.name, str(len(grid_configs(preset))), str(len(preset.grid_tasks())),
                      str(len(preset.methods())), ",".join(map(str, preset.seeds)),
                      f"d{model.d_model}x{model.n_layers}",
                      f"{settings.get('train_length')}/{settings.get('validation_length') or '-'}/"

@@ -109,8 +109,8 @@ def _grid_options(args) -> dict:
 
 
 def cmd_run(args) -> int:
-    axes = dict(tasks=args.tasks, encodings=args.encodings, models=args.models, seeds=args.seeds,
-                plugins=args.plugin or (), settings=dict(args.set or ()) or None)
+    axes = dict(tasks=args.tasks, formats=args.formats, encodings=args.encodings, models=args.models,
+                seeds=args.seeds, plugins=args.plugin or (), settings=dict(args.set or ()) or None)
     if args.plan:
         print(api.plan(args.preset, **axes, results=args.results, workers=args.workers, force=args.force,
                        select=args.select))
@@ -122,7 +122,8 @@ def cmd_list(args) -> int:
     if args.what == "presets":
         print(api.presets_text(as_json=args.json))
         return EXIT_OK
-    print({"tasks": api.tasks_table, "encodings": api.encodings_text, "models": api.models_text}[args.what]())
+    print({"tasks": api.tasks_table, "formats": api.formats_table, "encodings": api.encodings_text,
+           "models": api.models_text}[args.what]())
     return EXIT_OK
 
 
@@ -179,7 +180,7 @@ def cmd_check(args) -> int:
 
 def cmd_submit(args) -> int:
     board = api.submit(args.path, args.preset, name=args.name, tasks=args.tasks, seeds=args.seeds,
-                       **_grid_options(args))
+                       formats=args.formats, **_grid_options(args))
     for report in board.attrs["reports"]:
         print(report.format())
     return _report_run(board)
@@ -217,6 +218,10 @@ def _grid_parser() -> argparse.ArgumentParser:
                       help="keep each trained run's predictions at every evaluated length, compressed, in "
                            "<results>/predictions/<run>.npz (lengthbench score TASK FILE.npz rescores one)")
     grid.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    grid.add_argument("--formats", type=_csv,
+                      help="comma-separated data formats to write each task in, e.g. plain,reversed (default: the "
+                           "preset's, plain; lengthbench list formats names them): a cell is task x format x "
+                           "method, a format that does not apply to a task an n/a cell")
     return grid
 
 
@@ -261,9 +266,10 @@ def _add_submit(sub, grid) -> None:
 
 def _add_records_commands(sub) -> None:
     """``list``, ``reproduce``, ``leaderboard``, ``check``: read the registry or records, train nothing."""
-    lst = sub.add_parser("list", help="list tasks, encodings, model families or presets")
-    lst.add_argument("what", choices=("tasks", "encodings", "models", "presets"),
-                     help="what to list: tasks, encodings, models (the model families) or presets")
+    lst = sub.add_parser("list", help="list tasks, data formats, encodings, model families or presets")
+    lst.add_argument("what", choices=("tasks", "formats", "encodings", "models", "presets"),
+                     help="what to list: tasks, formats (the data formats), encodings, models (the model families) "
+                          "or presets")
     lst.add_argument("--json", action="store_true", help="with presets: every setting of every preset, as JSON")
     lst.set_defaults(func=cmd_list)
 

@@ -93,57 +93,6 @@ class Addition(Task):
         return [int(c) for c in reversed(str(a + b).zfill(plus))]
 
 
-N_HINTS = 512
-
-
-@register_task
-class AdditionIndexHints(Task):
-    """``addition`` with index hints (Zhou et al. 2024).
-
-    Same operands and answer as ``addition`` ((n+1)-digit zero-padded
-    operands, most-significant first; n+1-digit answer, least-significant
-    first), but every digit is preceded by a hint symbol naming its
-    significance: significance k gets hint ``h[s+k]`` in a, b and the answer
-    alike, where the start s is drawn per example uniformly from
-    ``0..512-(n+1)`` so every hint is seen in training. The hints are part of
-    the output (as in the paper), so exact match needs them too. Input: 4n+5
-    symbols; output 2(n+1). Lengths up to 511.
-    """
-
-    name = "addition-index-hints"
-    level = "arithmetic"
-    symbols = DIGITS + ("+",) + tuple(f"h{i}" for i in range(N_HINTS))
-    description = "decimal a+b with index-hint symbols before each digit"
-    output_rule = "2(N+1)"
-    max_length = N_HINTS - 1
-
-    def input_length(self, length):
-        return 4 * length + 5
-
-    def sample(self, rng, length, batch_size):
-        ops = sample_operands(rng, length, batch_size)
-        a, b = ops[:, 0], ops[:, 1]
-        start = rng.integers(0, N_HINTS - length, size=(batch_size, 1))
-        hints = len(DIGITS) + 1 + start + np.arange(length + 1)  # (B, n+1) by significance
-
-        def interleave(digits, hint):  # (B, m) digits and hints -> h d h d ...
-            return np.stack([hint, digits], axis=2).reshape(batch_size, -1)
-
-        plus = np.full((batch_size, 1), len(DIGITS))
-        msb_first = hints[:, ::-1]
-        inputs = np.concatenate([interleave(a[:, ::-1], msb_first), plus,
-                                 interleave(b[:, ::-1], msb_first)], axis=1)
-        return Sample(inputs, interleave(add_digits(a, b)[:, : length + 1], hints))
-
-    def solve(self, inputs):
-        plus = inputs.index(len(DIGITS))
-        a = int("".join(str(d) for d in inputs[1:plus:2]))
-        b = int("".join(str(d) for d in inputs[plus + 2 :: 2]))
-        first_hint = inputs[plus - 2]  # the hint of a's least-significant digit
-        digits = [int(c) for c in reversed(str(a + b).zfill(plus // 2))]
-        return [x for k, d in enumerate(digits) for x in (first_hint + k, d)]
-
-
 @register_task
 class Multiplication(Task):
     """Decimal N x 2 multiplication with the answer least-significant first.

@@ -114,16 +114,25 @@ TASK_ORDER = (
     "copy",
 )
 TASKS: Registry[type[Task]] = Registry("task", order=TASK_ORDER)
+FORMAT_SEPARATOR = "+"  # a task label ``TASK+FORMAT`` names a task written in a data format (``tasks.formats``)
 
 
 def register_task(cls: type[Task]) -> type[Task]:
     if cls.level not in LEVELS:
         raise ValueError(f"task {cls.name!r} has level {cls.level!r}; valid: {', '.join(LEVELS)}")
+    if FORMAT_SEPARATOR in cls.name:
+        raise InputError(f"task name {cls.name!r} holds {FORMAT_SEPARATOR!r}, which task labels keep for formats "
+                         "(TASK+FORMAT); choose another name")
     return TASKS.add(cls.name, cls)
 
 
 def get_task(name: str) -> Task:
-    return TASKS[name]()
+    """The task a task name or label names (``addition``, ``addition+reversed``, an alias)."""
+    if name in TASKS:
+        return TASKS[name]()
+    from lengthbench.tasks.formats import labelled_task  # formats build on this module
+
+    return labelled_task(name)
 
 
 def task_names() -> list[str]:

@@ -22,6 +22,13 @@ A format applies to some tasks only (``Format.not_applicable`` says why
 not, naming the task); ``formatted`` makes the task a grid cell trains on.
 Every format round-trips its oracle: ``read`` of the written output gives
 the task's answer (tested on every task it applies to).
+
+On the grid a task in a format is a *task label*: ``TASK+FORMAT``
+(``addition+reversed``), the bare task name for ``plain``, and an old task
+name where one stands for the pair (``TASK_ALIASES``:
+``addition-index-hints`` is addition in ``index-hints``, kept so its
+records and presets still read). ``get_task`` takes a label; a cell of a
+format that does not apply is a "not applicable" cell (``label_not_applicable``).
 """
 
 from __future__ import annotations
@@ -31,9 +38,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from lengthbench.errors import InputError
+from lengthbench.errors import InputError, UnknownNameError
 from lengthbench.registry import Registry
-from lengthbench.tasks.base import Sample, Task
+from lengthbench.tasks.base import FORMAT_SEPARATOR, TASK_ORDER, TASKS, Sample, Task
 
 PLAIN = "plain"
 N_HINTS = 512  # hint symbols h0..h511 (Zhou et al.'s index hints: one per significance, drawn from a range)
@@ -47,6 +54,8 @@ class Format:
     description: ClassVar[str]
     #: True when the extra output symbols are the model's own work (a scratchpad): evaluation decodes greedily
     decodes: ClassVar[bool] = False
+    #: bumped when a change alters the examples or what is scored (it enters the run config, as a task's does)
+    version: ClassVar[int] = 1
 
     def not_applicable(self, task: Task) -> str | None:
         """Why this format cannot write ``task``'s examples, or None."""
@@ -67,6 +76,10 @@ class Format:
     def input_length(self, task: Task, length: int) -> int:
         """Input symbols of a formatted example at task length ``length``."""
         return task.input_length(length)
+
+    def max_length(self, task: Task) -> int | None:
+        """The longest task length the format can write (None: the task's own limit)."""
+        return task.max_length
 
 
 FORMAT_ORDER = ("plain", "reversed", "index-hints")
@@ -114,8 +127,6 @@ class Reversed(Format):
     def not_applicable(self, task):
         if task.output_rule == "1":
             return f"{task.name}'s answer is one symbol: reversing it changes nothing"
-        if task.name == "addition-index-hints":
-            return "addition-index-hints is addition with the index-hints format; format addition instead"
         return None
 
     def write(self, task, sample, rng):
@@ -145,9 +156,12 @@ class IndexHints(Format):
     that task's examples). Where we differ from Zhou et al.: the answer's
     hints are given, not generated (trained, teacher-forced at test, never
     scored), so the score is the digits'; Zhou et al.'s model writes them
-    itself. Decimal tasks only (``addition``, ``multiplication``)."""
+    itself. Decimal tasks only (``addition``, ``multiplication``).
+    ``addition-index-hints`` names addition in this format (version 2: until
+    it was a format, that task scored the answer's hints too)."""
 
     name = "index-hints"
+    version = 2
     description = "a significance hint before every digit of the operands and the answer (Zhou et al. 2024)"
 
     def not_applicable(self, task):
@@ -192,6 +206,11 @@ class IndexHints(Format):
     def input_length(self, task, length):
         return 2 * task.input_length(length) - 1  # a hint before every input symbol but the one operator
 
+    def max_length(self, task):
+        """The longest length whose answer's top significance has a hint (addition: 511)."""
+        top_at_1 = task.sample(np.random.default_rng(0), 1, 1).outputs.shape[1]  # significances at length 1
+        return N_HINTS - top_at_1 + 1
+
 
 def formatted(task: Task, fmt: Format | str) -> Task:
     """``task`` written in ``fmt``: the task itself for ``plain``, else a
@@ -203,19 +222,20 @@ def formatted(task: Task, fmt: Format | str) -> Task:
     reason = fmt.not_applicable(task)
     if reason is not None:
         raise InputError(f"format {fmt.name!r} does not apply to task {task.name!r}: {reason}")
-    return FormattedTask(task, fmt)
+    return FormattedTask(task, fmt, task_label(task.name, fmt.name))
 
 
 class FormattedTask(Task):
-    """A task written in a format: the task's name, level and length rule, the
-    format's samples and vocabulary (``formatted`` makes one)."""
+    """A task written in a format: named by its label, with the task's level
+    and length rule and the format's samples and vocabulary (``formatted``
+    makes one)."""
 
-    def __init__(self, task: Task, fmt: Format):
+    def __init__(self, task: Task, fmt: Format, label: str):
         self.task, self.format = task, fmt
-        self.name, self.level, self.description = task.name, task.level, task.description
+        self.name, self.level, self.description = label, task.level, f"{task.description} ({fmt.description})"
         self.symbols = task.symbols + fmt.extra_symbols(task)
         self.output_rule = f"{task.output_rule} ({fmt.name})"
-        self.min_length, self.max_length = task.min_length, task.max_length
+        self.min_length, self.max_length = task.min_length, fmt.max_length(task)
         self.has_coupled_ids, self.version = task.has_coupled_ids, task.version
         self.coupled_ids_are_significance = task.coupled_ids_are_significance
 
@@ -224,3 +244,79 @@ class FormattedTask(Task):
 
     def input_length(self, length):
         return self.format.input_length(self.task, length)
+
+
+# Old task names that now name a task in a format; kept so that their records and presets still read.
+TASK_ALIASES = {"addition-index-hints": ("addition", "index-hints")}
+
+
+def task_label(task: str, fmt: str) -> str:
+    """The grid's name for ``task`` written in ``fmt``: the task's own name
+    for ``plain``, the alias that names the pair where there is one, else
+    ``TASK+FORMAT``."""
+    if fmt == PLAIN:
+        return task
+    alias = next((name for name, pair in TASK_ALIASES.items() if pair == (task, fmt)), None)
+    return alias or f"{task}{FORMAT_SEPARATOR}{fmt}"
+
+
+def split_label(label: str) -> tuple[str, str]:
+    """(task, format) of a task label; a bare name is the task in ``plain``.
+    Names are not checked (``labelled_task`` does)."""
+    if label in TASK_ALIASES:
+        return TASK_ALIASES[label]
+    task, separator, fmt = label.partition(FORMAT_SEPARATOR)
+    return (task, fmt) if separator else (label, PLAIN)
+
+
+def task_labels() -> list[str]:
+    """Every task and alias, in leaderboard order (an alias where ``TASK_ORDER`` puts it)."""
+    names = [n for n in TASK_ORDER if n in TASKS or n in TASK_ALIASES]
+    return names + [n for n in TASKS.names() + list(TASK_ALIASES) if n not in names]
+
+
+def _parts(label: str) -> tuple[type[Task], Format]:
+    """The task class and format a label names, refused by name when either is unknown."""
+    if not isinstance(label, str):
+        raise UnknownNameError("task", label, task_labels())
+    task, fmt = split_label(label)
+    if task in TASK_ALIASES:
+        raise InputError(f"task label {label!r}: {task!r} is {TASK_ALIASES[task][0]!r} in the "
+                         f"{TASK_ALIASES[task][1]!r} format already, and formats do not combine; give a task "
+                         f"({', '.join(TASKS.names())}) and one format")
+    if task not in TASKS:
+        raise UnknownNameError("task", task, task_labels())
+    if fmt not in FORMATS:
+        raise UnknownNameError(f"format (in task label {label!r})", fmt, FORMATS.names())
+    return TASKS[task], FORMATS[fmt]
+
+
+def label_not_applicable(label: str) -> str | None:
+    """Why the format of ``label`` cannot write its task's examples (the cell
+    is "not applicable"), or None; an unknown name is refused."""
+    cls, fmt = _parts(label)
+    reason = fmt.not_applicable(cls())
+    return None if reason is None else f"format {fmt.name} {reason}"
+
+
+def labelled_task(label: str) -> Task:
+    """The task a label names (``get_task`` for anything but a bare task name)."""
+    cls, fmt = _parts(label)
+    return formatted(cls(), fmt)
+
+
+def label_versions(label: str) -> dict[str, int]:
+    """The task's and the format's versions (what a run config records)."""
+    cls, fmt = _parts(label)
+    return {"task": cls.version, "format": fmt.version}
+
+
+def task_order_key(label: str) -> tuple:
+    """Sort key of task labels: by task in leaderboard order, then by format
+    in registry order; unknown names last, by name."""
+    try:
+        cls, fmt = _parts(label)
+    except InputError:
+        return (len(TASK_ORDER) + 1, 0, str(label))
+    order = task_labels()
+    return (order.index(cls.name) if cls.name in order else len(order), FORMATS.names().index(fmt.name), label)
