@@ -20,7 +20,7 @@ from lengthbench.benchmark.files import save_figure
 from lengthbench.leaderboard.aggregate import judged, method_order
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import method_parts
-from lengthbench.tasks import task_names
+from lengthbench.tasks.formats import task_order_key
 from lengthbench.tasks.base import LEVELS
 
 if TYPE_CHECKING:
@@ -129,9 +129,7 @@ def accuracy_vs_length_figure(per_length: pd.DataFrame, metric: str = "exact_mat
     band reserved below the panels, as tall as its rows need, so it stays
     inside the image for any number of tasks and methods."""
     unfit = set(unfit)
-    registry = task_names()
-    tasks = sorted(dict.fromkeys(per_length["task"]),
-                   key=lambda t: registry.index(t) if t in registry else len(registry))
+    tasks = sorted(dict.fromkeys(per_length["task"]), key=task_order_key)
     methods = method_order(per_length["method"].unique())
     cols = min(4, max(1, len(tasks)))
     rows = -(-len(tasks) // cols)
