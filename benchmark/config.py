@@ -325,7 +325,7 @@ class Preset:
         for task in self.tasks:
             named = split_label(task)[1] != PLAIN
             for fmt in ((split_label(task)[1],) if named else self.formats):
-                label = task if named else task_label(task, fmt)
+                label = task_label(split_label(task)[0], fmt)  # the one name of the cell
                 if label not in labels:
                     labels.append(label)
         return labels
@@ -355,7 +355,8 @@ class Preset:
         as "") for a family that takes none; ``task`` is a task label (the
         task's settings hold in its every format unless the label has its own)."""
         label_versions(task)  # the task and format exist
-        base = split_label(task)[0]
+        base, fmt = split_label(task)
+        task = task_label(base, fmt)  # addition+index-hints is addition-index-hints: one cell, one name
         by_task = self.task_settings.get(task, self.task_settings.get(base, {}))
         by_family = self.family_settings.get(family, {})
         by_cell = self.cell_settings.get(task, self.cell_settings.get(base, {})).get(family, {})

@@ -18,7 +18,11 @@ space-separated), ``input_ids`` (the prompt the harness's models read:
 tokens, which the model must produce next, then ``<eos>``); ``position_ids``
 too for a task with structured position ids (the coupled tasks), over the
 prompt and the answer. Token ids: 0..3 are ``<pad> <bos> <sep> <eos>``, and
-the task's i-th symbol is ``4 + i``.
+the task's i-th symbol is ``4 + i``. A task in a data format
+(``addition+reversed``) adds its ``format_version``; where the format writes
+output symbols that are not the answer (index hints), ``answer_ids`` is the
+whole output and ``scored`` lists the positions in it that are the answer:
+a prediction is the whole output, compared at those positions only.
 
 Scoring follows the harness (``evaluate``): per instance, token accuracy is
 the share of the answer's positions predicted right, and exact match that
@@ -43,7 +47,7 @@ from lengthbench.benchmark.evaluate import evaluate_at
 from lengthbench.benchmark.seeding import eval_streams
 from lengthbench.errors import InputError
 from lengthbench.tasks import Task, get_task, make_batch
-from lengthbench.tasks.base import N_SPECIAL, check_lengths
+from lengthbench.tasks.base import IGNORE, N_SPECIAL, check_lengths
 
 MAX_PREDICTIONS_BYTES = 1 << 30  # about a million instances of a long task
 
@@ -79,16 +83,27 @@ def evaluation_instances(task_name: str, lengths, n_samples: int, eval_seed: int
 
 
 def _instance(task: Task, batch, row: int, length: int, n_samples: int, eval_seed: int) -> dict:
-    scored = np.flatnonzero(batch.scored[row])
-    answer = batch.targets[row, scored]
-    prompt = batch.tokens[row, : scored[0] + 1] if scored.size else batch.tokens[row, : batch.seq_lens[row]]
+    output = np.flatnonzero(batch.targets[row] != IGNORE)[:-1]  # SEP's position onwards, EOS left out
+    prompt = batch.tokens[row, : output[0] + 1] if output.size else batch.tokens[row, : batch.seq_lens[row]]
+    answer = batch.targets[row, output]
     instance = {"task": task.name, "task_version": task.version, "length": length, "index": row,
                 "n_samples": n_samples, "eval_seed": eval_seed,
                 "input": task.decode(prompt[1:-1] - N_SPECIAL), "answer": task.decode(answer - N_SPECIAL),
                 "input_ids": prompt.tolist(), "answer_ids": answer.tolist()}
+    fmt = getattr(task, "format", None)
+    if fmt is not None:
+        instance["format_version"] = fmt.version
+    scored = batch.scored[row, output]
+    if not scored.all():
+        instance["scored"] = np.flatnonzero(scored).tolist()
     if task.has_coupled_ids:
         instance["position_ids"] = batch.position_ids[row, : len(prompt) + len(answer)].tolist()
     return instance
+
+
+def scored_positions(instance: dict) -> list[int]:
+    """The positions of an instance's ``answer_ids`` that are scored (all but a format's given symbols)."""
+    return instance.get("scored", list(range(len(instance["answer_ids"]))))
 
 
 def write_jsonl(instances: list[dict]) -> str:
@@ -158,16 +173,16 @@ def score_predictions(task_name: str, rows: list[tuple[int, dict]], where: str =
         if not 0 <= index < key[1]:
             raise InputError(f"{at}: index {index} is not one of the {key[1]} instances at length {key[0]}")
         instance = generated[key][index]
-        for field in ("input_ids", "answer_ids", "task_version"):
+        for field in ("input_ids", "answer_ids", "task_version", "format_version"):
             if field in row and row[field] != instance[field]:
                 raise InputError(f"{at}: {field} differs from instance {index} of length {key[0]} (eval seed "
                                  f"{key[2]}): this line answers another instance, or another task version")
         if (key, index) in seen:
             raise InputError(f"{at}: instance {index} of length {key[0]} is scored twice")
         seen.add((key, index))
-        predicted, answer = _predicted_ids(task, row, at), instance["answer_ids"]
-        right = sum(p == a for p, a in zip(predicted, answer))
-        by_length[key].append((right / len(answer) if answer else 1.0, right == len(answer)))
+        predicted, answer, scored = _predicted_ids(task, row, at), instance["answer_ids"], scored_positions(instance)
+        right = sum(i < len(predicted) and predicted[i] == answer[i] for i in scored)
+        by_length[key].append((right / len(scored) if scored else 1.0, right == len(scored)))
     return [{"length": key[0], "eval_seed": key[2], "exact_match": round(float(np.mean([e for _, e in scores])), 6),
              "token_accuracy": round(float(np.mean([t for t, _ in scores])), 6), "n_samples": len(scores),
              "n_instances": key[1]} for key, scores in sorted(by_length.items())]

@@ -32,9 +32,9 @@ from pathlib import Path
 import numpy as np
 
 from lengthbench.benchmark.files import atomic_path
-from lengthbench.benchmark.instances import evaluation_instances
+from lengthbench.benchmark.instances import evaluation_instances, scored_positions
 from lengthbench.errors import InputError
-from lengthbench.tasks import get_task
+from lengthbench.tasks.formats import PLAIN, label_versions, split_label
 
 PREDICTIONS_FOLDER = "predictions"
 FORMAT = 1
@@ -51,7 +51,7 @@ def write_predictions(path: Path, record, deltas: dict[int, np.ndarray]) -> Path
     dtype = "int8" if flat.size == 0 or np.abs(flat).max() < 128 else "int16"
     meta = {"format": FORMAT, "run_id": record.run_id, "task": config.task, "method": config.method,
             "seed": config.seed, "eval_seed": config.eval_seed, "n_samples": config.eval_samples,
-            "task_version": _task_version(config.task), "lengths": lengths,
+            **_versions(config.task), "lengths": lengths,
             "sizes": [int(deltas[n].size) for n in lengths], "dtype": dtype}
     blob = lzma.compress(flat.astype(dtype).tobytes(), format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC32,
                          filters=XZ_FILTERS)
@@ -61,8 +61,11 @@ def write_predictions(path: Path, record, deltas: dict[int, np.ndarray]) -> Path
     return path
 
 
-def _task_version(task: str) -> int:
-    return get_task(task).version
+def _versions(task: str) -> dict[str, int]:
+    """The task's version, and its format's for a task in a format: what decides the answers."""
+    versions = label_versions(task)
+    return {"task_version": versions["task"], **({"format_version": versions["format"]}
+                                                  if split_label(task)[1] != PLAIN else {})}
 
 
 def read_predictions(path: str | Path) -> tuple[dict, list[dict]]:
@@ -82,20 +85,25 @@ def read_predictions(path: str | Path) -> tuple[dict, list[dict]]:
         raise InputError(f"{path} is not a predictions file written by run --save-predictions ({err})") from None
     if meta.get("format") != FORMAT:
         raise InputError(f"{path}: predictions format {meta.get('format')!r}; this lengthbench reads {FORMAT}")
-    if meta["task_version"] != _task_version(meta["task"]):
-        raise InputError(f"{path}: made with version {meta['task_version']} of task {meta['task']!r}, which now "
-                         f"generates other answers (version {_task_version(meta['task'])})")
+    now = _versions(meta["task"])
+    made = {key: meta.get(key, 1) for key in now}
+    if made != now:
+        raise InputError(f"{path}: made with {made} of task {meta['task']!r}, which now generates other answers "
+                         f"({now})")
     lines = []
     for length, delta in deltas.items():
         instances = evaluation_instances(meta["task"], [length], meta["n_samples"], meta["eval_seed"])
-        answers = np.concatenate([np.asarray(i["answer_ids"], dtype=np.int64) for i in instances])
+        answers = np.concatenate([np.asarray(i["answer_ids"], dtype=np.int64)[scored_positions(i)]
+                                  for i in instances])
         if answers.size != delta.size:
             raise InputError(f"{path}: {delta.size} predicted tokens at length {length}, where the task's "
                              f"{meta['n_samples']} answers have {answers.size}")
         predicted = (answers + delta).tolist()
         start = 0
-        for instance in instances:
-            end = start + len(instance["answer_ids"])
-            lines.append({**instance, "prediction_ids": predicted[start:end]})
-            start = end
+        for instance in instances:  # a format's given symbols (not scored) predicted as given
+            prediction, scored = list(instance["answer_ids"]), scored_positions(instance)
+            for i, value in zip(scored, predicted[start:start + len(scored)]):
+                prediction[i] = value
+            lines.append({**instance, "prediction_ids": prediction})
+            start += len(scored)
     return meta, lines

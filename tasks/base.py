@@ -110,7 +110,7 @@ TASK_ORDER = (
     "stack_manipulation", "reverse_string", "modular_arithmetic_brackets", "solve_equation",
     "duplicate_string", "missing_duplicate_string", "odds_first", "binary_addition", "binary_multiplication",
     "compute_sqrt", "bucket_sort",
-    "addition", "addition-index-hints", "multiplication",
+    "addition", "multiplication",
     "copy",
 )
 TASKS: Registry[type[Task]] = Registry("task", order=TASK_ORDER)

@@ -40,7 +40,7 @@ import numpy as np
 
 from lengthbench.errors import InputError, UnknownNameError
 from lengthbench.registry import Registry
-from lengthbench.tasks.base import FORMAT_SEPARATOR, TASK_ORDER, TASKS, Sample, Task
+from lengthbench.tasks.base import FORMAT_SEPARATOR, TASKS, Sample, Task
 
 PLAIN = "plain"
 N_HINTS = 512  # hint symbols h0..h511 (Zhou et al.'s index hints: one per significance, drawn from a range)
@@ -270,9 +270,9 @@ def split_label(label: str) -> tuple[str, str]:
 
 
 def task_labels() -> list[str]:
-    """Every task and alias, in leaderboard order (an alias where ``TASK_ORDER`` puts it)."""
-    names = [n for n in TASK_ORDER if n in TASKS or n in TASK_ALIASES]
-    return names + [n for n in TASKS.names() + list(TASK_ALIASES) if n not in names]
+    """Every task, each followed by the aliases of its formats, in leaderboard order."""
+    return [label for task in TASKS.names()
+            for label in (task, *(alias for alias, (base, _) in TASK_ALIASES.items() if base == task))]
 
 
 def _parts(label: str) -> tuple[type[Task], Format]:
@@ -317,6 +317,5 @@ def task_order_key(label: str) -> tuple:
     try:
         cls, fmt = _parts(label)
     except InputError:
-        return (len(TASK_ORDER) + 1, 0, str(label))
-    order = task_labels()
-    return (order.index(cls.name) if cls.name in order else len(order), FORMATS.names().index(fmt.name), label)
+        return (len(TASKS) + 1, 0, str(label))
+    return (TASKS.names().index(cls.name), FORMATS.names().index(fmt.name), label)

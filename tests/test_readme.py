@@ -17,7 +17,7 @@ from lengthbench.cli import build_parser
 from lengthbench.leaderboard.schema import COLUMN_NAMES, schema_table
 from lengthbench.models.encodings import encoding_entry, encoding_names
 from lengthbench.models.families import family_entry, family_names
-from lengthbench.tasks.listing import tasks_table
+from lengthbench.tasks.listing import formats_table, tasks_table
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -27,6 +27,10 @@ EVERYTHING = "\n".join([README, *PAGES.values()])
 
 def test_task_table_is_current():
     assert tasks_table() in PAGES["tasks.md"]
+
+
+def test_format_table_is_current():
+    assert formats_table() in PAGES["tasks.md"]
 
 
 def test_schema_table_is_current():
