@@ -3,6 +3,11 @@
 Teacher-forced argmax exact match equals greedy-decoding exact match (a
 greedy decoder emits the same tokens as long as every earlier one was right,
 and an example counts only if all are). Metrics use output symbols only.
+A data format whose extra output symbols are the model's own work (a
+scratchpad: ``Format.decodes``) is the exception: there the true steps,
+teacher-forced, would hand the model the answer, so its outputs are decoded
+greedily from the prompt (one pass per output position) and the answer's
+symbols among them scored.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from lengthbench.benchmark.seeding import eval_streams, fit_check_streams
 from lengthbench.benchmark.train import batch_tensors
 from lengthbench.models.encodings import PositionsOutOfRange
 from lengthbench.models.families import RunModel
-from lengthbench.tasks import Task, get_task, make_batch
+from lengthbench.tasks import IGNORE, Task, get_task, make_batch
 
 ATTENTION_BUDGET_BYTES = 1 << 28  # per chunk, for the (B, H, T, T) score/bias tensors
 FIT_CHECK_SAMPLES = 64  # per trained length, at each in-training fit check
@@ -33,11 +38,34 @@ def _unsupported(length: int, reason: str) -> dict:
             "token_accuracy": 0.0, "exact_match": 0.0, "n_samples": 0}
 
 
+def _teacher_forced(model: RunModel, tokens: torch.Tensor, positions: torch.Tensor, targets: torch.Tensor):
+    """Each position's argmax and whether its logits are all finite, from one pass over the true sequence."""
+    logits = model(tokens, positions)
+    return logits.argmax(-1), torch.isfinite(logits).all(-1)
+
+
+def _greedy(model: RunModel, tokens: torch.Tensor, positions: torch.Tensor, targets: torch.Tensor):
+    """``_teacher_forced``'s answer when the model writes its own output: from
+    ``<sep>`` on, each output token is the model's argmax at the position
+    before (one pass per output position over the prefix so far)."""
+    written, predicted = tokens.clone(), torch.zeros_like(tokens)
+    finite = torch.ones(tokens.shape, dtype=torch.bool, device=tokens.device)
+    outputs = targets != IGNORE  # position p predicts token p + 1
+    for p in outputs.any(0).nonzero().flatten().tolist():
+        logits = model(written[:, :p + 1], positions[..., :p + 1])[:, p]
+        predicted[:, p], finite[:, p] = logits.argmax(-1), torch.isfinite(logits).all(-1)
+        if p + 1 < tokens.shape[1]:
+            written[:, p + 1] = torch.where(outputs[:, p], predicted[:, p], written[:, p + 1])
+    return predicted, finite
+
+
 @torch.no_grad()
-def _score(model: RunModel, t: dict, positions: torch.Tensor, n_heads: int, deltas: list | None = None):
+def _score(model: RunModel, t: dict, positions: torch.Tensor, n_heads: int, deltas: list | None = None,
+           decode: bool = False):
     """Per-example token accuracy and exact match, and how many examples had
     a non-finite logit at a scored position (those count as wrong, whatever
-    their argmax), one pass per chunk. With ``deltas``, each chunk's
+    their argmax), one pass per chunk (with ``decode``, greedy decoding:
+    ``_greedy``). With ``deltas``, each chunk's
     predictions minus answers at the scored positions, row by row, are
     appended to it (-1 predicted throughout an example with a non-finite
     logit: ``predictions``)."""
@@ -47,9 +75,9 @@ def _score(model: RunModel, t: dict, positions: torch.Tensor, n_heads: int, delt
     for lo in range(0, total, step):
         sl = slice(lo, lo + step)
         scored = t["scored"][sl]
-        logits = model(t["tokens"][sl], positions[sl] if positions.shape[0] > 1 else positions)
-        broken = (~torch.isfinite(logits).all(-1) & scored).any(-1)  # (B,): a scored prediction is not a number
-        predicted = logits.argmax(-1)
+        predicted, finite = (_greedy if decode else _teacher_forced)(
+            model, t["tokens"][sl], positions[sl] if positions.shape[0] > 1 else positions, t["targets"][sl])
+        broken = (~finite & scored).any(-1)  # (B,): a scored prediction is not a number
         correct = (predicted == t["targets"][sl]) & scored & ~broken[:, None]
         if deltas is not None:
             predicted = predicted.masked_fill(broken[:, None], -1)
@@ -86,7 +114,8 @@ def evaluate_at(model: RunModel, task: Task, length: int, eval_seed: int, n_samp
     deltas = [] if predictions is not None else None
     try:
         positions = model.positions(t["tokens"], t["position_ids"], t["seq_lens"], generator)
-        token_acc, exact, nonfinite = _score(model, t, positions, n_heads, deltas)
+        decode = getattr(getattr(task, "format", None), "decodes", False)
+        token_acc, exact, nonfinite = _score(model, t, positions, n_heads, deltas, decode)
     except PositionsOutOfRange as err:
         return _unsupported(length, str(err))
     if deltas is not None:

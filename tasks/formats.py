@@ -82,7 +82,7 @@ class Format:
         return task.max_length
 
 
-FORMAT_ORDER = ("plain", "reversed", "index-hints")
+FORMAT_ORDER = ("plain", "reversed", "index-hints", "scratchpad")
 FORMATS: Registry[Format] = Registry("format", order=FORMAT_ORDER)
 
 
@@ -210,6 +210,105 @@ class IndexHints(Format):
         """The longest length whose answer's top significance has a hint (addition: 511)."""
         top_at_1 = task.sample(np.random.default_rng(0), 1, 1).outputs.shape[1]  # significances at length 1
         return N_HINTS - top_at_1 + 1
+
+
+def _running_parity(inputs: np.ndarray) -> tuple[np.ndarray, int]:
+    """Parity's trace: the parity of the bits read so far, after each bit; the last is the answer."""
+    return np.cumsum(inputs, axis=1) % 2, 1
+
+
+def _carry_trace(inputs: np.ndarray) -> tuple[np.ndarray, int]:
+    """Addition's trace: per significance k (least first), the carry into column k, then its sum digit."""
+    n1 = (inputs.shape[1] - 1) // 2  # operands of n+1 digits, most significant first, around "+"
+    a, b = inputs[:, n1 - 1::-1], inputs[:, :n1:-1]
+    out = np.empty((inputs.shape[0], 2 * n1), dtype=np.int64)
+    carry = np.zeros(inputs.shape[0], dtype=np.int64)
+    for k in range(n1):
+        total = a[:, k] + b[:, k] + carry
+        out[:, 2 * k], out[:, 2 * k + 1] = carry, total % 10
+        carry = total // 10
+    return out, n1
+
+
+def _partial_products(inputs: np.ndarray) -> tuple[np.ndarray, int]:
+    """N x 2 multiplication's trace: a x (b's units) and a x (b's tens), each in n+1
+    digits least significant first, each followed by ``*``, then the product in n+2."""
+    n = inputs.shape[1] - 3
+    a = inputs[:, n - 1::-1]
+    tens, units = inputs[:, n + 1], inputs[:, n + 2]
+
+    def times(digit: np.ndarray, width: int) -> np.ndarray:
+        out, carry = np.zeros((len(digit), width), dtype=np.int64), np.zeros(len(digit), dtype=np.int64)
+        for k in range(width):
+            total = (a[:, k] * digit if k < n else 0) + carry
+            out[:, k], carry = total % 10, total // 10
+        return out
+
+    star = np.full((len(a), 1), STAR)
+    return np.concatenate([times(units, n + 1), star, times(tens, n + 1), star, times(10 * tens + units, n + 2)],
+                          axis=1), n + 2
+
+
+STAR = 10  # multiplication's "*" (after the ten digits), which ends each partial product
+
+
+SCRATCHPADS = {"parity_check": _running_parity, "addition": _carry_trace, "multiplication": _partial_products}
+
+
+@register_format
+class Scratchpad(Format):
+    """The intermediate steps written before the answer (Anil et al. 2022):
+    ``parity_check`` writes the running parity after each bit (the last one
+    is the answer); ``addition`` the carry into each column before its sum
+    digit (least significant first: ``c0 s0 c1 s1 ...``, the answer the
+    ``s``); N x 2 ``multiplication`` the two partial products (a times b's
+    units, a times b's tens, each ``*``-terminated) before the product. The
+    steps are the model's own work, so evaluation decodes greedily (the true
+    steps, teacher-forced, would hand the model the answer) and scores the
+    answer's symbols alone. Coupled ids: a step digit gets its column's id
+    (a carry its column's, the tens' partial product one column up), a
+    ``*`` id 0. Anil et al. prompt a pretrained model with a few examples; here
+    the model is trained on the traces from scratch."""
+
+    name = "scratchpad"
+    description = "the intermediate steps (running parity, carries, partial products) before the answer"
+    decodes = True
+
+    def not_applicable(self, task):
+        if task.name not in SCRATCHPADS:
+            return f"the scratchpad is defined for {', '.join(SCRATCHPADS)} only"
+        return None
+
+    def write(self, task, sample, rng):
+        outputs, answer_width = SCRATCHPADS[task.name](sample.inputs)
+        answer = np.zeros(outputs.shape[1], dtype=bool)
+        if task.name == "addition":
+            answer[1::2] = True
+        else:
+            answer[-answer_width:] = True
+        ids = None
+        if sample.coupled_ids is not None:
+            n_in = sample.inputs.shape[1]
+            given = np.asarray(sample.coupled_ids)[0]
+            step_ids = self._step_ids(task.name, outputs.shape[1], answer_width)
+            ids = np.concatenate([given[:n_in + 2], step_ids, [step_ids.max() + 1]])
+            ids = np.broadcast_to(ids, (len(outputs), ids.size))
+        return Sample(sample.inputs, outputs, answer_mask=np.broadcast_to(answer, outputs.shape), coupled_ids=ids)
+
+    @staticmethod
+    def _step_ids(task: str, width: int, answer_width: int) -> np.ndarray:
+        if task == "addition":
+            return np.repeat(np.arange(1, answer_width + 1), 2)
+        part = answer_width - 1  # multiplication: each partial product has n+1 digits
+        return np.concatenate([np.arange(1, part + 1), [0], np.arange(2, part + 2), [0],
+                               np.arange(1, answer_width + 1)])
+
+    def read(self, task, output):
+        if task.name == "addition":
+            return list(output[1::2])
+        if task.name == "parity_check":
+            return list(output[-1:])
+        return list(output[output.index(STAR, output.index(STAR) + 1) + 1:])  # after the second "*"
 
 
 def formatted(task: Task, fmt: Format | str) -> Task:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -114,5 +115,87 @@ def test_a_format_that_does_not_apply_is_refused_naming_why(fmt, task_name):
 
 
 def test_the_registry_lists_the_formats():
-    assert format_names() == ["plain", "reversed", "index-hints"] and set(FORMATS.names()) == set(format_names())
+    assert format_names() == ["plain", "reversed", "index-hints", "scratchpad"]
+    assert set(FORMATS.names()) == set(format_names())
     assert formatted(get_task("copy"), "plain") is not None
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), length=st.integers(1, 12))
+def test_the_scratchpad_writes_the_true_steps(seed, length):
+    """Each task's steps, from Python integers: the running parity, the carry
+    into each column before its digit, the two partial products."""
+    pad = get_format("scratchpad")
+    for name in ("parity_check", "addition", "multiplication"):
+        task = get_task(name)
+        sample = pad.write(task, task.sample(np.random.default_rng(seed), length, 4), None)
+        for row in range(4):
+            inputs, output = [int(s) for s in sample.inputs[row]], [int(s) for s in sample.outputs[row]]
+            if name == "parity_check":
+                assert output == [sum(inputs[:i + 1]) % 2 for i in range(length)]
+                continue
+            star = inputs.index(10)
+            a, b = int("".join(map(str, inputs[:star]))), int("".join(map(str, inputs[star + 1:])))
+            if name == "addition":
+                carries = [((a % 10 ** k) + (b % 10 ** k)) // 10 ** k for k in range(length + 1)]
+                digits = [(a + b) // 10 ** k % 10 for k in range(length + 1)]
+                assert output == [x for k in range(length + 1) for x in (carries[k], digits[k])]
+            else:
+                def lsb(value, width):
+                    return [value // 10 ** k % 10 for k in range(width)]
+                assert output == lsb(a * (b % 10), length + 1) + [10] + lsb(a * (b // 10), length + 1) + [10] + \
+                    lsb(a * b, length + 2)
+
+
+def test_the_scratchpads_steps_share_their_columns_coupled_ids():
+    """A carry and its sum digit share the id plain addition gives that answer
+    digit; the tens' partial product sits one column up; each ``*`` gets 0."""
+    task = get_task("addition")
+    plain = task.sample(np.random.default_rng(0), 4, 1)
+    pad = get_format("scratchpad").write(task, plain, None)
+    n_in = plain.inputs.shape[1]
+    answer_ids = np.asarray(plain.coupled_ids)[0, n_in + 2:-1]
+    assert (pad.coupled_ids[0, n_in + 2:-1] == np.repeat(answer_ids, 2)).all()
+    assert pad.coupled_ids[0, -1] == answer_ids.max() + 1
+    task = get_task("multiplication")
+    pad = get_format("scratchpad").write(task, task.sample(np.random.default_rng(0), 3, 1), None)
+    steps = pad.coupled_ids[0, 3 + 3 + 2:-1]
+    assert steps.tolist() == [1, 2, 3, 4, 0, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5]
+
+
+class _FlawedParityTracer(torch.nn.Module):
+    """Writes parity's scratchpad from the prefix it is given: each step the
+    previous written step plus the next bit, but the first step wrong. Under
+    teacher forcing every later step gets the true previous one (the answer
+    comes out right); decoding its own steps, the error carries to the answer."""
+
+    def forward(self, tokens):
+        b, t = tokens.shape
+        logits = torch.full((b, t, 6), -1e4)
+        for row in range(b):
+            seq = tokens[row].tolist()
+            sep = seq.index(2)
+            bits = [x - N_SPECIAL for x in seq[1:sep]]
+            for p in range(sep, t):
+                j = p - sep  # the step p predicts
+                if j < len(bits):
+                    step = 1 - bits[0] if j == 0 else (seq[p] - N_SPECIAL + bits[j]) % 2
+                    logits[row, p, N_SPECIAL + step] = 0.0
+                else:
+                    logits[row, p, 3] = 0.0  # <eos>
+        return logits
+
+
+def test_a_scratchpad_is_evaluated_by_greedy_decoding_not_teacher_forcing():
+    from lengthbench.benchmark.evaluate import _score
+    from lengthbench.benchmark.instances import evaluate_any
+    from lengthbench.benchmark.train import batch_tensors
+
+    model = _FlawedParityTracer()
+    assert evaluate_any(model, "parity_check+scratchpad", [5], 16)[0]["exact_match"] == 0.0
+    t = batch_tensors(make_batch(get_task("parity_check+scratchpad"), np.random.default_rng(0), np.full(16, 5)),
+                      torch.device("cpu"))
+    positions = torch.arange(t["tokens"].shape[1])[None]
+    wrapped = lambda tokens, _: model(tokens)  # noqa: E731
+    assert float(_score(wrapped, t, positions, 1)[1]) == 1.0  # teacher-forced: the true steps give it away
+    assert float(_score(wrapped, t, positions, 1, decode=True)[1]) == 0.0
