@@ -301,6 +301,25 @@ register_preset(replace(
 ))
 
 
+# Issue-sized cells of the data-format axis under `horizon`'s protocol (the same settings, so its
+# plain cells are horizon's own records and the rest join that folder by running their cells):
+# Zhou et al.'s addition formats (reversed answers, index hints) and Anil et al.'s scratchpad on
+# addition and parity, Cho et al.'s copy in reversed order, each with the encodings those papers
+# compare. Multiplication is cut: no pilot method fit it in the plain format and a run costs about 20
+# minutes, so its four formats alone would be about a day here.
+FORMAT_ENCODINGS = ("nope", "rope", "fire", "randomized-rope", "coupled", "abacus")
+register_preset(replace(
+    PRESETS["horizon"],
+    name="horizon-formats",
+    description="the data-format cells at protocol v2: addition x {plain, reversed, index-hints, scratchpad}, "
+                "parity x scratchpad, copy x reversed, x 6 encodings x 3 seeds (plain cells shared with horizon)",
+    tasks=("addition", "addition+reversed", "addition-index-hints", "addition+scratchpad", "parity_check",
+           "parity_check+scratchpad", "copy", "copy+reversed"),
+    encodings=FORMAT_ENCODINGS,
+    families=("transformer",),
+    cuts=(),
+))
+
 # The published protocols (GPU-sized; `run --plan` gives the cost). Differences we keep: our
 # transformer is decoder-only (theirs, for the Chomsky suite, an encoder reading outputs from
 # extra input slots), the learning rate decays on a cosine (theirs is constant), no dropout (so

@@ -152,3 +152,13 @@ def test_instances_of_a_format_with_given_symbols_score_the_answer_alone():
     assert scored(lambda ids: [0 if k % 2 == 0 else x for k, x in enumerate(ids)]) == 1.0  # hints not scored
     assert scored(lambda ids: ids[:3] + [ids[3] + 1] + ids[4:]) == 0.0
     assert "scored" not in evaluation_instances("copy+reversed", [3], 1)[0]  # every output symbol is the answer
+
+
+def test_the_format_cells_join_the_horizon_reference():
+    """horizon-formats keeps horizon's protocol: its plain cells are horizon's own runs (same ids), so its
+    other cells join that folder by running them."""
+    formats = {c.run_id for c in grid_configs(get_preset("horizon-formats"))}
+    horizon = {c.run_id for c in grid_configs(get_preset("horizon"))}
+    shared = formats & horizon
+    assert {run_id.split("__")[0] for run_id in shared} == {"addition", "parity_check", "copy"}
+    assert len(shared) == 3 * 6 * 3  # 3 plain tasks x 6 encodings x 3 seeds, none cut in horizon
