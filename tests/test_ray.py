@@ -21,9 +21,22 @@ ray = pytest.importorskip("ray")
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    from lengthbench.benchmark.ray_executor import init_local_ray
+
+    init_local_ray(ray, num_cpus=2)
     yield
     ray.shutdown()
+
+
+def test_a_local_instances_workers_run_at_the_drivers_priority(cluster):
+    """Ray's default niceness (15) starves its workers behind any other process on the machine."""
+
+    @ray.remote(num_cpus=1)
+    def niceness():
+        return os.nice(0)
+
+    assert ray.get(niceness.remote()) == os.nice(0)
+    assert "RAY_worker_niceness" not in os.environ  # the driver's environment is left as it was
 
 
 def test_smoke_through_ray_gives_the_local_leaderboard(tmp_path, cluster, monkeypatch, tiny_preset):
