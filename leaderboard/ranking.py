@@ -69,7 +69,11 @@ def friedman(scores: pd.DataFrame, alpha: float = ALPHA) -> Ranking:
     chi2 = 12 * n / (k * (k + 1)) * (float((average ** 2).sum()) - k * (k + 1) ** 2 / 4)
     denominator = n * (k - 1) - chi2
     f_statistic = (n - 1) * chi2 / denominator if denominator > 0 else math.inf
-    p_value = float(scipy_stats().f.sf(f_statistic, k - 1, (k - 1) * (n - 1))) if denominator > 0 else 0.0
+    # chi2 reaches its maximum n(k-1) only when every task ranks the methods alike, without ties: the F
+    # approximation then has no value, and the exact chance of that agreement is (1/k!)^(n-1) (with
+    # two tasks and two methods, 1/2: not the 0 an infinite F would give)
+    p_value = (float(scipy_stats().f.sf(f_statistic, k - 1, (k - 1) * (n - 1))) if denominator > 0
+               else (1 / math.factorial(k)) ** (n - 1))
     cd = nemenyi_q(k, alpha) * math.sqrt(k * (k + 1) / (6 * n))
     return Ranking(average, n, chi2, f_statistic, p_value, cd, ())
 
@@ -93,7 +97,9 @@ def ranking_text(ranking: Ranking) -> str:
     """The markdown section ``leaderboard.md`` ends with."""
     lines = [f"Ranking over the {ranking.n_tasks} tasks every method below ran (Friedman test, Demšar 2006): "
              f"average rank per method (1 = best OOD exact match in a task; ties share the average rank). "
-             f"Friedman chi-square {ranking.chi2:.2f}, Iman-Davenport F {ranking.f_statistic:.2f}, "
+             f"Friedman chi-square {ranking.chi2:.2f}, "
+             + (f"Iman-Davenport F {ranking.f_statistic:.2f}, " if math.isfinite(ranking.f_statistic)
+                else "every task ranks the methods alike (exact p), ") +
              f"p = {ranking.p_value:.3g}; Nemenyi critical difference at alpha {ALPHA}: "
              f"{ranking.critical_difference:.2f} (two methods differ when their average ranks differ by more).", ""]
     lines += ["| method | average rank |", "|---|---|"]

@@ -366,6 +366,24 @@ def test_friedman_finds_real_differences_and_holds_its_level_on_equal_methods():
     assert tied.groups() and set().union(*tied.groups()) <= set("wxyz")
 
 
+def test_friedman_gives_the_exact_p_when_every_task_ranks_the_methods_alike():
+    """There the F approximation is infinite (p 0); the exact chance of the
+    agreement, counted over every ranking each task could give, is (1/k!)^(n-1)."""
+    import itertools
+
+    from lengthbench.leaderboard.ranking import friedman, ranking_text
+
+    for n, k in [(2, 2), (3, 2), (2, 3), (3, 3)]:
+        scores = pd.DataFrame([[float(k - j) for j in range(k)]] * n, columns=[f"m{j}" for j in range(k)])
+        ranking = friedman(scores)
+        outcomes = list(itertools.product(itertools.permutations(range(k)), repeat=n))
+        as_extreme = sum(friedman(pd.DataFrame([list(p) for p in o], columns=scores.columns)).chi2 >= ranking.chi2 - 1e-9
+                         for o in outcomes)
+        assert ranking.p_value == pytest.approx(as_extreme / len(outcomes)), (n, k)
+    assert "every task ranks the methods alike (exact p), p = 0.5;" in ranking_text(
+        friedman(pd.DataFrame([[1.0, 0.0], [1.0, 0.0]], columns=["a", "b"])))
+
+
 def test_the_leaderboard_ranks_its_complete_block_and_draws_the_diagram(tmp_path):
     from lengthbench.leaderboard.build import build_leaderboard
 
