@@ -323,9 +323,9 @@ class Preset:
             get_format(fmt)
         labels = []
         for task in self.tasks:
-            named = split_label(task)[1] != PLAIN
-            for fmt in ((split_label(task)[1],) if named else self.formats):
-                label = task_label(split_label(task)[0], fmt)  # the one name of the cell
+            base, own = split_label(task)
+            for fmt in ((own,) if own != PLAIN else self.formats):
+                label = task_label(base, fmt)  # the one name of the cell
                 if label not in labels:
                     labels.append(label)
         return labels

@@ -32,6 +32,7 @@ from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.benchmark.train import train_run
 from lengthbench.models.families import method_name
 from lengthbench.tasks import get_task, make_batch
+from lengthbench.tasks.formats import PLAIN
 
 CALIBRATION_STEPS = 5  # timed one at a time; the median counts
 CALIBRATION_SAMPLES = 8  # evaluation samples timed per calibrated length
@@ -193,7 +194,7 @@ def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: i
     parallel = max(1, min(workers, todo))
     tasks = preset.grid_tasks()
     cut = len(tasks) * len(preset.methods()) * len(preset.seeds) - total
-    formats = f" ({len(preset.tasks)} in {len(preset.formats)} formats)" if preset.formats != ("plain",) else ""
+    formats = f" ({len(preset.tasks)} in {len(preset.formats)} formats)" if preset.formats != (PLAIN,) else ""
     lines = [
         f"plan for preset {preset.name!r}: {len(tasks)} tasks{formats} x {len(preset.methods())} methods x "
         f"{len(preset.seeds)} seeds" + (f", less {cut} cut" if cut else "") + f" = {total} runs; "

@@ -1,8 +1,9 @@
 """Versions of the code that makes results, so a record is reused only while
 that code is unchanged in effect.
 
-Every task (``Task.version``), every data format (``Format.version``), every encoding (``register_encoding(...,
-version=)``), every model family (``register_family(..., version=)``) and the
+Every task (``Task.version``), every data format (``Format.version``),
+every encoding (``register_encoding(..., version=)``), every model family
+(``register_family(..., version=)``) and the
 trainer (``TRAINER_VERSION``: every other module the run harness imports that
 decides a result: configs, batching, training, evaluation, seeding, records,
 batch assembly, ...) has a version. The trainer's files are not listed by

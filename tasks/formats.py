@@ -212,12 +212,13 @@ class IndexHints(Format):
         return N_HINTS - top_at_1 + 1
 
 
-def _running_parity(inputs: np.ndarray) -> tuple[np.ndarray, int]:
-    """Parity's trace: the parity of the bits read so far, after each bit; the last is the answer."""
-    return np.cumsum(inputs, axis=1) % 2, 1
+def _running_parity(inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Parity's trace: the parity of the bits read so far, after each bit; the last is the answer.
+    Each trace returns its symbols and which of them are the answer."""
+    return np.cumsum(inputs, axis=1) % 2, np.arange(inputs.shape[1]) == inputs.shape[1] - 1
 
 
-def _carry_trace(inputs: np.ndarray) -> tuple[np.ndarray, int]:
+def _carry_trace(inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Addition's trace: per significance k (least first), the carry into column k, then its sum digit."""
     n1 = (inputs.shape[1] - 1) // 2  # operands of n+1 digits, most significant first, around "+"
     a, b = inputs[:, n1 - 1::-1], inputs[:, :n1:-1]
@@ -227,10 +228,10 @@ def _carry_trace(inputs: np.ndarray) -> tuple[np.ndarray, int]:
         total = a[:, k] + b[:, k] + carry
         out[:, 2 * k], out[:, 2 * k + 1] = carry, total % 10
         carry = total // 10
-    return out, n1
+    return out, np.arange(2 * n1) % 2 == 1
 
 
-def _partial_products(inputs: np.ndarray) -> tuple[np.ndarray, int]:
+def _partial_products(inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """N x 2 multiplication's trace: a x (b's units) and a x (b's tens), each in n+1
     digits least significant first, each followed by ``*``, then the product in n+2."""
     n = inputs.shape[1] - 3
@@ -245,8 +246,9 @@ def _partial_products(inputs: np.ndarray) -> tuple[np.ndarray, int]:
         return out
 
     star = np.full((len(a), 1), STAR)
-    return np.concatenate([times(units, n + 1), star, times(tens, n + 1), star, times(10 * tens + units, n + 2)],
-                          axis=1), n + 2
+    steps = np.concatenate([times(units, n + 1), star, times(tens, n + 1), star], axis=1)
+    product = times(10 * tens + units, n + 2)
+    return np.concatenate([steps, product], axis=1), np.arange(steps.shape[1] + product.shape[1]) >= steps.shape[1]
 
 
 STAR = 10  # multiplication's "*" (after the ten digits), which ends each partial product
@@ -280,23 +282,18 @@ class Scratchpad(Format):
         return None
 
     def write(self, task, sample, rng):
-        outputs, answer_width = SCRATCHPADS[task.name](sample.inputs)
-        answer = np.zeros(outputs.shape[1], dtype=bool)
-        if task.name == "addition":
-            answer[1::2] = True
-        else:
-            answer[-answer_width:] = True
+        outputs, answer = SCRATCHPADS[task.name](sample.inputs)
         ids = None
         if sample.coupled_ids is not None:
             n_in = sample.inputs.shape[1]
             given = np.asarray(sample.coupled_ids)[0]
-            step_ids = self._step_ids(task.name, outputs.shape[1], answer_width)
+            step_ids = self._step_ids(task.name, int(answer.sum()))
             ids = np.concatenate([given[:n_in + 2], step_ids, [step_ids.max() + 1]])
             ids = np.broadcast_to(ids, (len(outputs), ids.size))
         return Sample(sample.inputs, outputs, answer_mask=np.broadcast_to(answer, outputs.shape), coupled_ids=ids)
 
     @staticmethod
-    def _step_ids(task: str, width: int, answer_width: int) -> np.ndarray:
+    def _step_ids(task: str, answer_width: int) -> np.ndarray:
         if task == "addition":
             return np.repeat(np.arange(1, answer_width + 1), 2)
         part = answer_width - 1  # multiplication: each partial product has n+1 digits

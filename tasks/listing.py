@@ -24,9 +24,8 @@ def formats_table() -> str:
     """A markdown table: each format, the tasks it writes (as grid labels), what it does."""
     lines = ["| format | tasks it applies to (grid label) | description |", "|---|---|---|"]
     for name, fmt in FORMATS.items():
-        labels = [task_label(task, name) for task in TASKS.names() if label_not_applicable(task_label(task, name))
-                  is None]
-        applies = "every task" if len(labels) == len(TASKS) and name == "plain" else ", ".join(
-            f"`{label}`" for label in labels)
+        labels = [label for label in (task_label(task, name) for task in TASKS.names())
+                  if label_not_applicable(label) is None]
+        applies = "every task" if len(labels) == len(TASKS) else ", ".join(f"`{label}`" for label in labels)
         lines.append(f"| `{name}` | {applies} | {fmt.description} |")
     return "\n".join(lines)
