@@ -76,14 +76,31 @@ class LoopedTransformer(Transformer):
                 segments: torch.Tensor | None = None) -> torch.Tensor:
         x = self.dropout(self.encoding.embed(self.token_embedding(tokens), positions))
         mask = attention_mask(self.encoding, positions, tokens.shape[1], x.dtype, segments)
-        passes = passes_per_token(tokens, segments)[..., None]  # (B, T, 1)
+        passes = passes_per_token(tokens, segments)
+        # Rows by their most-looped token, most first: a pass computes only the rows that still
+        # loop (a prefix), so a packed batch's rows of short examples stop early.
+        row_passes, order = passes.max(1).values.sort(descending=True, stable=True)
+        x, passes = x[order], passes[order][..., None]
+        positions, mask = (_rows(t, order) for t in (positions, mask))
+        looping = row_passes.tolist()
         h = torch.zeros_like(x)
-        for done in range(int(passes.max())):
-            step = h + x
+        for done in range(looping[0] if looping else 0):
+            rows = sum(n > done for n in looping)
+            step = h[:rows] + x[:rows]
             for block in self.blocks:
-                step = block(step, self.encoding, positions, mask)
-            h = torch.where(passes > done, step, h)
-        return self.head(self.ln_f(h))
+                step = block(step, self.encoding, _first(positions, rows), _first(mask, rows))
+            h = torch.cat([torch.where(passes[:rows] > done, step, h[:rows]), h[rows:]])
+        return self.head(self.ln_f(h))[order.argsort()]
+
+
+def _rows(t: torch.Tensor | None, order: torch.Tensor) -> torch.Tensor | None:
+    """``t`` with its rows in ``order``; one shared by every row (or none) as it is."""
+    return t if t is None or t.shape[0] == 1 else t[order]
+
+
+def _first(t: torch.Tensor | None, rows: int) -> torch.Tensor | None:
+    """The first ``rows`` rows of ``t``; one shared by every row (or none) as it is."""
+    return t if t is None or t.shape[0] == 1 else t[:rows]
 
 
 def looped_flops(token_lengths, size: ModelSize, vocab: int) -> float:
@@ -96,6 +113,6 @@ def looped_flops(token_lengths, size: ModelSize, vocab: int) -> float:
     return float((n * size.n_layers * per_layer + 2 * n * d * vocab).sum())
 
 
-register_family(LOOPED, takes_encoding=True, flops=looped_flops, not_applicable=encoding_not_applicable,
+register_family(LOOPED, takes_encoding=True, flops=looped_flops, not_applicable=encoding_not_applicable, version=2,
                 description="the transformer's layers as one shared unit, looped once per input token read, plus "
                             "one (Fan et al. 2024: one block, n_layers 1); takes a position encoding")(LoopedTransformer)

@@ -8,6 +8,7 @@ from conftest import parity_after_training
 from lengthbench.models.encodings import build_encoding
 from lengthbench.models.families import ModelSize, family_entry
 from lengthbench.models.looped import LoopedTransformer, passes_per_token
+from lengthbench.models.transformer import attention_mask
 from lengthbench.tasks.base import BOS, EOS, PAD, SEP
 
 
@@ -58,3 +59,26 @@ def test_the_plan_costs_each_family_as_itself(tmp_path):
                 results=tmp_path)
     rows = {line.split("|")[2].strip() for line in text.splitlines() if line.startswith("| parity_check |")}
     assert rows == {"transformer", "transformer + attention bias", "looped", "looped + attention bias"}
+
+
+def test_rows_that_stop_looping_early_are_not_computed_again_and_the_result_is_the_schedules():
+    """A batch whose rows need 2, 6 and 4 passes: each pass computes only the
+    rows still looping (2 + 6 + 4 row-passes through the unit, not 3 x 6), and
+    the logits equal the schedule written out over every row (float64)."""
+    size = ModelSize(d_model=16, n_layers=1, n_heads=2, d_ff=32)
+    torch.manual_seed(0)
+    model = LoopedTransformer(12, size, build_encoding("alibi", 16, 2)).double().eval()
+    rows = [[BOS, 4, SEP, 9, EOS, PAD, PAD, PAD, PAD], [BOS, 4, 5, 6, 7, 8, SEP, 9, 10],
+            [BOS, 4, 5, 6, SEP, 9, 10, EOS, PAD]]
+    tokens, positions = torch.tensor(rows), torch.arange(9)[None]
+    computed = []
+    model.blocks[0].register_forward_hook(lambda module, args, out: computed.append(out.shape[0]))
+    logits = model(tokens, positions)
+    assert sorted(computed, reverse=True) == computed and sum(computed) == 2 + 6 + 4
+
+    x = model.encoding.embed(model.token_embedding(tokens), positions)  # the schedule, over every row
+    mask = attention_mask(model.encoding, positions, 9, x.dtype)
+    passes, h = passes_per_token(tokens)[..., None], torch.zeros_like(x)
+    for done in range(6):
+        h = torch.where(passes > done, model.blocks[0](h + x, model.encoding, positions, mask), h)
+    torch.testing.assert_close(logits, model.head(model.ln_f(h)), rtol=0, atol=1e-12)
