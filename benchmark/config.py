@@ -259,8 +259,8 @@ def parse_setting(text: str) -> tuple[str, int | float]:
 class Cut:
     """Cells a preset leaves out of its grid, and why (a reference too costly
     to run whole keeps its protocol and drops breadth, saying what it dropped).
-    ``methods`` are leaderboard keys (``transformer/rope``, ``lstm``); ``tasks``
-    empty means every task. With ``only``, the cut is the complement on those
+    ``methods`` are leaderboard keys (``transformer/rope``, ``lstm``) or a family
+    for all its encodings (``looped``); ``tasks`` empty means every task. With ``only``, the cut is the complement on those
     tasks: every method but ``methods`` is left out there."""
 
     reason: str
@@ -272,7 +272,8 @@ class Cut:
         """Whether the cut leaves out (task, method); a cut of a task cuts it in every format."""
         if self.tasks and task not in self.tasks and split_label(task)[0] not in self.tasks:
             return False
-        return (method in self.methods) != self.only
+        named = method in self.methods or method.partition("/")[0] in self.methods
+        return named != self.only
 
     def describe(self) -> str:
         where = f"on {', '.join(self.tasks)}" if self.tasks else "on every task"

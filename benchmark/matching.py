@@ -48,12 +48,17 @@ def matched_width(family: str, task: str, size: ModelSize, target: int, widths=r
     return min(candidates, key=lambda w: abs(parameters(family, task, replace(size, d_model=w)) - target))
 
 
-def matched_widths(tasks, families, size: ModelSize) -> dict[str, dict[str, int]]:
-    """``{task: {family: width}}`` matching ``size``'s transformer (``REFERENCE_ENCODING``) on each task."""
+def matched_widths(preset) -> dict[str, dict[str, int]]:
+    """``{task: {family: width}}`` matching ``preset``'s transformer (``REFERENCE_ENCODING``) on each task,
+    each family at its own settings but the width (the looped transformer's one layer, say)."""
     table = {}
-    for task in tasks:
-        target = parameters(TRANSFORMER, task, size)
-        table[task] = {f: matched_width(f, task, size, target) for f in families if f != TRANSFORMER}
+    for task in preset.tasks:
+        target = parameters(TRANSFORMER, task, preset.run_config(task, REFERENCE_ENCODING, 0).model)
+        table[task] = {}
+        for family in (f for f in preset.families if f != TRANSFORMER):
+            encoding = REFERENCE_ENCODING if family_entry(family).takes_encoding else ""
+            table[task][family] = matched_width(family, task, preset.run_config(task, encoding, 0, family).model,
+                                                target)
     return table
 
 
@@ -83,9 +88,7 @@ def main(argv=None) -> None:
     except InputError as err:
         print(f"lengthbench: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
-    families = [f for f in preset.families if f != TRANSFORMER]
-    size = preset.run_config(preset.tasks[0], REFERENCE_ENCODING, 0).model
-    print(matched_widths(preset.tasks, families, size))
+    print(matched_widths(preset))
     problems = mismatches(preset)
     print("\n".join(problems) if problems else f"every family within {MATCH_TOLERANCE:.0%} on every task")
 

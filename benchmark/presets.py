@@ -23,6 +23,9 @@ test length.
 * ``horizon-pilot`` and ``horizon``: protocol v2 (train 1..16, test to 64): the pilot, whose
   unreported seed chooses the budget, and the reference, every method trained 4000 steps on every
   task, 3 seeds, with its cuts (``Cut``: cells left out, each with its reason).
+* ``horizon-formats`` and ``horizon-looped``: the data-format cells and the
+  looped transformer's under the same protocol; their plain and fixed-depth
+  cells are ``horizon``'s own runs.
 * ``standard``: every task and every built-in encoding, 3 seeds, train
   lengths 1..20 and test to 60; sized for a GPU (hours), days on a laptop.
 
@@ -301,23 +304,56 @@ register_preset(replace(
 ))
 
 
-# Issue-sized cells of the data-format axis under `horizon`'s protocol (the same settings, so its
-# plain cells are horizon's own records and the rest join that folder by running their cells):
-# Zhou et al.'s addition formats (reversed answers, index hints) and Anil et al.'s scratchpad on
-# addition and parity, Cho et al.'s copy in reversed order, each with the encodings those papers
-# compare. Multiplication is cut: no pilot method fit it in the plain format and a run costs about 20
-# minutes, so its four formats alone would be about a day here.
+# The data-format and looped cells under `horizon`'s protocol, sized to about a fifth of the
+# reference's compute (`--plan` on 2 idle cores: 8.2 h of the reference's 41.1 h on one worker). Both
+# presets keep horizon's settings, so their plain and fixed-depth cells are horizon's own records and
+# the rest join that folder by running their cells; what they leave out is a `Cut` with its reason.
 FORMAT_ENCODINGS = ("nope", "rope", "fire", "randomized-rope", "coupled", "abacus")
+FORMATTED_TASKS = ("addition+reversed", "addition-index-hints", "addition+scratchpad", "parity_check+scratchpad",
+                   "copy+reversed")
 register_preset(replace(
     PRESETS["horizon"],
     name="horizon-formats",
     description="the data-format cells at protocol v2: addition x {plain, reversed, index-hints, scratchpad}, "
-                "parity x scratchpad, copy x reversed, x 6 encodings x 3 seeds (plain cells shared with horizon)",
+                "parity x {plain, scratchpad}, copy x {plain, reversed} x rope, fire, randomized-rope x 3 seeds "
+                "(plain cells: horizon's, with every encoding)",
     tasks=("addition", "addition+reversed", "addition-index-hints", "addition+scratchpad", "parity_check",
            "parity_check+scratchpad", "copy", "copy+reversed"),
     encodings=FORMAT_ENCODINGS,
     families=("transformer",),
-    cuts=(),
+    cuts=(Cut("compute (about a fifth of the reference for the format and looped cells together): the formats are "
+              "run with the encodings of Zhou et al.'s claim (FIRE, randomized positions) and rotary as the common "
+              "baseline; coupled and abacus already give each digit its significance, the structure that reversal "
+              "and index hints supply; NoPE stands in the looped cells",
+              methods=tuple(f"transformer/{name}" for name in ("nope", "coupled", "abacus")), tasks=FORMATTED_TASKS),),
+))
+# Multiplication is left out of the format cells: no pilot method fit it in the plain format and a run
+# costs about 20 minutes, so its four formats alone would be about a day here.
+
+# Fan et al.'s looped transformer under `horizon`'s protocol, beside the fixed-depth transformer with
+# the same encodings (those cells are horizon's own records): one block (`n_layers` 1) applied once
+# per input token read, plus one, at the width that matches the transformer's parameters on every
+# task (`python -m lengthbench.benchmark.matching`). Tasks: the three of Fan et al. that lengthbench
+# has (parity, copy, addition) and the Chomsky tasks closest to them, each an iterated one-symbol
+# step: `cycle_navigation` (a running sum mod 5, parity's update), `binary_addition` (addition in
+# binary), `duplicate_string` (copying twice). A looped run costs 9x (parity) to 19x (addition) a
+# fixed-depth one (`--plan`), so it is trained on the two cheapest, which give the claim two tasks.
+LOOPED_WIDTH = 104
+register_preset(replace(
+    PRESETS["horizon"],
+    name="horizon-looped",
+    description="the looped transformer at protocol v2: looped and fixed-depth x nope, rope on parity, copy, "
+                "addition and three Chomsky tasks x 3 seeds; looped trained on parity and cycle_navigation "
+                "(fixed-depth cells: horizon's)",
+    tasks=("parity_check", "cycle_navigation", "copy", "addition", "binary_addition", "duplicate_string"),
+    encodings=("nope", "rope"),
+    families=("transformer", "looped"),
+    family_settings={"looped": {"model": {"d_model": LOOPED_WIDTH, "n_layers": 1}}},
+    cell_settings={},
+    cuts=(Cut("compute: a looped run costs 27 (copy) to 86 minutes (addition) on one worker here, 13 on parity "
+              "and cycle_navigation; these four tasks would take 13 hours, above the format and looped cells' "
+              "fifth of the reference", methods=("looped",),
+              tasks=("copy", "addition", "binary_addition", "duplicate_string")),),
 ))
 
 # The published protocols (GPU-sized; `run --plan` gives the cost). Differences we keep: our

@@ -162,3 +162,18 @@ def test_the_format_cells_join_the_horizon_reference():
     shared = formats & horizon
     assert {run_id.split("__")[0] for run_id in shared} == {"addition", "parity_check", "copy"}
     assert len(shared) == 3 * 6 * 3  # 3 plain tasks x 6 encodings x 3 seeds, none cut in horizon
+    # the formats themselves with the three encodings of its budget (coupled, abacus and nope cut, with the reason)
+    formatted = {(c.task, c.encoding) for c in grid_configs(get_preset("horizon-formats")) if "+" in c.task
+                 or c.task == "addition-index-hints"}
+    assert {e for _, e in formatted} == {"rope", "fire", "randomized-rope"} and len(formatted) == 5 * 3
+
+
+def test_the_looped_cells_join_the_horizon_reference():
+    """horizon-looped: its fixed-depth cells are horizon's own runs; the looped family trains on the tasks its
+    budget keeps, and a cut naming a family cuts it with every encoding."""
+    looped = grid_configs(get_preset("horizon-looped"))
+    horizon = {c.run_id for c in grid_configs(get_preset("horizon"))}
+    assert {c.run_id for c in looped if c.family == "transformer"} <= horizon
+    assert {(c.task, c.method) for c in looped if c.family == "looped"} == {
+        (t, f"looped/{e}") for t in ("parity_check", "cycle_navigation") for e in ("nope", "rope")}
+    assert {(c.model.d_model, c.model.n_layers) for c in looped if c.family == "looped"} == {(104, 1)}

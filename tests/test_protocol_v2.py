@@ -154,6 +154,16 @@ def test_horizon_families_are_matched_in_parameters_on_every_task():
     assert any("addition-index-hints/rnn" in m for m in mismatches(get_preset("full")))
 
 
+def test_the_looped_transformer_is_matched_by_width_at_its_own_depth():
+    """One looped layer at width 104 against two fixed-depth layers of 64, on every task of its preset;
+    the matching tool searches each family's width at that family's own settings (its one layer)."""
+    from lengthbench.benchmark.matching import matched_widths
+
+    preset = get_preset("horizon-looped")
+    assert mismatches(preset) == []
+    assert {w["looped"] for w in matched_widths(preset).values()} == {104}
+
+
 def test_a_mismatch_is_reported_with_its_size():
     preset = get_preset("horizon-pilot")
     wide = replace(preset, families=("transformer", "lstm"), tasks=("copy",),
