@@ -57,3 +57,19 @@ COUPLING_MULTIPLICATION = "figures only (no number in the text)"
 # Jelassi et al., abstract: "transformers outperform GSSMs in terms of efficiency and generalization on
 # synthetic tasks that require copying the context" (GSSMs: state-space models with a fixed-size state).
 COPYING_CLAIM = "transformers generalize better than state-space models on tasks that copy the context"
+
+ZHOU = "Zhou et al. 2024, Transformers Can Achieve Length Generalization But Not Robustly"
+ANIL = "Anil et al. 2022 (NeurIPS), Exploring Length Generalization in Large Language Models"
+HOU = "Hou et al. 2024, Universal Length Generalization with Turing Programs"
+FAN = "Fan et al. 2025 (ICLR), Looped Transformers for Length Generalization"
+
+# Zhou et al.: the combination, not each part alone; their best of 10 trials.
+FORMATS_ADDITION_CLAIM = ("FIRE with randomized positions, reversed answers and index hints: addition trained to 40 "
+                          "digits reaches > 98% exact match at 100 digits (2.5x), the best of 10 trials, strongly "
+                          "seed-dependent")
+# Anil et al.'s models are pretrained language models prompted in context; Hou et al. qualify the claim.
+SCRATCHPAD_CLAIM = ('scratchpad prompting "results in a dramatic improvement in length generalization" (Anil et al.); '
+                    'later work finds it "not always helpful" and that its format "highly impacts" the result '
+                    '(Hou et al.)')
+LOOPED_CLAIM = ('looped transformers with an adaptive number of steps "significantly improve length generalization" '
+                "over fixed-depth ones on tasks with a known iterative solution (parity, copy and addition among them)")

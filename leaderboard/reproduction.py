@@ -15,7 +15,12 @@ Each report is computed from run records with the paper's own aggregation
   multiplication per length, every seed;
 * ``copying``: Jelassi et al.: the state-space baseline against the
   transformer and the recurrent families on the tasks that copy their
-  input, test-band exact match, paired by task and seed.
+  input, test-band exact match, paired by task and seed;
+* ``formats``: Zhou et al.'s reversed answers and index hints on addition
+  and Anil et al.'s scratchpad on parity and addition, each format against
+  plain with the method as the unit (the task across tasks);
+* ``looped``: Fan et al.: the looped transformer against the fixed-depth
+  one with the same encoding, the task as the unit.
 """
 
 from __future__ import annotations
@@ -36,11 +41,15 @@ from lengthbench.leaderboard.aggregate import (
 from lengthbench.leaderboard.statistics import paired_difference, probability_of_improvement
 from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.models.encodings import ENCODINGS, encoding_kind
+from lengthbench.models.looped import LOOPED
 from lengthbench.tasks import get_task
+from lengthbench.tasks.formats import PLAIN, split_label, task_label, task_order_key
 
-PAPERS = ("chomsky", "nope", "coupling", "copying")
-# the preset whose records each report reads
-SOURCE_PRESET = {paper: paper for paper in PAPERS}
+PAPERS = ("chomsky", "nope", "coupling", "copying", "formats", "looped")
+# the preset whose records each report reads, and the shipped folder that holds them
+SOURCE_PRESET = {paper: paper for paper in PAPERS} | {"formats": "horizon-formats", "looped": "horizon-looped"}
+REFERENCE_RECORDS = ({paper: f"leaderboard/reference/{paper}/records" for paper in PAPERS}
+                     | {paper: "leaderboard/reference/horizon/records" for paper in ("formats", "looped")})
 
 NOT_FIT = "did not fit (no verdict)"
 NO_PAIR = "not tested: no task where both fit and an encoding was chosen on a validation band"
@@ -197,13 +206,22 @@ def _interval(test: dict) -> str:
 
 
 def _seed_scores(records: list[RunRecord], metric: str) -> dict[tuple[str, str], list[float]]:
-    """(task, encoding) -> every seed's test-band score (a failed seed counts 0) of the transformer runs."""
+    """(task, method) -> every seed's test-band score (a failed seed counts 0)."""
     runs = runs_frame(records)
-    runs = runs[(runs.model == "transformer") & (runs.status.isin(["ok", "diverged"]))]
+    runs = runs[runs.status.isin(["ok", "diverged"])]
     scores: dict[tuple[str, str], list[float]] = {}
     for r in runs.itertuples():
-        scores.setdefault((r.task, r.encoding), []).append(0.0 if r.failed else float(getattr(r, metric)))
+        scores.setdefault((r.task, r.method), []).append(0.0 if r.failed else float(getattr(r, metric)))
     return scores
+
+
+def _effect(a_by_unit: dict, b_by_unit: dict) -> tuple[dict, dict]:
+    """A against B over the units both have (a unit's score: the mean of its
+    seeds): the paired difference with its 95% Student-t interval over the
+    units, and the probability of improvement with the unit as the stratum."""
+    units = [u for u in a_by_unit if u in b_by_unit and len(a_by_unit[u]) and len(b_by_unit[u])]
+    test = paired_difference([np.mean(a_by_unit[u]) for u in units], [np.mean(b_by_unit[u]) for u in units])
+    return test, probability_of_improvement({u: a_by_unit[u] for u in units}, {u: b_by_unit[u] for u in units})
 
 
 def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord]) -> list[str]:
@@ -226,8 +244,8 @@ def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord]) -> 
         d_max = both["ood_token_accuracy_max"][variant] - both["ood_token_accuracy_max"][base]
         pooled_variant += list(both["ood_token_accuracy_mean"][variant])
         pooled_base += list(both["ood_token_accuracy_mean"][base])
-        a_by_task = {t: seeds.get((t, variant), []) for t in both.index}
-        b_by_task = {t: seeds.get((t, base), []) for t in both.index}
+        a_by_task = {t: seeds.get((t, f"transformer/{variant}"), []) for t in both.index}
+        b_by_task = {t: seeds.get((t, f"transformer/{base}"), []) for t in both.index}
         pooled_a.update({(base, t): v for t, v in a_by_task.items()})
         pooled_b.update({(base, t): v for t, v in b_by_task.items()})
         rows.append([f"`{base}`", str(test["n"]), _interval(test), _randomized_verdict(test),
@@ -251,17 +269,20 @@ def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord]) -> 
                                   "P(randomized > base) [95% interval]", "gain of the max over seeds"], rows), ""]
 
 
-def _improvement(test: dict) -> str:
+def _improvement(test: dict, a: str = "randomized", b: str = "base") -> str:
     """A probability of improvement, its interval and what the interval supports."""
     if not test["n_tasks"]:
         return ""
-    verdict = {"a better": "randomized better", "b better": "base better"}.get(test["verdict"], "not told apart")
-    return f"{test['p']:.2f} [{test['low']:.2f}, {test['high']:.2f}]: {verdict}"
+    return f"{test['p']:.2f} [{test['low']:.2f}, {test['high']:.2f}]: {_verdict(test, a, b)}"
+
+
+def _verdict(test: dict, a: str, b: str) -> str:
+    """What a test's interval supports: ``a`` better, ``b`` better, or neither."""
+    return {"a better": f"{a} better", "b better": f"{b} better"}.get(test["verdict"], "not told apart")
 
 
 def _randomized_verdict(test: dict) -> str:
-    return {"a better": "randomized better", "b better": "base better",
-            "not told apart": "not told apart"}[test["verdict"]]
+    return _verdict(test, "randomized", "base")
 
 
 def _judged_runs(records: list[RunRecord]) -> set[tuple[str, str]]:
@@ -506,4 +527,149 @@ def copying_report(records: list[RunRecord]) -> str:
     return "\n".join(lines) + "\n"
 
 
-REPORTS = {"chomsky": chomsky_report, "nope": nope_report, "coupling": coupling_report, "copying": copying_report}
+def _horizon(records: list[RunRecord]) -> str:
+    """The lengths most runs were trained and tested on, and the ratio of the two."""
+    bands = pd.Series([(r.config.train_length, r.config.validation_length, r.config.test_length) for r in records])
+    train, validation, test = bands.mode()[0]
+    return (f"Horizon: trained on lengths 1..{train}, tested on {max(train, validation) + 1}..{test}, up to "
+            f"{test / train:g}× the longest training length.")
+
+
+def _cell(cells: pd.DataFrame, task: str, method: str) -> list[str]:
+    """A cell's fit seeds, test exact match (mean ± std, flagged when not judged) and generalization length."""
+    cell = cells[(cells.task == task) & (cells.method == method)]
+    if cell.empty:
+        return ["", "", ""]
+    c = cell.iloc[0]
+    if c.status != "ok":
+        return ["", c.status, ""]
+    std = "" if pd.isna(c.ood_exact_match_std) else f" ± {_pct(c.ood_exact_match_std)}"
+    flag = "" if judged(cell).iloc[0] else " (did not fit)"
+    length = c.generalization_length_exact_match
+    reach = "" if pd.isna(length) else f"{int(length)} ({c.extrapolation_ratio_exact_match:.2g}×)"
+    return [f"{int(c.n_fit)}/{int(c.n_seeds)}", _pct(c.ood_exact_match_mean) + std + flag, reach]
+
+
+def _claim_row(a: dict, b: dict, names: tuple[str, str]) -> list[str]:
+    """Units, A − B [95% interval], P(A > B) [95% interval] and the verdict, or why there is none."""
+    test, better = _effect(a, b)
+    if not test["n"]:
+        return ["0", "", "", NO_FIT_PAIR]
+    return [str(test["n"]), _interval(test), _improvement(better, *names), _verdict(test, *names)]
+
+
+NO_FIT_PAIR = "not tested: no cell pair where both fit"
+# The published findings on data formats, each tested as (who, task, format) against the task in plain.
+FORMAT_CLAIMS = (("Zhou et al.", "addition", "reversed"), ("Zhou et al.", "addition", "index-hints"),
+                 ("Anil et al.", "parity_check", "scratchpad"), ("Anil et al.", "addition", "scratchpad"))
+
+
+def formats_report(records: list[RunRecord]) -> str:
+    """Zhou et al.'s addition formats and Anil et al.'s scratchpad, each
+    format against the same task in plain with the same method: the unit is
+    the method (its seed mean) within a task, and the task across tasks."""
+    formatted = {split_label(r.task)[0] for r in records if split_label(r.task)[1] != PLAIN}
+    if not formatted:
+        raise InputError("these records hold no task written in a format other than plain; run `lengthbench run "
+                         "--preset horizon-formats` (into the records of `horizon`, whose plain cells it shares)")
+    records = [r for r in records if split_label(r.task)[0] in formatted]
+    board = leaderboard_frame(records)
+    seeds = _seed_scores(records, "ood_exact_match")
+    fit = _judged_runs(records)
+    lines = ["# Data formats: reversed answers, index hints, scratchpads (Zhou et al. 2024; Anil et al. 2022)", "",
+             _setup(records), "", _horizon(records), "",
+             "Score: exact match of the final answer over the test band (hint and scratch symbols are given or "
+             "generated, never scored), mean ± std over seeds; generalization length: the longest test length up "
+             f"to which every length scores ≥ 90% (× the longest training length). {FIT_RULE} Sources: "
+             f"{published.ZHOU}; {published.ANIL}; {published.HOU}.", ""]
+    rows = []
+    for task in sorted({split_label(t) for t in board.task}, key=lambda pair: task_order_key(task_label(*pair))):
+        label = task_label(*task)
+        for method in method_order(board[board.task == label].method.unique()):
+            rows.append([task[0], task[1], f"`{method}`", *_cell(board, label, method)])
+    lines += ["## Per cell", "", *markdown_table(["task", "format", "method", "seeds fit", "test exact match (%)",
+                                                   "generalization length"], rows), ""]
+
+    def by_method(label: str) -> dict[str, list[float]]:
+        """method -> seed scores of ``label``'s judged cells (``_effect`` pairs the methods judged in both)."""
+        return {m: v for (t, m), v in seeds.items() if t == label and (t, m) in fit}
+
+    rows, pooled = [], {}
+    for who, task, fmt in FORMAT_CLAIMS:
+        label = task_label(task, fmt)
+        if label not in set(board.task):
+            continue
+        a, b = by_method(label), by_method(task)
+        rows.append([who, task, f"`{fmt}`", *_claim_row(a, b, (fmt, PLAIN))])
+        both = [m for m in a if m in b]
+        if fmt == "scratchpad" and both:
+            pooled[task] = ([x for m in both for x in a[m]], [x for m in both for x in b[m]])
+    if len(pooled) > 1:
+        a, b = ({task: pair[k] for task, pair in pooled.items()} for k in (0, 1))
+        rows.append(["Anil et al.", "every task above, the task as the unit", "`scratchpad`",
+                     *_claim_row(a, b, ("scratchpad", PLAIN))])
+    lines += ["## The published findings, tested", "",
+              "Each format against the same task in `plain`, method by method where both cells fit: the difference "
+              "in test exact match (points) with its 95% Student-t interval over the methods (each method's seed "
+              "mean: the methods are the units, seeds their replicates), and the probability that a seed of the "
+              "format beats a seed of plain with the method as the stratum (stratified bootstrap, 95%). The last "
+              "row takes the task as the unit (per task, every fit method's seeds together). Published: "
+              f"{published.FORMATS_ADDITION_CLAIM} (Zhou et al.; each format is tested alone here, not their "
+              f"combination); {published.SCRATCHPAD_CLAIM}.", "",
+              *markdown_table(["source", "task", "format", "methods (both fit)", "format − plain [95% interval]",
+                               "P(format > plain) [95% interval]", "verdict"], rows), ""]
+    return "\n".join(lines) + "\n"
+
+
+def looped_report(records: list[RunRecord]) -> str:
+    """Fan et al.'s looped transformer against the fixed-depth transformer
+    with the same encoding: the task is the unit (each task's seed means)."""
+    looped = {r.encoding for r in records if r.config.family == LOOPED}
+    if not looped:
+        raise InputError("these records hold no run of the looped transformer; run `lengthbench run --preset "
+                         "horizon-looped` (into the records of `horizon`, whose fixed-depth cells it shares)")
+    records = [r for r in records if r.config.family in (LOOPED, "transformer") and r.encoding in looped]
+    tasks = {r.task for r in records if r.config.family == LOOPED}
+    records = [r for r in records if r.task in tasks]
+    board = leaderboard_frame(records)
+    seeds = _seed_scores(records, "ood_exact_match")
+    fit = _judged_runs(records)
+    lines = ["# Looped transformers (Fan et al. 2025)", "", _setup(records), "", _horizon(records), "",
+             "Score: test-band exact match, mean ± std over seeds; generalization length as in the leaderboard "
+             f"(the longest test length up to which every length scores ≥ 90%). {FIT_RULE} Source: {published.FAN}.",
+             ""]
+    rows = []
+    for task in sorted(tasks, key=task_order_key):
+        for encoding in sorted(looped):
+            rows.append([task, f"`{encoding}`", *_cell(board, task, f"transformer/{encoding}"),
+                         *_cell(board, task, f"{LOOPED}/{encoding}")])
+    lines += ["## Per task", "", *markdown_table(
+        ["task", "encoding", "fixed depth: seeds fit", "fixed depth (%)", "fixed depth: generalization length",
+         "looped: seeds fit", "looped (%)", "looped: generalization length"], rows), ""]
+
+    def by_task(method: str) -> dict[str, list[float]]:
+        """task -> seed scores of ``method``'s judged cells (``_effect`` pairs the tasks judged for both)."""
+        return {t: v for (t, m), v in seeds.items() if m == method and (t, m) in fit}
+
+    rows, pooled_a, pooled_b = [], {}, {}
+    for encoding in sorted(looped):
+        a, b = by_task(f"{LOOPED}/{encoding}"), by_task(f"transformer/{encoding}")
+        rows.append([f"`{encoding}`", *_claim_row(a, b, ("looped", "fixed depth"))])
+        for task in (t for t in a if t in b):
+            pooled_a.setdefault(task, []).extend(a[task])
+            pooled_b.setdefault(task, []).extend(b[task])
+    if len(looped) > 1:
+        rows.append(["every encoding (seeds together per task)", *_claim_row(pooled_a, pooled_b,
+                                                                             ("looped", "fixed depth"))])
+    lines += ["## Looped against fixed depth", "",
+              "Per encoding, the looped transformer minus the fixed-depth one in test exact match (points), paired "
+              "by task where both fit, with its 95% Student-t interval over the tasks (each task's seed means), "
+              "and the probability that a looped seed beats a fixed-depth seed with the task as the stratum "
+              f"(stratified bootstrap, 95%). Published: {published.LOOPED_CLAIM}.", "",
+              *markdown_table(["encoding", "tasks (both fit)", "looped − fixed depth [95% interval]",
+                               "P(looped > fixed depth) [95% interval]", "verdict"], rows), ""]
+    return "\n".join(lines) + "\n"
+
+
+REPORTS = {"chomsky": chomsky_report, "nope": nope_report, "coupling": coupling_report, "copying": copying_report,
+           "formats": formats_report, "looped": looped_report}

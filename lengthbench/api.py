@@ -66,7 +66,7 @@ from lengthbench.leaderboard.compare import compare_frames, summary_text, write_
 from lengthbench.leaderboard.external import external_row, with_external
 from lengthbench.leaderboard.compare import to_markdown as compare_markdown
 from lengthbench.leaderboard.reference_notes import reference_readme
-from lengthbench.leaderboard.reproduction import REPORTS, SOURCE_PRESET
+from lengthbench.leaderboard.reproduction import REFERENCE_RECORDS, REPORTS, SOURCE_PRESET
 from lengthbench.leaderboard.schema import COLUMN_NAMES, read_leaderboard
 from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION
 from lengthbench.leaderboard.submission import ranking_text, write_submission
@@ -561,7 +561,7 @@ def reproduce(paper: str, results: PathLike, out: PathLike | None = None, preset
     source = f"`lengthbench run --preset {SOURCE_PRESET[paper]}`"
     if not folder.is_dir():
         raise InputError(f"--results {str(results)!r} is not a folder of run records; give the records of "
-                         f"{source} (or leaderboard/reference/{paper}/records)")
+                         f"{source} (or {REFERENCE_RECORDS[paper]})")
     records = ResultsFolder(folder).records()
     if not records:
         raise InputError(f"--results {str(results)!r} holds no run records; run {source} first")

@@ -275,7 +275,8 @@ def _add_records_commands(sub) -> None:
 
     rep = sub.add_parser("reproduce", help="published-vs-ours table of a founding paper from run records")
     rep.add_argument("paper", choices=tuple(api.REPORTS),
-                     help="chomsky (Deletang/Ruoss), nope (Kazemnejad), coupling (Cho)")
+                     help="chomsky (Deletang/Ruoss), nope (Kazemnejad), coupling (Cho), copying (Jelassi), formats "
+                          "(Zhou, Anil), looped (Fan)")
     rep.add_argument("--results", required=True, help="records folder (e.g. of run --preset chomsky, or of full)")
     rep.add_argument("--out", help="folder for reproduction.md (default: the records folder)")
     rep.add_argument("--preset", help="only the records of this preset's grid (e.g. chomsky's cells from full's "

@@ -96,6 +96,13 @@ def test_reproduce_cli_writes_the_report(capsys, tmp_path):
     assert main(["reproduce", "coupling", "--results", str(tmp_path / "r")]) == 2  # records, none of its tasks
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "holds no record of the coupling report's tasks (addition, multiplication)" in err
+    # copy in plain is a cell of both horizon-formats and horizon-looped: the reports say what they lack
+    for paper, needle in (("formats", "no task written in a format other than plain; run `lengthbench run --preset "
+                                      "horizon-formats`"),
+                          ("looped", "no run of the looped transformer; run `lengthbench run --preset horizon-looped`")):
+        assert main(["reproduce", paper, "--results", str(tmp_path / "r")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and needle in err
 
 
 def test_chomsky_report_without_transformer_runs_is_refused(capsys, tmp_path):
@@ -264,3 +271,63 @@ def test_the_randomized_claim_carries_its_probability_of_improvement_by_task():
     text = chomsky_report(records)
     row = next(line for line in text.splitlines() if line.startswith("| `rope` |"))
     assert "| 0.88 [" in row and "]: randomized better |" in row
+
+
+def test_formats_report_tests_each_format_against_plain_method_by_method():
+    """Zhou et al.'s and Anil et al.'s findings: each format against the task in plain with the same method,
+    the method (its seed mean) the unit within a task, the task the unit across tasks; a cell that did not fit
+    pairs with nothing."""
+    from lengthbench.leaderboard.reproduction import formats_report
+
+    scores = {  # (task label, method): seed scores on the test band
+        ("addition", "rope"): (0.2, 0.4), ("addition", "fire"): (0.1, 0.3), ("addition", "randomized-rope"): (0.5, 0.5),
+        ("addition+reversed", "rope"): (0.6, 0.8), ("addition+reversed", "fire"): (0.5, 0.5),
+        ("addition+reversed", "randomized-rope"): (0.9, 0.9),
+        ("addition-index-hints", "rope"): (0.4, 0.4), ("addition-index-hints", "fire"): (1.0, 1.0),
+        ("parity_check", "rope"): (0.5, 0.5), ("parity_check+scratchpad", "rope"): (0.7, 0.9),
+        ("addition+scratchpad", "rope"): (0.3, 0.3),
+        ("parity_check", "fire"): (0.5, 0.5), ("parity_check+scratchpad", "fire"): (1.0, 1.0)}  # plain did not fit
+    unfit = {("addition-index-hints", "fire"), ("parity_check", "fire")}
+    records = [_banded(task, f"transformer/{e}", s, 1.0, x, fit=0.5 if (task, e) in unfit else 1.0)
+               for (task, e), seeds in scores.items() for s, x in enumerate(seeds)]
+    text = formats_report(records)
+    # reversed: differences .4, .3, .4 over three methods: mean 36.7, sd 5.77, t(0.975, 2) = 4.303
+    assert "| Zhou et al. | addition | `reversed` | 3 | +36.7 [+22.3, +51.0] | 1.00 [1.00, 1.00]: reversed better |" \
+        " reversed better |" in text
+    # index hints: fire did not fit, so one method (rope: 40 against 30): no interval, no verdict either way;
+    # P: 40 beats 20 and ties 40
+    assert "| Zhou et al. | addition | `index-hints` | 1 | +10.0 | 0.75 [0.50, 1.00]: not told apart | not told apart |" in text
+    assert "| addition | index-hints | `transformer/fire` | 0/2 | 100.0 ± 0.0 (did not fit) |" in text
+    assert "| Anil et al. | parity_check | `scratchpad` | 1 | +30.0 |" in text
+    # across tasks, the task the unit: +30 (parity) and 0 (addition): t(0.975, 1) = 12.7, interval clipped to +-100
+    assert "| Anil et al. | every task above, the task as the unit | `scratchpad` | 2 | +15.0 [-100.0, +100.0] |" in text
+    assert "Horizon: trained on lengths 1..2, tested on 4..5, up to 2.5× the longest training length." in text
+    with pytest.raises(InputError, match="no task written in a format other than plain"):
+        formats_report([r for r in records if "+" not in r.task and r.task != "addition-index-hints"])
+
+
+def test_looped_report_pairs_looped_and_fixed_depth_by_task():
+    """Fan et al.'s finding: the looped transformer against the fixed-depth one with the same encoding,
+    paired by task (each task's seed means), where both fit."""
+    from lengthbench.leaderboard.reproduction import looped_report
+
+    scores = {("parity_check", "transformer/nope"): (0.5, 0.5), ("parity_check", "looped/nope"): (0.9, 1.0),
+              ("cycle_navigation", "transformer/nope"): (0.4, 0.6), ("cycle_navigation", "looped/nope"): (0.8, 0.8),
+              ("parity_check", "transformer/rope"): (0.2, 0.2), ("parity_check", "looped/rope"): (0.4, 0.6),
+              ("cycle_navigation", "transformer/rope"): (0.3, 0.3), ("cycle_navigation", "looped/rope"): (0.9, 0.9),
+              ("copy", "transformer/nope"): (0.9, 0.9),  # no looped run on copy: not in the report
+              ("binary_addition", "looped/nope"): (1.0, 1.0), ("binary_addition", "transformer/nope"): (0.1, 0.1)}
+    unfit = {("cycle_navigation", "looped/rope"), ("binary_addition", "transformer/nope")}
+    records = [_banded(task, m, s, 1.0, x, fit=0.5 if (task, m) in unfit else 1.0)
+               for (task, m), seeds in scores.items() for s, x in enumerate(seeds)]
+    text = looped_report(records)
+    # nope: +45 (parity), +30 (cycle_navigation): mean 37.5, sd 10.6, t(0.975, 1) = 12.7: [-57.8, +100 (clipped)]
+    assert "| `nope` | 2 | +37.5 [-57.8, +100.0] | 1.00 [1.00, 1.00]: looped better | not told apart |" in text
+    assert "| `rope` | 1 | +30.0 | 1.00 [1.00, 1.00]: looped better | not told apart |" in text  # cycle: unfit
+    # seeds of both encodings together per task: parity (.9 1 .4 .6 against .5 .5 .2 .2: +37.5), cycle (nope
+    # only: +30)
+    assert "| every encoding (seeds together per task) | 2 | +33.8 [" in text
+    assert "| cycle_navigation | `rope` | 2/2 | 30.0 ± 0.0 |" in text and "0/2 | 90.0 ± 0.0 (did not fit) |" in text
+    assert "| copy |" not in text
+    with pytest.raises(InputError, match="no run of the looped transformer"):
+        looped_report([r for r in records if r.config.family != "looped"])
