@@ -356,6 +356,32 @@ register_preset(replace(
               tasks=("copy", "addition", "binary_addition", "duplicate_string")),),
 ))
 
+# The views of `horizon`, as `full` has them: each cell is a cell of `horizon` (its cuts included), so
+# `--preset horizon-chomsky` reads the Chomsky reproduction's records out of the reference's folder.
+SUITE_ENCODINGS = (*CORE_ENCODINGS, "xpos", "cope", "abacus")
+
+
+def _part_of_horizon(name: str, about: str, tasks, encodings, families=("transformer",)) -> Preset:
+    """A preset whose every cell is a cell of ``horizon`` (the same config, so the same record)."""
+    return replace(PRESETS["horizon"], name=name, description=f"{about}: part of `horizon` (protocol v2)",
+                   tasks=tuple(tasks), encodings=tuple(encodings), families=tuple(families))
+
+
+for _view in (
+        _part_of_horizon("horizon-suite", "every task x 8 encodings (the 5 core ones, xpos, cope, abacus) x 3 seeds",
+                         task_labels(), SUITE_ENCODINGS),
+        _part_of_horizon("horizon-chomsky", "the Deletang/Ruoss reproduction: 15 Chomsky tasks x (9 encodings + "
+                         "rnn, lstm, stack-rnn, tape-rnn) x 3 seeds", CHOMSKY_TASKS, CHOMSKY_ENCODINGS,
+                         ("transformer", *RECURRENT_FAMILIES)),
+        _part_of_horizon("horizon-nope", "the Kazemnejad et al. reproduction: 4 tasks x their 5 encodings x 3 seeds",
+                         NOPE_TASKS, NOPE_PAPER_ENCODINGS),
+        _part_of_horizon("horizon-coupling", "the Cho et al. reproduction: addition and Nx2 multiplication x every "
+                         "encoding x 3 seeds", ("addition", "multiplication"), ENCODINGS.names()),
+        _part_of_horizon("horizon-copying", "Jelassi et al.'s question: the copying tasks x every encoding, the "
+                         "recurrent families and ssm x 3 seeds", COPY_TASKS, ENCODINGS.names(),
+                         ("transformer", *RECURRENT_FAMILIES, "ssm"))):
+    register_preset(_view)
+
 # The published protocols (GPU-sized; `run --plan` gives the cost). Differences we keep: our
 # transformer is decoder-only (theirs, for the Chomsky suite, an encoder reading outputs from
 # extra input slots), the learning rate decays on a cosine (theirs is constant), no dropout (so

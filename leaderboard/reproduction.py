@@ -68,7 +68,7 @@ def _describe(config: dict) -> str:
     model, train, val = config["model"], config["train_length"], config.get("validation_length", 0)
     bands = (f"train lengths 1..{train}, validation {train + 1}..{val}, test {val + 1}..{config['test_length']}"
              if val else f"train lengths 1..{train}, test {train + 1}..{config['test_length']}")
-    budget = (f"until fit, at most {config['steps']} steps" if config.get("fit_check_every")
+    budget = (f"until fit, at most {config['steps']} steps" if config.get("fit_patience")
               else f"{config['steps']} steps")
     return (f"{bands}, {budget} of batch {config['batch_size']}, lr {config['lr']:g}, d_model {model['d_model']}, "
             f"{model['n_layers']} layer(s), {model['n_heads']} heads")

@@ -566,7 +566,7 @@ def reproduce(paper: str, results: PathLike, out: PathLike | None = None, preset
     if not records:
         raise InputError(f"--results {str(results)!r} holds no run records; run {source} first")
     records = of_preset(records, preset, results)
-    view = PRESETS[SOURCE_PRESET[paper]]
+    view = PRESETS[preset or SOURCE_PRESET[paper]]  # the grid whose cells the report expects
     if not set(view.tasks) & {r.task for r in records}:
         raise InputError(f"--results {str(results)!r} holds no record of the {paper} report's tasks "
                          f"({', '.join(view.tasks)}); run {source} first")

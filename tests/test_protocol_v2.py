@@ -131,6 +131,17 @@ def test_the_horizon_grid_leaves_out_its_cuts_and_trains_every_method_to_one_bud
     assert len(configs) == 3 * len(cells)
 
 
+def test_the_views_of_horizon_are_made_of_its_cells():
+    """horizon-suite, -chomsky, -nope, -coupling, -copying: every cell a cell of horizon (same run id), its cuts
+    included, so each view reads its records out of the reference's folder."""
+    horizon = {c.run_id for c in grid_configs(get_preset("horizon"))}
+    for view in ("horizon-suite", "horizon-chomsky", "horizon-nope", "horizon-coupling", "horizon-copying"):
+        ids = {c.run_id for c in grid_configs(get_preset(view))}
+        assert ids and ids <= horizon, view
+    coupling = {c.method for c in grid_configs(get_preset("horizon-coupling")) if c.task == "multiplication"}
+    assert coupling == {"transformer/coupled", "transformer/abacus", "transformer/nope", "transformer/rope"}
+
+
 def test_a_cut_naming_an_unknown_task_or_method_is_refused():
     """A misspelt cut would cut nothing, silently: the grid refuses it, naming the valid choices."""
     for cut in (Cut("x", methods=("transformer/ropee",)), Cut("x", methods=("lstn",)),

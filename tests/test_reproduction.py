@@ -90,6 +90,10 @@ def test_reproduce_cli_writes_the_report(capsys, tmp_path):
     # 4 of nope's 20 cells ran: the report says so in one line, and tests no order
     assert ("Missing: 16 of the 20 cells of `nope` have no record here (addition/transformer/alibi, "
             "addition/transformer/nope,") in report and "not tested here" in report
+    # with --preset, the cells expected are that preset's: 4 of smoke's 20 ran
+    assert main(["reproduce", "nope", "--results", str(tmp_path / "r"), "--out", str(tmp_path / "o"),
+                 "--preset", "smoke"]) == 0
+    assert "Missing: 16 of the 20 cells of `smoke` have no record here" in (tmp_path / "o" / "reproduction.md").read_text()
     assert main(["reproduce", "nope", "--results", str(tmp_path / "missing")]) == 2
     assert main(["reproduce", "coupling", "--results", str(tmp_path / "o")]) == 2  # no records there
     assert "--preset coupling" in capsys.readouterr().err
@@ -331,3 +335,13 @@ def test_looped_report_pairs_looped_and_fixed_depth_by_task():
     assert "| copy |" not in text
     with pytest.raises(InputError, match="no run of the looped transformer"):
         looped_report([r for r in records if r.config.family != "looped"])
+
+
+def test_the_setting_states_a_fixed_budget_when_the_fit_is_only_logged():
+    """A run whose fit checks are logged (patience 0) trains its whole budget: the report must not say "until fit"."""
+    from lengthbench.leaderboard.reproduction import _describe
+
+    config = {"model": MODEL, "train_length": 16, "validation_length": 20, "test_length": 64, "steps": 4000,
+              "batch_size": 64, "lr": 1e-3, "fit_check_every": 500, "fit_patience": 0}
+    assert "test 21..64, 4000 steps of batch 64" in _describe(config)
+    assert "until fit, at most 4000 steps" in _describe(config | {"fit_patience": 2})
