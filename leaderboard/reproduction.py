@@ -15,7 +15,7 @@ Each report is computed from run records with the paper's own aggregation
   multiplication per length, every seed;
 * ``copying``: Jelassi et al.: the state-space baseline against the
   transformer and the recurrent families on the tasks that copy their
-  input, test-band exact match, paired by task and seed;
+  input, test-band exact match, the task as the unit;
 * ``formats``: Zhou et al.'s reversed answers and index hints on addition
   and Anil et al.'s scratchpad on parity and addition, each format against
   plain with the method as the unit (the task across tasks);
@@ -335,16 +335,19 @@ def nope_report(records: list[RunRecord]) -> str:
     for better, worse in zip(order, order[1:]):
         a, b = f"transformer/{better}", f"transformer/{worse}"
         if a not in by_unit or b not in by_unit:
-            rows.append([f"`{better}` > `{worse}`", "0", "", "not run or never fit"])
+            rows.append([f"`{better}` > `{worse}`", "0", "", "", "not run or never fit"])
             continue
-        test = paired_difference(by_unit[a], by_unit[b])
+        test, improvement = _over_tasks(by_unit[a], by_unit[b])
         verdict = {"a better": "holds", "b better": "reversed", "not told apart": "not told apart"}[test["verdict"]]
-        rows.append([f"`{better}` > `{worse}`", str(test["n"]), _interval(test), verdict])
+        rows.append([f"`{better}` > `{worse}`", str(test["n"]), _interval(test),
+                     _improvement(improvement, better, worse), verdict])
     lines += ["## The published order, pair by pair", "",
-              "Each adjacent pair of the published order: the difference in score (points), paired by task and "
-              "seed over the cells where both fit, with its 95% Student-t interval; it holds when the interval "
-              "lies above 0.", "",
-              *markdown_table(["published", "task x seed pairs", "difference [95% interval]", "verdict"], rows), ""]
+              "Each adjacent pair of the published order: the difference in score (points) with the task as the "
+              "unit (each task's seed means, paired over the tasks where both fit), with its 95% Student-t "
+              "interval; it holds when the interval lies above 0. P(first > second): the probability that a seed "
+              "of the first beats a seed of the second, the task as the stratum (stratified bootstrap, 95%).", "",
+              *markdown_table(["published", "tasks (both fit)", "difference [95% interval]",
+                               "P(first > second) [95% interval]", "verdict"], rows), ""]
     rows = []
     for task in dict.fromkeys(scores.task):
         for e in order:
@@ -452,21 +455,23 @@ def _recurrent_versus_transformer(records: list[RunRecord], board: pd.DataFrame,
                                   regular: list[str]) -> list[str]:
     """Deletang et al.'s architecture finding on the regular tasks, tested: each
     recurrent family against the transformer (its encoding chosen per task on
-    the validation band), paired by task and seed, test per-token accuracy."""
+    the validation band), the task as the unit, test per-token accuracy."""
     scores = _test_scores([r for r in records if r.task in regular], "token_accuracy")
     transformer = _chosen_scores(scores, _chosen_on_validation(board, "token_accuracy"))
     rows = []
     for family in (f for f in recurrent if f in scores):
-        test = paired_difference(scores[family], transformer)
-        verdict = (NO_PAIR if not test["n"] else {"a better": "recurrent better", "b better": "transformer better",
-                                                   "not told apart": "not told apart"}[test["verdict"]])
-        rows.append([f"`{family}`", _pct(scores[family].mean()), str(test["n"]), _interval(test), verdict])
+        test, improvement = _over_tasks(scores[family], transformer)
+        verdict = NO_PAIR if not test["n"] else _verdict(test, "recurrent", "transformer")
+        rows.append([f"`{family}`", _pct(scores[family].mean()), str(test["n"]), _interval(test),
+                     _improvement(improvement, "recurrent", "transformer"), verdict])
     return ["On the regular tasks, each recurrent family against the transformer, whose encoding is chosen per "
             "task on the validation band (never on the test band): the difference in test per-token accuracy "
-            "(points), paired by task and seed where both fit, with its 95% Student-t interval. Published: the "
-            "recurrent families solve every regular task, the transformer most of them not.", "",
-            *markdown_table(["family", "its mean (%)", "task x seed pairs", "family − transformer [95% interval]",
-                             "verdict"], rows), ""]
+            "(points) with the task as the unit (each task's seed means, paired over the tasks where both fit), "
+            "with its 95% Student-t interval, and the probability that a seed of the family beats a seed of the "
+            "transformer, the task as the stratum (stratified bootstrap, 95%). Published: the recurrent families "
+            "solve every regular task, the transformer most of them not.", "",
+            *markdown_table(["family", "its mean (%)", "tasks (both fit)", "family − transformer [95% interval]",
+                             "P(family > transformer) [95% interval]", "verdict"], rows), ""]
 
 
 def copying_report(records: list[RunRecord]) -> str:
@@ -512,19 +517,30 @@ def copying_report(records: list[RunRecord]) -> str:
                   ("transformer, task-agnostic encoding (chosen on validation)", _chosen_scores(scores, agnostic))]
         others += [(f"`{m}`", scores[m]) for m in method_order(scores.columns) if m != ssm]
         for name, other in others:
-            test = paired_difference(other, scores[ssm])
+            test, improvement = _over_tasks(other, scores[ssm])
             verdict = (NO_PAIR if not test["n"] else {"a better": "better than ssm", "b better": "worse than ssm",
                                                        "not told apart": "not told apart"}[test["verdict"]])
-            rows.append([name, str(test["n"]), _interval(test), verdict])
+            rows.append([name, str(test["n"]), _interval(test), _improvement(improvement, "method", "ssm"), verdict])
     lines += ["## Against the state-space baseline", "",
-              "Each method minus `ssm`: the difference in test exact match (points), paired by task and seed over "
-              "the copying tasks where both fit, with its 95% Student-t interval. The first two rows test the "
-              "published claim (it holds when the interval lies above 0), the second with the positions a "
-              "state-space model could also be given; the others describe each method (one interval each, no "
-              "correction for the many comparisons).", "",
-              *(markdown_table(["method", "task x seed pairs", "method − ssm [95% interval]", "verdict"], rows)
+              "Each method minus `ssm`: the difference in test exact match (points) with the task as the unit "
+              "(each copying task's seed means, paired over the tasks where both fit), with its 95% Student-t "
+              "interval, and the probability that a seed of the method beats a seed of `ssm`, the task as the "
+              "stratum (stratified bootstrap, 95%). The first two rows test the published claim (it holds when the "
+              "interval lies above 0), the second with the positions a state-space model could also be given; the "
+              "others describe each method (one interval each, no correction for the many comparisons).", "",
+              *(markdown_table(["method", "tasks (both fit)", "method − ssm [95% interval]",
+                                "P(method > ssm) [95% interval]", "verdict"], rows)
                 if rows else ["`ssm` fit no copying task (or did not run): no comparison."]), ""]
     return "\n".join(lines) + "\n"
+
+
+def _over_tasks(a: pd.Series, b: pd.Series) -> tuple[dict, dict]:
+    """``_effect`` of two score series indexed by (task, seed), the task the
+    unit: each task's seeds where both have a score, the task's seed means
+    paired over the tasks (seeds are replicates, not independent tasks)."""
+    both = pd.DataFrame({"a": a, "b": b}).dropna()
+    by_task = both.groupby(level="task", sort=False)
+    return _effect({t: list(g.a) for t, g in by_task}, {t: list(g.b) for t, g in by_task})
 
 
 def _horizon(records: list[RunRecord]) -> str:

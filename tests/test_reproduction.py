@@ -74,8 +74,9 @@ def test_chomsky_report_chooses_on_validation_and_rests_each_finding_on_the_mean
             in text)
     # the LSTM solves with one seed of two: "every seed" does not hold
     assert "1/2 seeds solve); published: solved (every seed), does not hold" in text
-    # lstm against the chosen encoding, by task and seed: .4, .2 (even_pairs), .04, -.16 (cycle_navigation)
-    assert "| `lstm` | 90.0 | 4 | +12.0 [" in text
+    # lstm against the chosen encoding, the task the unit: +30 (even_pairs: 90 against 60), -6 (cycle_navigation:
+    # 90 against 96); P: every lstm seed beats 60, one of two beats 96
+    assert "| `lstm` | 90.0 | 2 | +12.0 [-100.0, +100.0] | 0.75 [" in text
     # randomized gain over the two tasks: (60 - 72.5 + 50 - 96) / 2 = -29.25 mean over seeds; two tasks
     # give a t interval (t = 12.7) wider than the range: not told apart
     assert "| `rope` | 2 | -29.2 [-100.0, +100.0] | not told apart | 0.25 [0.00, 0.50]: not told apart | -40.5 |" in text
@@ -154,9 +155,10 @@ def test_the_nope_order_is_tested_pair_by_pair():
     records = [record(t, f"transformer/{e}", s, [min(1, x + 0.01 * s) for x in curve])
                for t in ("copy", "reverse_string") for e, curve in curves.items() for s in range(3)]
     text = nope_report(records)
-    assert "| `nope` > `t5` | 6 | +20.0 [+20.0, +20.0] | holds |" in text
-    assert "| `t5` > `alibi` | 6 | +0.0 [+0.0, +0.0] | not told apart |" in text
-    assert "| `rope` > `sinusoidal` | 0 |  | not run or never fit |" in text
+    # the task the unit: +20 on both tasks (every seed of nope above every seed of t5)
+    assert "| `nope` > `t5` | 2 | +20.0 [+20.0, +20.0] | 1.00 [1.00, 1.00]: nope better | holds |" in text
+    assert "| `t5` > `alibi` | 2 | +0.0 [+0.0, +0.0] | 0.50 [" in text and "not told apart |" in text
+    assert "| `rope` > `sinusoidal` | 0 |  |  | not run or never fit |" in text
     # the order of the four that fit matches the published one, but it is no test of the five-encoding order
     assert ("Ours: nope > t5 > alibi > rope (sinusoidal: not run or never fit, so the published order is not "
             "tested here).") in text and "(the same)" not in text
@@ -175,7 +177,7 @@ def test_the_coupling_claim_is_tested_by_seed():
 
 def test_copying_report_chooses_the_encoding_on_validation_and_tests_it_against_ssm():
     """Jelassi et al.'s claim: the transformer (its encoding chosen on the validation band, length 3, never on
-    the test band 4..5) against `ssm`, paired by task and seed; a cell that did not fit is left out."""
+    the test band 4..5) against `ssm`, the task the unit; a cell that did not fit is left out."""
     def run(task, method, seed, validation, test, fit=1.0):
         return record(task, method, seed, [fit, fit, validation, test, test], validation_length=3)
 
@@ -194,10 +196,12 @@ def test_copying_report_chooses_the_encoding_on_validation_and_tests_it_against_
             in text)
     assert ("| duplicate_string | `transformer/coupled` | 100.0 ± 0.0 | `transformer/nope` | 85.0 ± 7.1 | 90.0 ± 0.0 "
             "(did not fit) | 35.0 ± 7.1 |" in text)
-    # task-agnostic: differences .4, .5 (copy) and .5, .5 (duplicate_string): mean 47.5, sd 5, t(0.975, 3) = 3.182
-    assert "| transformer, task-agnostic encoding (chosen on validation) | 4 | +47.5 [+39.5, +55.5] | better than" in text
-    assert "| transformer, any encoding (chosen on validation) | 4 | +55.0 [" in text  # coupled on duplicate_string
-    assert "| `lstm` | 2 | +0.0 |" not in text and "| `lstm` | 2 | +0.0 [+0.0, +0.0] | not told apart |" in text
+    # task-agnostic, the task the unit: +45 (copy), +50 (duplicate_string): mean 47.5, sd 3.54, t(0.975, 1) = 12.7
+    assert ("| transformer, task-agnostic encoding (chosen on validation) | 2 | +47.5 [+15.7, +79.3] | 1.00 [1.00, "
+            "1.00]: method better | better than ssm |") in text
+    assert "| transformer, any encoding (chosen on validation) | 2 | +55.0 [" in text  # coupled on duplicate_string
+    # lstm fit copy only (10 against 10): one task, no interval
+    assert "| `lstm` | 1 | +0.0 | 0.50 [0.50, 0.50]: not told apart | not told apart |" in text
     assert "parity_check" not in text
     with pytest.raises(InputError, match="no record of a copying task"):
         copying_report([r for r in records if r.task == "parity_check"])
@@ -205,7 +209,7 @@ def test_copying_report_chooses_the_encoding_on_validation_and_tests_it_against_
 
 def test_recurrent_families_are_tested_against_the_transformer_chosen_on_validation():
     """Deletang et al.'s architecture finding on the regular tasks: each family against the transformer
-    encoding chosen per task on the validation band (length 3), paired by task and seed, token accuracy."""
+    encoding chosen per task on the validation band (length 3), the task the unit, token accuracy."""
     def run(task, method, seed, validation, test):
         return record(task, method, seed, [1, 1, validation, test, test], validation_length=3)
 
@@ -216,8 +220,8 @@ def test_recurrent_families_are_tested_against_the_transformer_chosen_on_validat
                         run(task, "transformer/alibi", seed, 0.5, 0.99),  # the best on test, not on validation
                         run(task, "lstm", seed, 0.9, lstm)]
     text = chomsky_report(records)
-    # differences .5, .35, .5, .35: mean 42.5, sd 8.66, t(0.975, 3) = 3.182
-    assert "| `lstm` | 97.5 | 4 | +42.5 [+28.7, +56.3] | recurrent better |" in text
+    # the task the unit: 97.5 against 55 on both tasks
+    assert "| `lstm` | 97.5 | 2 | +42.5 [+42.5, +42.5] | 1.00 [1.00, 1.00]: recurrent better | recurrent better |" in text
 
 
 def test_no_selection_or_reproduction_code_chooses_a_row_by_a_test_column():
