@@ -281,6 +281,20 @@ def test_the_randomized_claim_carries_its_probability_of_improvement_by_task():
     assert "| 0.88 [" in row and "]: randomized better |" in row
 
 
+def test_the_randomized_claim_over_every_base_takes_the_task_as_the_unit():
+    """**all**: per task, the mean gain over the bases (rope +50 on both tasks; alibi +10 on even_pairs, -10 on
+    parity_check): +30 and +20 over 2 tasks, not 4 (base, task) pairs as if they were independent."""
+    scores = {("rope", 0.3), ("randomized-rope", 0.8)}
+    records = [_banded(task, f"transformer/{e}", seed, x, x) for task in ("even_pairs", "parity_check")
+               for e, x in scores for seed in range(2)]
+    records += [_banded(task, f"transformer/{e}", seed, x, x) for seed in range(2) for task, e, x in (
+        ("even_pairs", "alibi", 0.5), ("even_pairs", "randomized-alibi", 0.6),
+        ("parity_check", "alibi", 0.5), ("parity_check", "randomized-alibi", 0.4))]
+    text = chomsky_report(records)
+    # +30, +20: mean 25, sd 7.07, t(0.975, 1) = 12.7
+    assert "| **all** | 2 | +25.0 [-38.5, +88.5] | not told apart |" in text
+
+
 def test_formats_report_tests_each_format_against_plain_method_by_method():
     """Zhou et al.'s and Anil et al.'s findings: each format against the task in plain with the same method,
     the method (its seed mean) the unit within a task, the task the unit across tasks; a cell that did not fit
