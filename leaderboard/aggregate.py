@@ -73,7 +73,7 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
             "encoding": r.encoding, "seed": r.seed, "status": r.status,
             "train_length": r.config.train_length, "validation_length": r.config.validation_length,
             "test_length": r.config.test_length, "fit_threshold": r.config.fit_threshold,
-            "steps_done": (r.training or {}).get("steps_done"),
+            "steps_done": (r.training or {}).get("steps_done"), "n_parameters": r.n_parameters,
             "signature": json.dumps(signature, sort_keys=True),
             "protocol": json.dumps(settings, sort_keys=True, separators=(",", ":")),
             "run_id": r.run_id, "failed": r.failed, **{k: (r.summary or {}).get(k) for k in SUMMARY_FIELDS},
@@ -85,7 +85,7 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
 
 
 RUN_COLUMNS = ["task", "method", "model", "encoding", "seed", "status", "train_length", "validation_length",
-               "test_length", "fit_threshold", "steps_done", "signature", "protocol", "run_id", "failed", *SUMMARY_FIELDS,
+               "test_length", "fit_threshold", "steps_done", "n_parameters", "signature", "protocol", "run_id", "failed", *SUMMARY_FIELDS,
                "fit_score", "chance_exact_match", "selected", "selection_evidence"]
 
 
@@ -220,6 +220,7 @@ def leaderboard_frame(records: list[RunRecord]) -> pd.DataFrame:
             "fit_threshold": float(cell.fit_threshold.iloc[0]), "n_fit": n_fit,
             "chance_exact_match": float(cell.chance_exact_match.iloc[0]),
             "fit_status": fit_status(n_fit, len(scored)) if len(clean) else "",
+            "n_parameters": _parameters(cell),
             "steps_mean": float(scored.steps_done.astype(float).mean()) if len(scored) else np.nan,
             "selected": cell.selected.iloc[0], "selection_evidence": cell.selection_evidence.iloc[0],
             "protocol": cell.protocol.iloc[0],
@@ -232,10 +233,17 @@ def leaderboard_frame(records: list[RunRecord]) -> pd.DataFrame:
     return ranked(pd.DataFrame(rows))
 
 
+def _parameters(cell: pd.DataFrame):
+    """The cell's parameter count (its runs' model; NA where no run recorded one)."""
+    counts = cell.n_parameters.dropna()
+    return int(counts.iloc[0]) if len(counts) else pd.NA
+
+
 def ranked(board: pd.DataFrame) -> pd.DataFrame:
     """``board`` with each task's ranks over its judged cells (ties share the
     average rank) and its rows in leaderboard order."""
-    board = board.assign(rank=board.ood_exact_match_mean.where(judged(board))
+    board = board.assign(n_parameters=board.n_parameters.astype("Int64"),
+                         rank=board.ood_exact_match_mean.where(judged(board))
                          .groupby(board.task).rank(ascending=False, method="average"))[list(COLUMN_NAMES)]
     methods = method_order(board.method.unique())
     return board.iloc[sorted(range(len(board)), key=lambda i: _row_key(board.iloc[i], methods))].reset_index(drop=True)

@@ -30,6 +30,7 @@ COLUMNS = [
     ("ood_exact_match_mean", "OOD exact match %", "pct"), ("ood_token_accuracy_mean", "OOD token acc. %", "pct"),
     ("id_exact_match_mean", "ID exact match %", "pct"), ("val_exact_match_mean", "validation exact match %", "pct"),
     ("fit_status", "fit", "text"), ("n_fit", "seeds that fit", "num"), ("steps_mean", "mean steps", "num"),
+    ("n_parameters", "parameters", "num"),
     ("generalization_length_exact_match", "generalizes to length", "num"),
     ("rank", "rank in task", "num"), ("n_seeds", "seeds", "num"), ("n_failed", "failed seeds (count as 0)", "num"),
     ("n_errors", "errors (not counted)", "num"),
@@ -43,8 +44,8 @@ def method_family(method: str, encoding: str) -> str:
 
 
 def _clean(value):
-    """JSON-safe: NaN/inf become null, numpy scalars plain numbers."""
-    if isinstance(value, float) and not math.isfinite(value):
+    """JSON-safe: NaN/inf and pandas' NA become null, numpy scalars plain numbers."""
+    if value is pd.NA or (isinstance(value, float) and not math.isfinite(value)):
         return None
     return value.item() if hasattr(value, "item") else value
 

@@ -11,9 +11,10 @@ test band; version 6 adds each cell's ``protocol`` (its settings), which
 ``compare`` checks; version 7 adds the horizon columns (chance level,
 interquartile mean, area over log length, seeds reaching 2x and 4x);
 version 8 adds each cell's data ``format`` (its task column the task label,
-``addition+reversed``). A version 2 to 7 file is read as version 8
+``addition+reversed``); version 9 adds each cell's parameter count
+(``n_parameters``). A version 2 to 8 file is read as version 9
 (``n_errors`` 0, fit ``unknown``, no validation band, protocol unknown,
-horizon columns empty, the format its task label's: ``plain`` for a bare task name). The reader checks
+horizon columns and parameter count empty, the format its task label's: ``plain`` for a bare task name). The reader checks
 every cell's type and range, so an impossible value (a mean of ``inf`` or
 7.5, a negative std, 2.7 seeds) is refused with the file, row and column
 instead of turning into a confident wrong verdict in ``compare``.
@@ -38,7 +39,7 @@ from lengthbench.registry import name_problem
 from lengthbench.tasks.base import LEVELS
 from lengthbench.tasks.formats import split_label
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 KEY = ("task", "method")
 STATUSES = ("ok", "not_applicable", "failed")
 FIT_STATUSES = ("fit", "partly_fit", "not_fit", "unknown", "")
@@ -117,6 +118,9 @@ COLUMNS: tuple[tuple, ...] = (
     ("fit_status", "str", FIT_STATUSES, "fit (every seed) / partly_fit / not_fit / unknown (a board from before "
                                         "fit was recorded) / empty (no seed ran); a cell is judged on length "
                                         "generalization (ranked, averaged) only when at least half its seeds fit"),
+    ("n_parameters", "count", COUNT, "parameters of the cell's model (the same for every seed; the baseline "
+                                     "families are matched to the transformer's): each encoding's own count "
+                                     "(learned tables, bias networks) shows; empty before version 9"),
     ("steps_mean", "float", NONNEGATIVE, "mean training steps over seeds (fewer than the preset's steps when a "
                                          "run stopped once it fit)"),
     ("selected", "text", (), "the setting chosen for this cell on the validation band (`run --select`), e.g. "
@@ -151,7 +155,8 @@ def valid_text(kind: str, valid) -> str:
     if low == high:
         return str(low)
     if high == math.inf:
-        return f"integer >= {low}" if kind == "int" else f"number >= {low}, or empty"
+        return {"int": f"integer >= {low}", "count": f"integer >= {low}, or empty"}.get(kind,
+                                                                                     f"number >= {low}, or empty")
     return f"number in [{low}, {high}], or empty"
 
 
@@ -220,8 +225,8 @@ def _check_column(frame: pd.DataFrame, where: str, name: str, kind: str, valid) 
         return
     empty = values == ""
     numbers = pd.to_numeric(values.where(~empty), errors="coerce")
-    if kind == "int":
-        bad = ~values.str.fullmatch(r"[+-]?\d+")
+    if kind in ("int", "count"):  # a count may be empty (unknown), an int may not
+        bad = ~values.str.fullmatch(r"[+-]?\d+") & ~(empty if kind == "count" else False)
         if bad.any():
             refuse(int(bad.to_numpy().nonzero()[0][0]), "is not an integer")
     not_number = numbers.isna() & ~empty
@@ -231,7 +236,7 @@ def _check_column(frame: pd.DataFrame, where: str, name: str, kind: str, valid) 
     outside = ~empty & ~((numbers >= low) & (numbers <= high) & numbers.abs().lt(math.inf))
     if outside.any():
         refuse(int(outside.to_numpy().nonzero()[0][0]), "is out of range")
-    frame[name] = numbers.astype("int64") if kind == "int" else numbers.astype(float)
+    frame[name] = numbers.astype({"int": "int64", "count": "Int64"}.get(kind, float))
 
 
 def _json_object(text: str):
@@ -317,12 +322,18 @@ def _from_version_7(frame: pd.DataFrame) -> pd.DataFrame:
     if "format" not in frame.columns:
         at = list(frame.columns).index("task") + 1 if "task" in frame.columns else len(frame.columns)
         frame.insert(at, "format", [split_label(task)[1] for task in frame.get("task", [])])
+    return _from_version_8(frame)
+
+
+def _from_version_8(frame: pd.DataFrame) -> pd.DataFrame:
+    """Version 8 did not record the cells' parameter counts."""
+    frame = frame.assign(n_parameters="") if "n_parameters" not in frame.columns else frame.copy()
     frame["schema_version"] = str(SCHEMA_VERSION)
     return frame
 
 
 MIGRATIONS = {"2": _from_version_2, "3": _from_version_3, "4": _from_version_4, "5": _from_version_5,
-              "6": _from_version_6, "7": _from_version_7}
+              "6": _from_version_6, "7": _from_version_7, "8": _from_version_8}
 
 
 def read_leaderboard(path: str | Path) -> pd.DataFrame:

@@ -464,6 +464,26 @@ def test_a_version_5_board_reads_with_its_protocol_unknown_and_compares_on_lengt
         compare_frames(again.assign(test_length=9), board)
 
 
+def test_each_cell_gives_its_parameter_count_and_a_version_8_board_reads_without_it(two_boards):
+    """n_parameters is the cell's model size from its records (an encoding's own table counts: coupled's
+    position table makes it larger than nope's); a version 8 board, from before the column, reads it empty."""
+    from lengthbench.benchmark.store import ResultsFolder
+
+    board = read_leaderboard(two_boards[0])
+    counts = {(r.task, r.method): r.n_parameters for r in ResultsFolder(two_boards[0].parent).records()
+              if r.status == "ok"}
+    ran = board[board.status == "ok"]
+    assert len(ran) == len(counts) and all(counts[(t, m)] == n for t, m, n in zip(ran.task, ran.method,
+                                                                                  ran.n_parameters))
+    copy = ran[ran.task == "copy"].set_index("method").n_parameters
+    assert copy["transformer/coupled"] > copy["transformer/nope"]
+    assert board[board.status == "not_applicable"].n_parameters.isna().all()
+    path = two_boards[0].with_name("v8.csv")
+    board.drop(columns=["n_parameters"]).assign(schema_version=8).to_csv(path, index=False)
+    again = read_leaderboard(path)
+    assert again.n_parameters.isna().all() and list(again.columns) == list(COLUMN_NAMES)
+
+
 def _text_boxes(fig):
     """Every visible text of ``fig`` with its box on the canvas, drawn as saved."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
