@@ -516,14 +516,15 @@ def copying_report(records: list[RunRecord]) -> str:
     ssm = "ssm"
     rows = []
     if ssm in scores:
-        others = [("transformer, any encoding (chosen on validation)", _chosen_scores(scores, chosen)),
-                  ("transformer, task-agnostic encoding (chosen on validation)", _chosen_scores(scores, agnostic))]
-        others += [(f"`{m}`", scores[m]) for m in method_order(scores.columns) if m != ssm]
-        for name, other in others:
+        others = [("transformer, any encoding (chosen on validation)", "transformer", _chosen_scores(scores, chosen)),
+                  ("transformer, task-agnostic encoding (chosen on validation)", "transformer",
+                   _chosen_scores(scores, agnostic))]
+        others += [(f"`{m}`", m, scores[m]) for m in method_order(scores.columns) if m != ssm]
+        for name, short, other in others:
             test, improvement = _over_tasks(other, scores[ssm])
             verdict = (NO_PAIR if not test["n"] else {"a better": "better than ssm", "b better": "worse than ssm",
                                                        "not told apart": "not told apart"}[test["verdict"]])
-            rows.append([name, str(test["n"]), _interval(test), _improvement(improvement, "method", "ssm"), verdict])
+            rows.append([name, str(test["n"]), _interval(test), _improvement(improvement, short, "ssm"), verdict])
     lines += ["## Against the state-space baseline", "",
               "Each method minus `ssm`: the difference in test exact match (points) with the task as the unit "
               "(each copying task's seed means, paired over the tasks where both fit), with its 95% Student-t "

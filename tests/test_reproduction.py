@@ -198,7 +198,7 @@ def test_copying_report_chooses_the_encoding_on_validation_and_tests_it_against_
             "(did not fit) | 35.0 ± 7.1 |" in text)
     # task-agnostic, the task the unit: +45 (copy), +50 (duplicate_string): mean 47.5, sd 3.54, t(0.975, 1) = 12.7
     assert ("| transformer, task-agnostic encoding (chosen on validation) | 2 | +47.5 [+15.7, +79.3] | 1.00 [1.00, "
-            "1.00]: method better | better than ssm |") in text
+            "1.00]: transformer better | better than ssm |") in text
     assert "| transformer, any encoding (chosen on validation) | 2 | +55.0 [" in text  # coupled on duplicate_string
     # lstm fit copy only (10 against 10): one task, no interval
     assert "| `lstm` | 1 | +0.0 | 0.50 [0.50, 0.50]: not told apart | not told apart |" in text
