@@ -578,6 +578,14 @@ def _claim_row(a: dict, b: dict, names: tuple[str, str]) -> list[str]:
     return [str(test["n"]), _interval(test), _improvement(better, *names), _verdict(test, *names)]
 
 
+def _fit_shift(board: pd.DataFrame, plain: str, label: str) -> str:
+    """Seeds that fit in ``plain`` and in ``label``, over the methods that ran in both (``2/9 → 9/9``)."""
+    ran = board[board.status == "ok"]
+    methods = set(ran[ran.task == plain].method) & set(ran[ran.task == label].method)
+    cells = [ran[(ran.task == t) & ran.method.isin(methods)] for t in (plain, label)]
+    return " → ".join(f"{int(c.n_fit.sum())}/{int(c.n_seeds.sum())}" for c in cells)
+
+
 NO_FIT_PAIR = "not tested: no cell pair where both fit"
 # The published findings on data formats, each tested as (who, task, format) against the task in plain.
 FORMAT_CLAIMS = (("Zhou et al.", "addition", "reversed"), ("Zhou et al.", "addition", "index-hints"),
@@ -620,24 +628,27 @@ def formats_report(records: list[RunRecord]) -> str:
         if label not in set(board.task):
             continue
         a, b = by_method(label), by_method(task)
-        rows.append([who, task, f"`{fmt}`", *_claim_row(a, b, (fmt, PLAIN))])
+        rows.append([who, task, f"`{fmt}`", _fit_shift(board, task, label), *_claim_row(a, b, (fmt, PLAIN))])
         both = [m for m in a if m in b]
         if fmt == "scratchpad" and both:
             pooled[task] = ([x for m in both for x in a[m]], [x for m in both for x in b[m]])
     if len(pooled) > 1:
         a, b = ({task: pair[k] for task, pair in pooled.items()} for k in (0, 1))
-        rows.append(["Anil et al.", "every task above, the task as the unit", "`scratchpad`",
+        rows.append(["Anil et al.", "every task above, the task as the unit", "`scratchpad`", "",
                      *_claim_row(a, b, ("scratchpad", PLAIN))])
     lines += ["## The published findings, tested", "",
               "Each format against the same task in `plain`, method by method where both cells fit: the difference "
               "in test exact match (points) with its 95% Student-t interval over the methods (each method's seed "
               "mean: the methods are the units, seeds their replicates), and the probability that a seed of the "
               "format beats a seed of plain with the method as the stratum (stratified bootstrap, 95%). The last "
-              "row takes the task as the unit (per task, every fit method's seeds together). Published: "
+              "row takes the task as the unit (per task, every fit method's seeds together). Seeds fit: over the "
+              "methods that ran in both formats, how many seeds fit the training lengths in plain and in the format "
+              "(a format can make a task learnable at all; no interval). Published: "
               f"{published.FORMATS_ADDITION_CLAIM} (Zhou et al.; each format is tested alone here, not their "
               f"combination); {published.SCRATCHPAD_CLAIM}.", "",
-              *markdown_table(["source", "task", "format", "methods (both fit)", "format − plain [95% interval]",
-                               "P(format > plain) [95% interval]", "verdict"], rows), ""]
+              *markdown_table(["source", "task", "format", "seeds fit: plain → format", "methods (both fit)",
+                               "format − plain [95% interval]", "P(format > plain) [95% interval]", "verdict"],
+                              rows), ""]
     return "\n".join(lines) + "\n"
 
 

@@ -314,15 +314,16 @@ def test_formats_report_tests_each_format_against_plain_method_by_method():
                for (task, e), seeds in scores.items() for s, x in enumerate(seeds)]
     text = formats_report(records)
     # reversed: differences .4, .3, .4 over three methods: mean 36.7, sd 5.77, t(0.975, 2) = 4.303
-    assert "| Zhou et al. | addition | `reversed` | 3 | +36.7 [+22.3, +51.0] | 1.00 [1.00, 1.00]: reversed better |" \
-        " reversed better |" in text
+    assert "| Zhou et al. | addition | `reversed` | 6/6 → 6/6 | 3 | +36.7 [+22.3, +51.0] | 1.00 [1.00, 1.00]: reversed " \
+        "better | reversed better |" in text
     # index hints: fire did not fit, so one method (rope: 40 against 30): no interval, no verdict either way;
     # P: 40 beats 20 and ties 40
-    assert "| Zhou et al. | addition | `index-hints` | 1 | +10.0 | 0.75 [0.50, 1.00]: not told apart | not told apart |" in text
+    assert ("| Zhou et al. | addition | `index-hints` | 4/4 → 2/4 | 1 | +10.0 | 0.75 [0.50, 1.00]: not told apart | not "
+            "told apart |") in text  # seeds fit over rope and fire, the methods that ran in both
     assert "| addition | index-hints | `transformer/fire` | 0/2 | 100.0 ± 0.0 (did not fit) |" in text
-    assert "| Anil et al. | parity_check | `scratchpad` | 1 | +30.0 |" in text
+    assert "| Anil et al. | parity_check | `scratchpad` | 2/4 → 4/4 | 1 | +30.0 |" in text  # fire fit only here
     # across tasks, the task the unit: +30 (parity) and 0 (addition): t(0.975, 1) = 12.7, interval clipped to +-100
-    assert "| Anil et al. | every task above, the task as the unit | `scratchpad` | 2 | +15.0 [-100.0, +100.0] |" in text
+    assert "| Anil et al. | every task above, the task as the unit | `scratchpad` |  | 2 | +15.0 [-100.0, +100.0] |" in text
     assert "Horizon: trained on lengths 1..2, tested on 4..5, up to 2.5× the longest training length." in text
     with pytest.raises(InputError, match="no task written in a format other than plain"):
         formats_report([r for r in records if "+" not in r.task and r.task != "addition-index-hints"])
