@@ -260,8 +260,9 @@ class Cut:
     """Cells a preset leaves out of its grid, and why (a reference too costly
     to run whole keeps its protocol and drops breadth, saying what it dropped).
     ``methods`` are leaderboard keys (``transformer/rope``, ``lstm``) or a family
-    for all its encodings (``looped``); ``tasks`` empty means every task. With ``only``, the cut is the complement on those
-    tasks: every method but ``methods`` is left out there."""
+    for all its encodings (``looped``); ``tasks`` empty means every task. With
+    ``only``, the cut is the complement on those tasks: every method but
+    ``methods`` is left out there."""
 
     reason: str
     methods: tuple[str, ...] = ()

@@ -85,8 +85,8 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
 
 
 RUN_COLUMNS = ["task", "method", "model", "encoding", "seed", "status", "train_length", "validation_length",
-               "test_length", "fit_threshold", "steps_done", "n_parameters", "signature", "protocol", "run_id", "failed", *SUMMARY_FIELDS,
-               "fit_score", "chance_exact_match", "selected", "selection_evidence"]
+               "test_length", "fit_threshold", "steps_done", "n_parameters", "signature", "protocol", "run_id",
+               "failed", *SUMMARY_FIELDS, "fit_score", "chance_exact_match", "selected", "selection_evidence"]
 
 
 def fit_score(summary: dict | None):

@@ -41,6 +41,7 @@ from lengthbench.leaderboard.aggregate import (
 from lengthbench.leaderboard.statistics import paired_difference, probability_of_improvement
 from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.models.encodings import ENCODINGS, encoding_kind
+from lengthbench.models.families import TRANSFORMER
 from lengthbench.models.looped import LOOPED
 from lengthbench.tasks import get_task
 from lengthbench.tasks.formats import PLAIN, split_label, task_label, task_order_key
@@ -230,7 +231,7 @@ def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord]) -> 
     interval, and the probability of improvement with the task as the unit
     (Agarwal et al.: per task, the chance a seed of the variant beats a seed
     of the base, averaged over tasks; stratified bootstrap interval)."""
-    rows, pooled_variant, pooled_base = [], {}, {}  # task -> every base's seed mean (variant, base)
+    rows = []
     seeds = _seed_scores(records, "ood_token_accuracy")
     pooled_a, pooled_b = {}, {}  # task -> every base's seeds (variant, base)
     present = set(transformer.encoding)
@@ -245,8 +246,6 @@ def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord]) -> 
         a_by_task = {t: seeds.get((t, f"transformer/{variant}"), []) for t in both.index}
         b_by_task = {t: seeds.get((t, f"transformer/{base}"), []) for t in both.index}
         for t in both.index:
-            pooled_variant.setdefault(t, []).append(both["ood_token_accuracy_mean"][variant][t])
-            pooled_base.setdefault(t, []).append(both["ood_token_accuracy_mean"][base][t])
             pooled_a.setdefault(t, []).extend(a_by_task[t])
             pooled_b.setdefault(t, []).extend(b_by_task[t])
         rows.append([f"`{base}`", str(test["n"]), _interval(test), _randomized_verdict(test),
@@ -254,10 +253,9 @@ def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord]) -> 
                      f"{100 * d_max.mean():+.1f}" if len(d_max) else ""])
     if not rows:
         return []
-    tasks = list(pooled_variant)
-    pooled = paired_difference([np.mean(pooled_variant[t]) for t in tasks], [np.mean(pooled_base[t]) for t in tasks])
-    rows.append(["**all**", str(pooled["n"]), _interval(pooled), _randomized_verdict(pooled),
-                 _improvement(probability_of_improvement(pooled_a, pooled_b)), ""])
+    pooled, improvement = _effect(pooled_a, pooled_b)
+    rows.append(["**all**", str(pooled["n"]), _interval(pooled), _randomized_verdict(pooled), _improvement(improvement),
+                 ""])
     return ["## Randomized positions (Ruoss et al.)", "",
             "Gain of `randomized-<base>` over `<base>` in test per-token accuracy (points): the mean over the "
             "tasks where both fit of the difference of their seed means, with its 95% Student-t interval over "
@@ -659,7 +657,7 @@ def looped_report(records: list[RunRecord]) -> str:
     if not looped:
         raise InputError("these records hold no run of the looped transformer; run `lengthbench run --preset "
                          "horizon-looped` (into the records of `horizon`, whose fixed-depth cells it shares)")
-    records = [r for r in records if r.config.family in (LOOPED, "transformer") and r.encoding in looped]
+    records = [r for r in records if r.config.family in (LOOPED, TRANSFORMER) and r.encoding in looped]
     tasks = {r.task for r in records if r.config.family == LOOPED}
     records = [r for r in records if r.task in tasks]
     board = leaderboard_frame(records)
@@ -672,7 +670,7 @@ def looped_report(records: list[RunRecord]) -> str:
     rows = []
     for task in sorted(tasks, key=task_order_key):
         for encoding in sorted(looped):
-            rows.append([task, f"`{encoding}`", *_cell(board, task, f"transformer/{encoding}"),
+            rows.append([task, f"`{encoding}`", *_cell(board, task, f"{TRANSFORMER}/{encoding}"),
                          *_cell(board, task, f"{LOOPED}/{encoding}")])
     lines += ["## Per task", "", *markdown_table(
         ["task", "encoding", "fixed depth: seeds fit", "fixed depth (%)", "fixed depth: generalization length",
@@ -684,7 +682,7 @@ def looped_report(records: list[RunRecord]) -> str:
 
     rows, pooled_a, pooled_b = [], {}, {}
     for encoding in sorted(looped):
-        a, b = by_task(f"{LOOPED}/{encoding}"), by_task(f"transformer/{encoding}")
+        a, b = by_task(f"{LOOPED}/{encoding}"), by_task(f"{TRANSFORMER}/{encoding}")
         rows.append([f"`{encoding}`", *_claim_row(a, b, ("looped", "fixed depth"))])
         for task in (t for t in a if t in b):
             pooled_a.setdefault(task, []).extend(a[task])

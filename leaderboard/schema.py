@@ -14,8 +14,8 @@ version 8 adds each cell's data ``format`` (its task column the task label,
 ``addition+reversed``); version 9 adds each cell's parameter count
 (``n_parameters``). A version 2 to 8 file is read as version 9
 (``n_errors`` 0, fit ``unknown``, no validation band, protocol unknown,
-horizon columns and parameter count empty, the format its task label's: ``plain`` for a bare task name). The reader checks
-every cell's type and range, so an impossible value (a mean of ``inf`` or
+horizon columns and parameter count empty, the format its task label's:
+``plain`` for a bare task name). The reader checks every cell's type and range, so an impossible value (a mean of ``inf`` or
 7.5, a negative std, 2.7 seeds) is refused with the file, row and column
 instead of turning into a confident wrong verdict in ``compare``.
 """

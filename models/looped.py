@@ -88,19 +88,14 @@ class LoopedTransformer(Transformer):
             rows = sum(n > done for n in looping)
             step = h[:rows] + x[:rows]
             for block in self.blocks:
-                step = block(step, self.encoding, _first(positions, rows), _first(mask, rows))
+                step = block(step, self.encoding, _rows(positions, slice(rows)), _rows(mask, slice(rows)))
             h = torch.cat([torch.where(passes[:rows] > done, step, h[:rows]), h[rows:]])
         return self.head(self.ln_f(h))[order.argsort()]
 
 
-def _rows(t: torch.Tensor | None, order: torch.Tensor) -> torch.Tensor | None:
-    """``t`` with its rows in ``order``; one shared by every row (or none) as it is."""
-    return t if t is None or t.shape[0] == 1 else t[order]
-
-
-def _first(t: torch.Tensor | None, rows: int) -> torch.Tensor | None:
-    """The first ``rows`` rows of ``t``; one shared by every row (or none) as it is."""
-    return t if t is None or t.shape[0] == 1 else t[:rows]
+def _rows(t: torch.Tensor | None, which) -> torch.Tensor | None:
+    """``t``'s rows ``which`` (an order, or a slice); one shared by every row (or none) as it is."""
+    return t if t is None or t.shape[0] == 1 else t[which]
 
 
 def looped_flops(token_lengths, size: ModelSize, vocab: int) -> float:
