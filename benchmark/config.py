@@ -82,6 +82,9 @@ class RunConfig:
     # Fit judged on the trained lengths from fit_from up, every one of them at or above fit_threshold
     # (0: the mean over every trained length, the first protocol's rule).
     fit_from: int = 0
+    # The lengths the fit is judged on scored on inputs the run never trained on (its training stream
+    # replayed), or where training drew nearly every input, on the whole input space (``benchmark.unseen``).
+    fit_unseen: bool = False
 
     def to_dict(self) -> dict:
         """Plain data; a field added after records existed is left out while
@@ -217,7 +220,7 @@ class RunConfig:
 
 LATER_FIELDS = {"code_versions": {}, "family": TRANSFORMER, "validation_length": 0,
                 "fit_threshold": DEFAULT_FIT_THRESHOLD, "fit_check_every": 0, "fit_patience": 0,
-                "family_source": "built-in", "test_points": 0, "fit_from": 0}
+                "family_source": "built-in", "test_points": 0, "fit_from": 0, "fit_unseen": False}
 RUN_FIELDS = {f.name for f in fields(RunConfig)} - {"task", "encoding", "seed", "model", "encoding_params",
                                                     "encoding_source", "code_versions", "family", "family_source"}
 
@@ -422,6 +425,9 @@ def _check_protocol(preset: str, values: dict) -> None:
     if not isinstance(fit_from, int) or not (fit_from == 0 or 1 <= fit_from <= (train or 0)):
         raise InputError(f"preset {preset!r}: fit_from {fit_from!r} must be 0 (every trained length) or a trained "
                          f"length, 1..{train}")
+    unseen = values.get("fit_unseen", False)
+    if not isinstance(unseen, bool):
+        raise InputError(f"preset {preset!r}: fit_unseen {unseen!r} must be true or false")
     threshold = values.get("fit_threshold", DEFAULT_FIT_THRESHOLD)
     if not 0 < threshold <= 1:
         raise InputError(f"preset {preset!r}: fit_threshold {threshold!r} must be a fraction in (0, 1]")

@@ -20,6 +20,7 @@ import torch
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.seeding import eval_streams, fit_check_streams
 from lengthbench.benchmark.train import batch_tensors
+from lengthbench.benchmark.unseen import unseen_batch
 from lengthbench.models.encodings import PositionsOutOfRange
 from lengthbench.models.families import RunModel
 from lengthbench.tasks import IGNORE, Task, get_task, make_batch
@@ -90,27 +91,37 @@ def _score(model: RunModel, t: dict, positions: torch.Tensor, n_heads: int, delt
 
 
 def evaluate_length(model: RunModel, task: Task, length: int, config: RunConfig, device: torch.device,
-                    streams=eval_streams, n_samples: int | None = None, predictions: dict | None = None) -> dict:
+                    streams=eval_streams, n_samples: int | None = None, predictions: dict | None = None,
+                    drawn: set[bytes] | None = None) -> dict:
     """The run's metrics at one task length, on the fixed evaluation stream
     (``streams``; ``n_samples`` examples, default the config's), its
-    eval-time positions drawn from that stream's generator."""
+    eval-time positions drawn from that stream's generator; with ``drawn``
+    (the prompts training drew at this length), on unseen ones (``unseen``)."""
     n_samples = config.eval_samples if n_samples is None else n_samples
     return evaluate_at(model, task, length, config.eval_seed, n_samples, config.model.n_heads, device, streams,
-                       predictions)
+                       predictions, drawn)
 
 
 @torch.no_grad()
 def evaluate_at(model: RunModel, task: Task, length: int, eval_seed: int, n_samples: int, n_heads: int,
-                device: torch.device, streams=eval_streams, predictions: dict | None = None) -> dict:
+                device: torch.device, streams=eval_streams, predictions: dict | None = None,
+                drawn: set[bytes] | None = None) -> dict:
     """Metrics at one task length on ``n_samples`` examples of the stream
     ``streams(eval_seed, length)``, in chunks sized for ``n_heads`` heads:
     the one evaluation, of a run (``evaluate_length``) or of any model
     (``evaluate_any``). With ``predictions`` (a dict), the length's
     predictions minus answers are stored in it under ``length``
-    (``benchmark.predictions``); an unsupported length has none."""
+    (``benchmark.predictions``); an unsupported length has none. With
+    ``drawn``, the examples are those of ``unseen.unseen_batch`` and the
+    row says which (``examples``)."""
     model.eval()
     rng, generator = streams(eval_seed, length, device)
-    t = batch_tensors(make_batch(task, rng, np.full(n_samples, length)), device)
+    if drawn is None:
+        batch, examples = make_batch(task, rng, np.full(n_samples, length)), None
+    else:
+        batch, examples = unseen_batch(task, length, rng, n_samples, drawn)
+        n_samples = len(batch.tokens)
+    t = batch_tensors(batch, device)
     deltas = [] if predictions is not None else None
     try:
         positions = model.positions(t["tokens"], t["position_ids"], t["seq_lens"], generator)
@@ -124,16 +135,20 @@ def evaluate_at(model: RunModel, task: Task, length: int, eval_seed: int, n_samp
               "exact_match": round(float(exact), 6), "n_samples": n_samples}
     if nonfinite:  # only then: the records of runs with finite outputs stay as they were
         result["nonfinite"] = nonfinite
+    if examples is not None:
+        result["examples"] = examples
     return result
 
 
 def evaluate(model: RunModel, task: Task, config: RunConfig, device: torch.device, progress=None,
-             predictions: dict | None = None) -> list[dict]:
+             predictions: dict | None = None, drawn: dict[int, set[bytes]] | None = None) -> list[dict]:
     """Every evaluated length (``config.eval_lengths``); with ``predictions``,
-    each length's predictions too (``evaluate_at``)."""
+    each length's predictions too (``evaluate_at``); with ``drawn`` (the
+    prompts training drew, by length: ``unseen.drawn_prompts``), its lengths on unseen examples."""
     rows = []
     for length in config.eval_lengths():
-        rows.append(evaluate_length(model, task, length, config, device, predictions=predictions))
+        rows.append(evaluate_length(model, task, length, config, device, predictions=predictions,
+                                    drawn=(drawn or {}).get(length)))
         if progress is not None:
             progress.update(1)
     return rows

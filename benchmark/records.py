@@ -37,6 +37,10 @@ from lengthbench.benchmark.version import code_version
 from lengthbench.errors import InputError
 from lengthbench.registry import name_problem
 
+# A per-length row's ``examples`` where the run chose them (``benchmark.unseen``): inputs training never
+# drew, or the whole input space of that length; absent: the evaluation stream's first ``n_samples``.
+EXAMPLE_KINDS = ("unseen", "whole space")
+
 RECORD_SCHEMA_VERSION = 1
 STATUSES = ("ok", "diverged", "error", "not_applicable")
 FINISHED = ("ok", "diverged", "not_applicable")  # a rerun skips these; errors are retried
@@ -246,6 +250,9 @@ def _metrics_problem(data: dict) -> str | None:
                 return f"{metric} {row.get(metric)!r} at length {row['length']} is not a fraction in [0, 1]"
         if "nonfinite" in row and not (_count(row["nonfinite"]) and row["nonfinite"] <= row["n_samples"]):
             return f"nonfinite {row['nonfinite']!r} at length {row['length']} is not a count of its samples"
+        if "examples" in row and row["examples"] not in EXAMPLE_KINDS:
+            return (f"examples {row['examples']!r} at length {row['length']}; valid: {', '.join(EXAMPLE_KINDS)} "
+                    "(or none: drawn from the evaluation stream)")
     return None
 
 

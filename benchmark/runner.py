@@ -19,6 +19,7 @@ from lengthbench.benchmark.evaluate import evaluate, held_out_fit
 from lengthbench.benchmark.records import RunRecord, summarize
 from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.benchmark.train import train_run
+from lengthbench.benchmark.unseen import drawn_prompts
 from lengthbench.models.families import n_parameters
 from lengthbench.tasks import get_task
 
@@ -72,7 +73,8 @@ def _train_and_evaluate(config: RunConfig, record: RunRecord, device: torch.devi
         return
     bar = progress_factory(len(config.eval_lengths()), _label("eval", config)) if progress_factory else None
     predictions = {} if save_predictions else None
-    record.per_length = evaluate(model, task, config, device, bar, predictions)
+    drawn = drawn_prompts(task, config, result.steps_done) if config.fit_unseen else None
+    record.per_length = evaluate(model, task, config, device, bar, predictions, drawn)
     if bar is not None:
         bar.close()
     record.status, record.summary, record.predictions = "ok", summarize(record.per_length, config), predictions

@@ -106,11 +106,16 @@ def resumed_state(model: RunModel, config: RunConfig, device: torch.device, chec
     return state
 
 
+def training_batch(task: Task, config: RunConfig, rng: np.random.Generator) -> Batch:
+    """The next batch of the run's data stream ``rng`` (lengths uniform in
+    1..L_train): what a training step draws, and what ``unseen`` replays."""
+    return make_batch(task, rng, rng.integers(task.min_length, config.train_length + 1, size=config.batch_size))
+
+
 def train_step(model: RunModel, task: Task, config: RunConfig, state: TrainState, device: torch.device) -> float:
     """One optimizer step on a fresh batch; returns its loss (mean over the
     batch's target tokens). A non-finite loss leaves the weights untouched."""
-    rng = state.rng
-    batch = make_batch(task, rng, rng.integers(task.min_length, config.train_length + 1, size=config.batch_size))
+    batch = training_batch(task, config, state.rng)
     t = batch_tensors(batch, device)
     positions = model.positions(t["tokens"], t["position_ids"], t["seq_lens"], state.generator)
     n_targets = float((batch.targets != IGNORE).sum())

@@ -48,7 +48,7 @@ def _level(task: str) -> str:
 PROTOCOL_EXCLUDES = ("task", "encoding", "family", "family_source", "seed")
 # Config fields added after boards had a protocol column: left out while at their defaults, so the
 # protocol text of a board made before them stays as it was.
-LATER_PROTOCOL_FIELDS = ("test_points", "fit_from")
+LATER_PROTOCOL_FIELDS = ("test_points", "fit_from", "fit_unseen")
 
 
 def _chance(r: RunRecord) -> float:

@@ -279,7 +279,13 @@ def _run_grid(grid: Preset, plugin_files: list, *, results: PathLike | None, out
     chosen records); returns its records, the output folder and the wall time.
     ``run`` and ``submit`` both start here. With ``command``, an interrupted
     grid leaves that sitting's provenance in ``out`` before it re-raises."""
-    check_unchanged(grid_configs(grid))  # every name and setting resolves, and no source drifted, before any run
+    configs = grid_configs(grid)
+    check_unchanged(configs)  # every name and setting resolves, and no source drifted, before any run
+    unseen = sorted({c.task for c in configs if c.fit_unseen})
+    if save_predictions and unseen:
+        raise InputError(f"save_predictions cannot be kept for cells that judge their fit on unseen inputs "
+                         f"(fit_unseen: {', '.join(unseen)}): their examples are chosen per run; run without "
+                         "--save-predictions")
     EXECUTORS[executor].check()
     results = ensure_output_dir(results or default_results(grid), "--results")
     out = ensure_output_dir(out, "--out") if out else results

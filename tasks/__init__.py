@@ -11,6 +11,7 @@ from lengthbench.tasks.base import (
     Batch,
     Sample,
     Task,
+    assemble_batch,
     get_task,
     make_batch,
     register_task,
@@ -19,5 +20,5 @@ from lengthbench.tasks.base import (
 
 __all__ = [
     "BOS", "EOS", "IGNORE", "PAD", "SEP", "TASKS", "Batch", "Sample", "Task",
-    "get_task", "make_batch", "register_task", "task_names",
+    "assemble_batch", "get_task", "make_batch", "register_task", "task_names",
 ]

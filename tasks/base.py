@@ -95,6 +95,13 @@ class Task:
         """Oracle: the output symbols for one example's input symbols."""
         raise NotImplementedError
 
+    def whole_space(self, length: int) -> Sample | None:
+        """Every example of a task length, each input ``sample`` can draw once,
+        for a task whose inputs at that length are few enough to list (the
+        fit is then judged on all of them when training drew nearly all:
+        ``benchmark.unseen``); None when the task does not list them."""
+        return None
+
     def input_length(self, length: int) -> int:
         """Number of input symbols at a task length (the task's length rule)."""
         return length
@@ -173,10 +180,14 @@ def make_batch(task: Task, rng: np.random.Generator, lengths: np.ndarray) -> Bat
     length order, so a seed fixes the batch) and assemble a padded batch."""
     lengths = np.asarray(lengths, dtype=np.int64)
     check_lengths(task, lengths)
-    groups = [(int(n), _assemble(task.sample(rng, int(n), int((lengths == n).sum()))))
-              for n in np.unique(lengths)]
+    return assemble_batch([(int(n), task.sample(rng, int(n), int((lengths == n).sum()))) for n in np.unique(lengths)])
+
+
+def assemble_batch(samples: list[tuple[int, Sample]]) -> Batch:
+    """One padded batch of groups ``(task length, Sample)``, in that order."""
+    groups = [(n, _assemble(sample)) for n, sample in samples]
     total = max(seq.shape[1] for _, (seq, *_) in groups) - 1  # model sees seq[:-1]
-    rows = len(lengths)
+    rows = sum(seq.shape[0] for _, (seq, *_) in groups)
     tokens = np.full((rows, total), PAD, dtype=np.int64)
     targets = np.full((rows, total), IGNORE, dtype=np.int64)
     scored = np.zeros((rows, total), dtype=bool)

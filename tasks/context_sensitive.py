@@ -62,6 +62,22 @@ class MissingDuplicateString(Task):
         hole = inputs.index(2)
         return [inputs[(hole + half) % (2 * half)]]
 
+    def whole_space(self, length):
+        """Every s of floor(N/2) bits with every hole: 2^floor(N/2) * 2 floor(N/2)
+        inputs (768 at N = 13), listed up to N = 25 (98,304 inputs)."""
+        half = length // 2
+        if half > 12:
+            return None
+        s = (np.arange(2 ** half)[:, None] >> np.arange(half - 1, -1, -1)) & 1  # every string, in binary order
+        x = np.full((2 ** half, 2 * half, length), 3, dtype=np.int64)
+        x[:, :, : 2 * half] = np.concatenate([s, s], axis=1)[:, None, :]
+        x = x.reshape(-1, length)
+        hole = np.tile(np.arange(2 * half), 2 ** half)
+        rows = np.arange(len(x))
+        answer = x[rows, hole].copy()
+        x[rows, hole] = 2
+        return Sample(x, answer[:, None])
+
 
 @register_task
 class OddsFirst(Rearrangement):
