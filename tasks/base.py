@@ -20,6 +20,7 @@ PAD, BOS, SEP, EOS = 0, 1, 2, 3
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<sep>", "<eos>")
 N_SPECIAL = len(SPECIAL_TOKENS)
 IGNORE = -1  # target value for positions that carry no loss
+WHOLE_SPACE_MAX = 1 << 16  # the most inputs ``Task.whole_space`` lists at one length
 
 LEVELS = ("R", "DCF", "CS", "arithmetic", "sequence")
 
@@ -95,12 +96,26 @@ class Task:
         """Oracle: the output symbols for one example's input symbols."""
         raise NotImplementedError
 
+    #: k for a task whose input at length N is N symbols drawn uniformly from 0..k-1 (its
+    #: ``sample`` is ``examples`` of such strings); 0 for the others
+    uniform_alphabet: ClassVar[int] = 0
+
+    def examples(self, inputs: np.ndarray) -> Sample:
+        """The examples of given inputs ``(B, N)``, for a task with a ``uniform_alphabet``."""
+        raise NotImplementedError
+
     def whole_space(self, length: int) -> Sample | None:
         """Every example of a task length, each input ``sample`` can draw once,
         for a task whose inputs at that length are few enough to list (the
         fit is then judged on all of them when training drew nearly all:
-        ``benchmark.unseen``); None when the task does not list them."""
-        return None
+        ``benchmark.unseen``); None when the task does not list them. A task
+        with a ``uniform_alphabet`` lists up to ``WHOLE_SPACE_MAX`` strings."""
+        k = self.uniform_alphabet
+        if not k or k ** self.input_length(length) > WHOLE_SPACE_MAX:
+            return None
+        n = self.input_length(length)
+        every = (np.arange(k ** n)[:, None] // k ** np.arange(n - 1, -1, -1)) % k  # in lexicographic order
+        return self.examples(every)
 
     def input_length(self, length: int) -> int:
         """Number of input symbols at a task length (the task's length rule)."""

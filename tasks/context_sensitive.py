@@ -261,9 +261,12 @@ class BucketSort(Task):
     symbols = ("a", "b", "c", "d", "e")
     description = "sort symbols ascending"
     output_rule = "N"
+    uniform_alphabet = 5
 
     def sample(self, rng, length, batch_size):
-        x = rng.integers(0, 5, size=(batch_size, length))
+        return self.examples(rng.integers(0, 5, size=(batch_size, length)))
+
+    def examples(self, x):
         return Sample(x, np.sort(x, axis=1))
 
     def solve(self, inputs):

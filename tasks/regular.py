@@ -27,9 +27,12 @@ class EvenPairs(Task):
     symbols = ("a", "b", "0", "1")
     description = "is the number of unequal adjacent pairs even"
     output_rule = "1"
+    uniform_alphabet = 2
 
     def sample(self, rng, length, batch_size):
-        x = rng.integers(0, 2, size=(batch_size, length))
+        return self.examples(rng.integers(0, 2, size=(batch_size, length)))
+
+    def examples(self, x):
         return Sample(x, (2 + (x[:, 0] == x[:, -1]))[:, None])
 
     def solve(self, inputs):
@@ -50,9 +53,12 @@ class ParityCheck(Task):
     symbols = ("0", "1")
     description = "parity of the number of 1s"
     output_rule = "1"
+    uniform_alphabet = 2
 
     def sample(self, rng, length, batch_size):
-        x = rng.integers(0, 2, size=(batch_size, length))
+        return self.examples(rng.integers(0, 2, size=(batch_size, length)))
+
+    def examples(self, x):
         return Sample(x, (x.sum(axis=1) % 2)[:, None])
 
     def solve(self, inputs):
@@ -73,9 +79,12 @@ class CycleNavigation(Task):
     symbols = ("0", "1", "2", "p0", "p1", "p2", "p3", "p4")
     description = "final position on a 5-cycle after -1/0/+1 moves"
     output_rule = "1"
+    uniform_alphabet = 3
 
     def sample(self, rng, length, batch_size):
-        x = rng.integers(0, 3, size=(batch_size, length))
+        return self.examples(rng.integers(0, 3, size=(batch_size, length)))
+
+    def examples(self, x):
         return Sample(x, (3 + (x - 1).sum(axis=1) % MOD)[:, None])
 
     def solve(self, inputs):

@@ -21,8 +21,15 @@ class Rearrangement(Task):
     def source(self, length: int) -> np.ndarray:
         raise NotImplementedError
 
+    @property
+    def uniform_alphabet(self) -> int:
+        return len(self.symbols)
+
     def sample(self, rng, length, batch_size):
-        x = rng.integers(0, len(self.symbols), size=(batch_size, length))
+        return self.examples(rng.integers(0, len(self.symbols), size=(batch_size, length)))
+
+    def examples(self, x):
+        batch_size, length = x.shape
         source = self.source(length)
         step = source[1] - source[0] if len(source) > 1 else 1
         ids = np.concatenate([[0], np.arange(1, length + 1), [source[0] + 1 - step], source + 1,

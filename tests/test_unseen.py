@@ -20,7 +20,7 @@ from lengthbench.benchmark.seeding import eval_streams
 from lengthbench.benchmark.train import train_run
 from lengthbench.benchmark.unseen import WHOLE_SPACE, drawn_prompts, drawn_shares, prompts, unseen_batch
 from lengthbench.errors import InputError
-from lengthbench.tasks import get_task, make_batch
+from lengthbench.tasks import get_task, make_batch, task_names
 
 CPU = torch.device("cpu")
 
@@ -76,10 +76,32 @@ def test_where_training_drew_nearly_every_input_the_whole_space_is_scored():
     rng, _ = eval_streams(config.eval_seed, 8, CPU)
     batch, kind = unseen_batch(task, 8, rng, config.eval_samples, drawn[8])
     assert kind == WHOLE_SPACE and len(batch.tokens) == 2 ** 4 * 8 == len(set(prompts(batch)))
-    parity, parity_config = get_task("parity_check"), small("parity_check", steps=400)
+    parity, parity_config = get_task("parity_check"), replace(small("parity_check", steps=400), fit_from=4)
     rng, _ = eval_streams(parity_config.eval_seed, 4, CPU)
-    with pytest.raises(ValueError, match="parity_check at length 4 are unseen.*cannot list"):
-        unseen_batch(parity, 4, rng, 64, drawn_prompts(parity, replace(parity_config, fit_from=4), 400)[4])
+    batch, kind = unseen_batch(parity, 4, rng, 64, drawn_prompts(parity, parity_config, 400)[4])
+    assert kind == WHOLE_SPACE and len(set(prompts(batch))) == len(batch.tokens) == 16  # short binary strings
+    modular, modular_config = get_task("modular_arithmetic"), replace(small("modular_arithmetic", steps=400),
+                                                                      fit_from=3)
+    rng, _ = eval_streams(modular_config.eval_seed, 3, CPU)
+    with pytest.raises(ValueError, match="modular_arithmetic at length 3 are unseen.*cannot list"):
+        unseen_batch(modular, 3, rng, 64, drawn_prompts(modular, modular_config, 400)[3])
+
+
+@pytest.mark.parametrize("name", [name for name in task_names() if get_task(name).uniform_alphabet])
+def test_a_uniform_string_task_lists_every_string_with_the_answers_it_samples(name):
+    task = get_task(name)
+    k = task.uniform_alphabet
+    for length in range(task.min_length, 13):
+        if k ** length > 4096:
+            break
+        space = task.whole_space(length)
+        assert len(space.inputs) == k ** length == len({row.tobytes() for row in space.inputs})
+        answers = {row.tobytes(): out.tolist() for row, out in zip(space.inputs, space.outputs)}
+        assert all(task.solve(row.tolist()) == [v for v in out if v >= 0] for row, out in
+                   zip(space.inputs[:200], space.outputs[:200]))
+        drawn = task.sample(np.random.default_rng(length), length, 200)
+        assert all(answers[row.tobytes()] == out.tolist() for row, out in zip(drawn.inputs, drawn.outputs))
+    assert task.whole_space(17) is None  # k^17 > WHOLE_SPACE_MAX for every alphabet of 2 or more
 
 
 @pytest.mark.parametrize("length", range(2, 14))
