@@ -122,7 +122,7 @@ def test_horizon_judges_unseen_exactly_where_training_draws_what_the_fit_is_scor
     assert judged_unseen == {"even_pairs", "parity_check", "reverse_string", "modular_arithmetic_brackets",
                              "solve_equation", "duplicate_string", "missing_duplicate_string", "odds_first",
                              "binary_addition", "binary_multiplication", "compute_sqrt"} == set(UNSEEN_FIT_TASKS)
-    for task in ("parity_check", "missing_duplicate_string", "copy", "cycle_navigation"):  # the rule, measured
+    for task in ("parity_check", "cycle_navigation"):  # the rule, measured on one task each side of it
         share = max(drawn_shares(task, horizon.run_config(task, "rope", 0)).values())
         assert (share >= 0.05) == (task in judged_unseen), (task, share)
     assert "fit_unseen" not in horizon.run_config("copy", "rope", 0).to_dict()  # its cells' hashes as before
