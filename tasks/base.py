@@ -113,9 +113,7 @@ class Task:
         k = self.uniform_alphabet
         if not k or k ** self.input_length(length) > WHOLE_SPACE_MAX:
             return None
-        n = self.input_length(length)
-        every = (np.arange(k ** n)[:, None] // k ** np.arange(n - 1, -1, -1)) % k  # in lexicographic order
-        return self.examples(every)
+        return self.examples(every_string(k, self.input_length(length)))
 
     def input_length(self, length: int) -> int:
         """Number of input symbols at a task length (the task's length rule)."""
@@ -137,6 +135,11 @@ TASK_ORDER = (
 )
 TASKS: Registry[type[Task]] = Registry("task", order=TASK_ORDER)
 FORMAT_SEPARATOR = "+"  # a task label ``TASK+FORMAT`` names a task written in a data format (``tasks.formats``)
+
+
+def every_string(k: int, n: int) -> np.ndarray:
+    """Every string of ``n`` symbols from 0..k-1, ``(k**n, n)``, in lexicographic order."""
+    return (np.arange(k ** n)[:, None] // k ** np.arange(n - 1, -1, -1)) % k
 
 
 def register_task(cls: type[Task]) -> type[Task]:

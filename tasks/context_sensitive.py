@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from lengthbench.tasks.base import Sample, Task, register_task
+from lengthbench.tasks.base import Sample, Task, every_string, register_task
 from lengthbench.tasks.sequence import Rearrangement
 
 
@@ -68,7 +68,7 @@ class MissingDuplicateString(Task):
         half = length // 2
         if half > 12:
             return None
-        s = (np.arange(2 ** half)[:, None] >> np.arange(half - 1, -1, -1)) & 1  # every string, in binary order
+        s = every_string(2, half)
         x = np.full((2 ** half, 2 * half, length), 3, dtype=np.int64)
         x[:, :, : 2 * half] = np.concatenate([s, s], axis=1)[:, None, :]
         x = x.reshape(-1, length)
