@@ -15,6 +15,7 @@ import pandas as pd
 
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.leaderboard.aggregate import judged
+from lengthbench.leaderboard.protocol_checks import checks_table, protocol_checks
 from lengthbench.leaderboard.tables import bands, markdown_table
 
 
@@ -112,6 +113,10 @@ def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, f
         by_method = unfit.groupby("method").task.apply(lambda t: ", ".join(t))
         lines += ["", *markdown_table(["method", "tasks it did not fit"],
                                       [[f"`{m}`", tasks] for m, tasks in by_method.items()])]
+    lines += ["", "## Protocol checks", "",
+              "Read from the records, against protocol v2's bars (docs/presets.md, \"Protocol v2\"; "
+              "`leaderboard/protocol_checks.py`):", "",
+              *markdown_table(["check", "bar", "the records", "holds"], checks_table(protocol_checks(records, board)))]
     lines += ["", "## Rebuild", "", f"`{rebuild}` rebuilds every table, figure and this README from the records.", ""]
     return "\n".join(lines)
 

@@ -95,19 +95,21 @@ def test_interrupt_stops_quickly_and_keeps_finished_records(tmp_path, workers, h
     results = tmp_path / "res"
     proc = start(tmp_path, "run", "--preset", "slow", "--results", results, "--workers", workers,
                  "--no-progress")
-    assert wait_for(lambda: len(records_in(results)) >= 1, 120), proc.communicate()
+    # the first record, or the driver's end (then fail with its output); the bound only guards against a hang
+    assert wait_for(lambda: records_in(results) or proc.poll() is not None, 900) and proc.poll() is None, \
+        proc.communicate()
     if how == "group":  # a terminal's Ctrl-C reaches every process of the group
         os.killpg(proc.pid, signal.SIGINT)
     else:
         os.kill(proc.pid, signal.SIGTERM if how == "sigterm" else signal.SIGINT)
     sent = time.monotonic()
-    out, err = proc.communicate(timeout=30)
-    assert time.monotonic() - sent < 10
+    out, err = proc.communicate(timeout=300)
+    assert time.monotonic() - sent < 30  # a run of the grid takes minutes at the load this must hold under
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
     assert last.startswith("lengthbench: interrupted: ") and "rerun the same command to resume" in last
-    assert wait_for(lambda: not group_members(proc.pid), 10), "worker processes outlived the driver"
+    assert wait_for(lambda: not group_members(proc.pid), 60), "worker processes outlived the driver"
     assert_clean_folder(results)
     kept = len(records_in(results))
     assert 1 <= kept < 6 and f"{kept} of 6 runs have records" in last
@@ -131,26 +133,26 @@ def test_ctrl_c_while_workers_start_prints_no_worker_traceback(tmp_path):
     results = tmp_path / "res"
     proc = start(tmp_path, "run", "--preset", "slow", "--results", results, "--workers", 2, "--no-progress")
     # driver, resource tracker and two workers, which now spend a second importing torch
-    assert wait_for(lambda: len(group_members(proc.pid)) >= 4, 60)
+    assert wait_for(lambda: len(group_members(proc.pid)) >= 4, 300)
     workers = [pid for pid in group_members(proc.pid)
                if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
     assert len(workers) == 2 and all(ignores_sigint(pid) for pid in workers)
     time.sleep(0.5)
     os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=300)
     assert proc.returncode == 130 and "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert "0 of 6 runs have records" in err.strip().splitlines()[-1]
-    assert wait_for(lambda: not group_members(proc.pid), 10)
+    assert wait_for(lambda: not group_members(proc.pid), 60)
 
 
 def test_killed_driver_takes_its_workers_along(tmp_path):
     results = tmp_path / "res"
     proc = start(tmp_path, "run", "--preset", "slow", "--results", results, "--workers", 2, "--no-progress")
-    assert wait_for(lambda: len(group_members(proc.pid)) >= 3, 60)  # driver + 2 workers
+    assert wait_for(lambda: len(group_members(proc.pid)) >= 3, 300)  # driver + 2 workers
     time.sleep(1.0)
     os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=30)
-    assert wait_for(lambda: not group_members(proc.pid), 10), "workers outlived a killed driver"
+    proc.communicate(timeout=300)
+    assert wait_for(lambda: not group_members(proc.pid), 60), "workers outlived a killed driver"
     for path in records_in(results):
         json.loads(path.read_text())
 
@@ -162,7 +164,7 @@ def test_full_disk_leaves_previous_outputs_whole(tmp_path):
     proc = start(tmp_path, "run", "--preset", "smoke", "--tasks", "copy,parity_check",
                  "--encodings", "nope,coupled", "--results", results, "--out", out, "--no-progress",
                  "--workers", 1)
-    assert proc.wait(timeout=120) == 0, proc.communicate()
+    assert proc.wait(timeout=900) == 0, proc.communicate()
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     assert {"leaderboard.csv", "accuracy_vs_length.png"} <= set(before)
     for record in results.glob("copy__*.json"):  # the new leaderboard would differ
@@ -172,7 +174,7 @@ def test_full_disk_leaves_previous_outputs_whole(tmp_path):
         resource.setrlimit(resource.RLIMIT_FSIZE, (300, 300))
 
     proc = start(tmp_path, "leaderboard", "--results", results, "--out", out, preexec_fn=small_files)
-    _, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=600)
     assert proc.returncode == 2 and "Traceback" not in err
     last = err.strip().splitlines()[-1]
     assert "could not write" in last and "leaderboard.csv" in last and "previous file is unchanged" in last

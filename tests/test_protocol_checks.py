@@ -1,0 +1,109 @@
+"""A reference's protocol checks read what its records kept: a grid that
+keeps protocol v2 passes every check, and each way of breaking it fails
+exactly its check, naming what broke it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from lengthbench.benchmark.presets import get_preset
+from lengthbench.benchmark.records import RunRecord, summarize
+from lengthbench.leaderboard.aggregate import leaderboard_frame
+from lengthbench.leaderboard.protocol_checks import protocol_checks
+
+CPU = torch.device("cpu")
+TARGET_PARAMETERS = 100_000
+CELLS = (("copy", "nope", "transformer"), ("copy", "rope", "transformer"), ("copy", "", "lstm"),
+         ("parity_check", "nope", "transformer"), ("parity_check", "rope", "transformer"),
+         ("addition", "nope", "transformer"))
+
+
+def _record(task, encoding, family, seed, low=1.0, **settings):
+    """A finished horizon run that scores 1 everywhere but ``low`` at length 16."""
+    config = replace(get_preset("horizon").run_config(task, encoding, seed, family), **settings)
+    record = RunRecord.start(config, CPU)
+    record.status, record.n_parameters = "ok", TARGET_PARAMETERS
+    record.per_length = [{"length": n, "status": "ok", "exact_match": low if n == 16 else 1.0,
+                          "token_accuracy": 1.0, "n_samples": 8} for n in config.eval_lengths()]
+    record.summary = summarize(record.per_length, config)
+    record.training = {"steps_done": config.steps, "stopped": "max_steps"}
+    return record
+
+
+def _grid():
+    return [_record(task, encoding, family, seed) for task, encoding, family in CELLS for seed in (0, 1, 2)]
+
+
+def _failing(records) -> dict[str, str]:
+    return {c.name: c.measured for c in protocol_checks(records, leaderboard_frame(records)) if not c.holds}
+
+
+def test_a_grid_that_keeps_protocol_v2_passes_every_check():
+    records = _grid()
+    checks = protocol_checks(records, leaderboard_frame(records))
+    assert [c.name for c in checks] == ["one budget per task", "no stop at fit", "horizon", "no unsupported length",
+                                        "fit", "families matched", "seeds"]
+    assert all(c.holds for c in checks), [c for c in checks if not c.holds]
+    assert {c.name: c.measured for c in checks}["horizon"] == "3 of 3 tasks"
+
+
+def _break(records, kind):
+    first = records[0]  # copy, nope, seed 0
+    if kind == "budget":  # every seed of one method (a cell holds one setting)
+        records[:] = [_record(r.task, r.encoding, r.config.family, r.seed, steps=3000)
+                      if r.method == "transformer/rope" and r.task == "copy" else r for r in records]
+    elif kind == "early stop":
+        first.training = {"steps_done": 1500, "stopped": "fit"}
+    elif kind == "horizon":
+        records[:] = [_record(r.task, r.encoding, r.config.family, r.seed, **(dict(test_length=32) if r.task == "copy"
+                                                                               else {})) for r in records]
+    elif kind == "few test lengths":
+        records[:] = [_record(r.task, r.encoding, r.config.family, r.seed, **(dict(test_points=4)
+                                                                               if r.task == "parity_check" else {}))
+                      for r in records]
+    elif kind == "unsupported":
+        first.per_length[-1]["status"] = "unsupported"
+    elif kind == "fit":  # one seed of one of 5 non-arithmetic cells: 80% fit on every seed
+        records[0] = _record("copy", "nope", "transformer", 0, low=0.5)
+    elif kind == "families":
+        for r in records:
+            if r.config.family == "lstm":
+                r.n_parameters = int(TARGET_PARAMETERS * 1.2)
+    elif kind == "seeds":
+        del records[0]
+
+
+@pytest.mark.parametrize("kind, check, needle", [
+    ("budget", "one budget per task", "1 of 3 tasks give methods different budgets (copy)"),
+    ("early stop", "no stop at fit", "1 of 18 runs stopped once they fit (after 1500 to 1500 steps)"),
+    ("horizon", "horizon", "2 of 3 tasks; short: copy (train 16, 2.0x, 8 test lengths)"),
+    ("few test lengths", "horizon", "2 of 3 tasks; short: parity_check (train 16, 4.0x, 4 test lengths)"),
+    ("unsupported", "no unsupported length", "1 cells (copy transformer/nope)"),
+    ("fit", "fit", "4 of 5 (80%)"),
+    ("families", "families matched", "1 of 1 cells off (copy lstm +20%)"),
+    ("seeds", "seeds", "2 to 3 per cell; 1 cells under 3"),
+])
+def test_each_way_of_breaking_the_protocol_fails_its_check_by_name(kind, check, needle):
+    records = _grid()
+    _break(records, kind)
+    assert _failing(records) == {check: needle}
+
+
+def test_an_arithmetic_cell_that_does_not_fit_leaves_the_fit_check_alone():
+    records = [_record("addition", "nope", "transformer", s, low=0.0) if r.task == "addition" else r
+               for s, r in zip([r.seed for r in _grid()], _grid())]
+    assert _failing(records) == {}
+
+
+def test_a_check_with_nothing_to_check_says_so_rather_than_passing():
+    """Only arithmetic cells and no baseline family: fit and matching are n/a, never "yes"."""
+    from lengthbench.leaderboard.protocol_checks import checks_table
+
+    records = [r for r in _grid() if r.task == "addition"]
+    rows = {row[0]: row[2:] for row in checks_table(protocol_checks(records, leaderboard_frame(records)))}
+    assert rows["fit"] == ["no non-arithmetic cell", "n/a"]
+    assert rows["families matched"] == ["no baseline family beside `transformer/nope`", "n/a"]
+    assert rows["seeds"] == ["3 to 3 per cell", "yes"]
