@@ -18,6 +18,8 @@ from lengthbench.leaderboard.aggregate import judged
 from lengthbench.leaderboard.protocol_checks import checks_table, protocol_checks
 from lengthbench.leaderboard.tables import bands, markdown_table
 
+DESIGN_NOTES = "PROTOCOL.md"  # a reference's hand-written design notes, beside the README this module writes
+
 
 def _provenances(folder: Path) -> list[dict]:
     found = []
@@ -60,7 +62,11 @@ def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, f
     lines = [f"# Reference: `{name}`", "",
              f"{len(records)} run records ({len(ran)} trained, {len(records) - len(ran)} not applicable) of "
              f"{board.task.nunique()} tasks × {board.method.nunique()} methods, seeds "
-             f"{', '.join(map(str, sorted({r.seed for r in records})))}.{complete}", "", "## How it was made", ""]
+             f"{', '.join(map(str, sorted({r.seed for r in records})))}.{complete}", ""]
+    if (Path(folder) / DESIGN_NOTES).is_file():
+        lines += [f"How the reference was designed, what it cuts and how to read it: [{DESIGN_NOTES}]({DESIGN_NOTES}) "
+                  "(written by hand; this README is rebuilt from the records).", ""]
+    lines += ["## How it was made", ""]
     provenances, source = _provenances(folder), None
     if not provenances and records_folder is not None:
         where = Path(records_folder).resolve()

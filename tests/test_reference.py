@@ -76,8 +76,10 @@ def test_a_reference_build_refuses_records_of_uncommitted_code_and_takes_a_prese
         data = json.loads(path.read_text())
         path.write_text(json.dumps({**data, "code_version": data["code_version"].split("+")[0] + "+gabc"}))
     out = results  # where the run wrote its provenance.json
+    (out / "PROTOCOL.md").write_text("# Why this budget\n")  # hand-written design notes survive, linked
     assert main(["leaderboard", "--results", str(results), "--reference"]) == 0
     readme = (out / "README.md").read_text()
+    assert "[PROTOCOL.md](PROTOCOL.md)" in readme and (out / "PROTOCOL.md").read_text() == "# Why this budget\n"
     assert "Code: `0.3.0+gabc` (committed code only" in readme
     assert "2 of 2 cells that ran did not fit" in readme and "| `transformer/rope` | copy |" in readme
     assert "`lengthbench run --preset smoke --tasks copy --encodings nope,rope" in readme  # its provenance
