@@ -44,6 +44,17 @@ def protocol_checks(records: list[RunRecord], board: pd.DataFrame) -> list[Check
             _matched(ok), _seeds(ok)]
 
 
+def _counted(n: int, noun: str) -> str:
+    """``n noun`` with the noun's plural where n is not 1 ("1 cell", "3 cells")."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _span(values) -> str:
+    """``low to high``, or the one value when they are equal."""
+    low, high = min(values), max(values)
+    return f"{low}" if low == high else f"{low} to {high}"
+
+
 def _named(items: list[str]) -> str:
     return ", ".join(items[:SHOWN]) + (f" and {len(items) - SHOWN} more" if len(items) > SHOWN else "")
 
@@ -54,8 +65,9 @@ def _one_budget(ran: list[RunRecord]) -> Check:
         budgets.setdefault(r.task, set()).add((r.config.steps, r.config.batch_size))
     uneven = sorted(t for t, b in budgets.items() if len(b) > 1)
     every = sorted({f"{s} steps of {b}" for b_set in budgets.values() for s, b in b_set})
-    measured = (f"{len(uneven)} of {len(budgets)} tasks give methods different budgets ({_named(uneven)})" if uneven
-                else f"one per task on {len(budgets)} tasks ({_named(every)})")
+    tasks = _counted(len(budgets), "task")
+    measured = (f"{len(uneven)} of {tasks} give methods different budgets ({_named(uneven)})" if uneven
+                else f"one per task on {tasks} ({_named(every)})")
     return Check("one budget per task", "every method of a task trains the same steps of the same batch", measured,
                  bool(budgets) and not uneven)
 
@@ -63,8 +75,8 @@ def _one_budget(ran: list[RunRecord]) -> Check:
 def _no_early_stop(ran: list[RunRecord]) -> Check:
     stopped = [r for r in ran if (r.training or {}).get("stopped") == "fit"]
     steps = [(r.training or {}).get("steps_done") for r in stopped]
-    measured = (f"{len(stopped)} of {len(ran)} runs stopped once they fit (after {min(steps)} to {max(steps)} steps)"
-                if stopped else f"none of {len(ran)} runs stopped before its budget")
+    measured = (f"{len(stopped)} of {_counted(len(ran), 'run')} stopped once they fit (after {_span(steps)} steps)"
+                if stopped else f"none of {_counted(len(ran), 'run')} stopped before its budget")
     return Check("no stop at fit", "every run trains its whole budget", measured, bool(ran) and not stopped)
 
 
@@ -77,7 +89,7 @@ def _horizon(ran: list[RunRecord]) -> Check:
         shortest[r.task] = min(shortest.get(r.task, (train, horizon, len(tested))), (train, horizon, len(tested)))
     short = sorted(t for t, (train, horizon, n) in shortest.items()
                    if train < MIN_TRAIN_LENGTH or horizon < MIN_HORIZON or n < MIN_TEST_LENGTHS)
-    measured = f"{len(shortest) - len(short)} of {len(shortest)} tasks"
+    measured = f"{len(shortest) - len(short)} of {_counted(len(shortest), 'task')}"
     if short:
         measured += "; short: " + _named([f"{t} (train {shortest[t][0]}, {shortest[t][1]:.1f}x, {shortest[t][2]} "
                                           "test lengths)" for t in short])
@@ -88,7 +100,7 @@ def _horizon(ran: list[RunRecord]) -> Check:
 def _no_unsupported(ran: list[RunRecord]) -> Check:
     cells = sorted({f"{r.task} {r.method}" for r in ran
                     if any(row["status"] == "unsupported" for row in r.per_length)})
-    measured = f"{len(cells)} cells ({_named(cells)})" if cells else "none"
+    measured = f"{_counted(len(cells), 'cell')} ({_named(cells)})" if cells else "none"
     return Check("no unsupported length", "no evaluated length scored 'unsupported' (a silent 0)", measured,
                  not cells)
 
@@ -113,15 +125,16 @@ def _matched(ok: pd.DataFrame) -> Check:
     if not gaps:
         return Check("families matched", bar, f"no baseline family beside `{TRANSFORMER}/{REFERENCE_ENCODING}`", None)
     off = [f"{name} {gap:+.0%}" for gap, name in gaps if abs(gap) > MATCH_TOLERANCE]
-    measured = (f"{len(off)} of {len(gaps)} cells off ({_named(off)})" if off else
-                f"{len(gaps)} cells, the largest gap {gaps[0][0]:+.1%} ({gaps[0][1]})")
+    measured = (f"{len(off)} of {_counted(len(gaps), 'cell')} off ({_named(off)})" if off else
+                f"{_counted(len(gaps), 'cell')}, the largest gap {gaps[0][0]:+.1%} ({gaps[0][1]})")
     return Check("families matched", bar, measured, not off)
 
 
 def _seeds(ok: pd.DataFrame) -> Check:
     few = ok[ok.n_seeds < MIN_SEEDS]
     low, high = (int(ok.n_seeds.min()), int(ok.n_seeds.max())) if len(ok) else (0, 0)
-    measured = f"{low} to {high} per cell" + (f"; {len(few)} cells under {MIN_SEEDS}" if len(few) else "")
+    measured = f"{_span([low, high])} per cell" + (
+        f"; {_counted(len(few), 'cell')} under {MIN_SEEDS}" if len(few) else "")
     return Check("seeds", f">= {MIN_SEEDS} seeds per cell", measured, bool(len(ok)) and few.empty)
 
 

@@ -33,6 +33,8 @@ def _provenances(folder: Path) -> list[dict]:
 
 def _budget(record: RunRecord) -> str:
     c = record.config
+    if c.fit_check_every and not c.fit_patience:
+        return f"{c.steps} steps of {c.batch_size} (the fit logged every {c.fit_check_every} steps, never stopping a run)"
     if c.fit_check_every:
         return (f"until fit (held-out ID exact match ≥ {c.fit_threshold:g} at {c.fit_patience} checks in a row, every "
                 f"{c.fit_check_every} steps), at most {c.steps} steps of {c.batch_size}")

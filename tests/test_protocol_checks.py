@@ -78,13 +78,13 @@ def _break(records, kind):
 
 @pytest.mark.parametrize("kind, check, needle", [
     ("budget", "one budget per task", "1 of 3 tasks give methods different budgets (copy)"),
-    ("early stop", "no stop at fit", "1 of 18 runs stopped once they fit (after 1500 to 1500 steps)"),
+    ("early stop", "no stop at fit", "1 of 18 runs stopped once they fit (after 1500 steps)"),
     ("horizon", "horizon", "2 of 3 tasks; short: copy (train 16, 2.0x, 8 test lengths)"),
     ("few test lengths", "horizon", "2 of 3 tasks; short: parity_check (train 16, 4.0x, 4 test lengths)"),
-    ("unsupported", "no unsupported length", "1 cells (copy transformer/nope)"),
+    ("unsupported", "no unsupported length", "1 cell (copy transformer/nope)"),
     ("fit", "fit", "4 of 5 (80%)"),
-    ("families", "families matched", "1 of 1 cells off (copy lstm +20%)"),
-    ("seeds", "seeds", "2 to 3 per cell; 1 cells under 3"),
+    ("families", "families matched", "1 of 1 cell off (copy lstm +20%)"),
+    ("seeds", "seeds", "2 to 3 per cell; 1 cell under 3"),
 ])
 def test_each_way_of_breaking_the_protocol_fails_its_check_by_name(kind, check, needle):
     records = _grid()
@@ -106,4 +106,14 @@ def test_a_check_with_nothing_to_check_says_so_rather_than_passing():
     rows = {row[0]: row[2:] for row in checks_table(protocol_checks(records, leaderboard_frame(records)))}
     assert rows["fit"] == ["no non-arithmetic cell", "n/a"]
     assert rows["families matched"] == ["no baseline family beside `transformer/nope`", "n/a"]
-    assert rows["seeds"] == ["3 to 3 per cell", "yes"]
+    assert rows["seeds"] == ["3 per cell", "yes"]
+
+
+def test_a_reference_readme_states_a_budget_whose_fit_is_only_logged_as_fixed(tmp_path):
+    """Fit checks with a patience of 0 never stop a run: the protocol line says so, not "until fit"."""
+    from lengthbench.leaderboard.reference_notes import reference_readme
+
+    records = _grid()
+    text = reference_readme("horizon", records, leaderboard_frame(records), tmp_path, rebuild="(rebuild)")
+    assert "4000 steps of 64 (the fit logged every 500 steps, never stopping a run)" in text
+    assert "until fit" not in text
