@@ -39,6 +39,7 @@ def gru_flops(token_lengths, size: ModelSize, vocab: int) -> float:
     return float((n * (2 * 2 * 3 * hidden * hidden + 2 * hidden * vocab)).sum())
 
 
-@register_family("gru", flops=gru_flops, description="one-layer GRU, hidden size d_model (example plugin)")
+@register_family("gru", flops=gru_flops, size_fields=("d_model",),
+                 description="one-layer GRU, hidden size d_model (example plugin)")
 def build(vocab_size: int, size: ModelSize) -> GRUModel:
     return GRUModel(vocab_size, size)

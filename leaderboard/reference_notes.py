@@ -17,6 +17,7 @@ from lengthbench.benchmark.records import RunRecord
 from lengthbench.leaderboard.aggregate import judged
 from lengthbench.leaderboard.protocol_checks import checks_table, protocol_checks
 from lengthbench.leaderboard.tables import bands, markdown_table
+from lengthbench.models.families import describe_size
 
 DESIGN_NOTES = "PROTOCOL.md"  # a reference's hand-written design notes, beside the README this module writes
 
@@ -96,8 +97,8 @@ def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, f
     for r in ran:
         row = board[(board.task == r.task) & (board.method == r.method)].iloc[0]
         c = r.config
-        key = (f"{bands(row)}; {_budget(r)}; lr {c.lr:g}, weight decay {c.weight_decay:g}; d_model "
-               f"{c.model.d_model}, {c.model.n_layers} layer(s), {c.model.n_heads} heads; {c.eval_samples} "
+        key = (f"{bands(row)}; {_budget(r)}; lr {c.lr:g}, weight decay {c.weight_decay:g}; "
+               f"{describe_size(c.family, c.model)}; {c.eval_samples} "
                "evaluation examples per length")
         families, tasks = settings.setdefault(key, (set(), set()))
         families.add(c.family)

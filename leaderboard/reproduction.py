@@ -41,7 +41,7 @@ from lengthbench.leaderboard.aggregate import (
 from lengthbench.leaderboard.statistics import paired_difference, probability_of_improvement
 from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.models.encodings import ENCODINGS, encoding_kind
-from lengthbench.models.families import TRANSFORMER
+from lengthbench.models.families import TRANSFORMER, ModelSize, describe_size
 from lengthbench.models.looped import LOOPED
 from lengthbench.tasks import get_task
 from lengthbench.tasks.formats import PLAIN, split_label, task_label, task_order_key
@@ -71,8 +71,8 @@ def _describe(config: dict) -> str:
              if val else f"train lengths 1..{train}, test {train + 1}..{config['test_length']}")
     budget = (f"until fit, at most {config['steps']} steps" if config.get("fit_patience")
               else f"{config['steps']} steps")
-    return (f"{bands}, {budget} of batch {config['batch_size']}, lr {config['lr']:g}, d_model {model['d_model']}, "
-            f"{model['n_layers']} layer(s), {model['n_heads']} heads")
+    return (f"{bands}, {budget} of batch {config['batch_size']}, lr {config['lr']:g}, "
+            f"{describe_size(config.get('family', TRANSFORMER), ModelSize(**model))}")
 
 
 def _setup(records: list[RunRecord]) -> str:

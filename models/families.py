@@ -46,6 +46,10 @@ class ModelSize:
     dropout: float = 0.0
 
 
+# how a report names each shape field (``describe_size``)
+SIZE_LABELS = {"d_model": "d_model {}", "n_layers": "{} layer(s)", "n_heads": "{} heads", "d_ff": "d_ff {}"}
+
+
 class RunModel(nn.Module):
     """A family's model for one run: ``forward(tokens (B, T), positions
     (B|1, T)) -> logits (B, T, V)``, next-token prediction, causal.
@@ -100,6 +104,8 @@ class FamilyEntry:
     takes_encoding: bool
     version: int  # bumped when a change alters results (enters the run config)
     source: str = "built-in"  # a plugin family: its file and content hash (part of its runs' configs)
+    #: the ``ModelSize`` fields its model reads (a recurrent cell: ``d_model`` only), so a report states no other
+    size_fields: tuple[str, ...] = ("d_model", "n_layers", "n_heads", "d_ff")
 
 
 # Leaderboard row order of the built-in families; third-party families follow as they register.
@@ -108,16 +114,29 @@ FAMILIES: Registry[FamilyEntry] = Registry("model family", order=FAMILY_ORDER)
 
 
 def register_family(name: str, *, description: str, flops=None, takes_encoding: bool = False,
-                    not_applicable=no_cell_is_not_applicable, version: int = 1):
+                    not_applicable=no_cell_is_not_applicable, version: int = 1,
+                    size_fields: tuple[str, ...] = FamilyEntry.size_fields):
     """Decorator for a family's builder ``build(vocab_size, size[, encoding])``."""
     check_encoding_name(name)  # the same rules: it becomes a row key and part of record file names
+    unknown = [f for f in size_fields if f not in SIZE_LABELS]
+    if unknown or not size_fields:
+        raise ValueError(f"family {name!r}: size_fields {list(size_fields)!r}; each one of {', '.join(SIZE_LABELS)}")
 
     def deco(build):
-        FAMILIES.add(name, FamilyEntry(name, build, description, flops, not_applicable, takes_encoding, version),
+        FAMILIES.add(name, FamilyEntry(name, build, description, flops, not_applicable, takes_encoding, version,
+                                       size_fields=tuple(size_fields)),
                      FAMILIES[name].source if name in FAMILIES else "")
         return build
 
     return deco
+
+
+def describe_size(family: str, size: ModelSize) -> str:
+    """The shape of a family's model in a report's words, only the fields it
+    reads ("d_model 64, 2 layer(s), 4 heads, d_ff 256"; a recurrent cell:
+    "d_model 224"); every field for a family not registered here."""
+    fields = FAMILIES[family].size_fields if family in FAMILIES else FamilyEntry.size_fields
+    return ", ".join(SIZE_LABELS[f].format(getattr(size, f)) for f in fields)
 
 
 def family_entry(name: str) -> FamilyEntry:

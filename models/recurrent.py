@@ -151,7 +151,7 @@ def _register(cell: str, description: str) -> None:
     def flops(token_lengths, size: ModelSize, vocab: int) -> float:
         return recurrent_flops(cell, token_lengths, size, vocab)
 
-    register_family(cell, description=description, flops=flops)(build)
+    register_family(cell, description=description, flops=flops, size_fields=("d_model",))(build)
 
 
 _register("rnn", "Elman RNN (tanh), hidden size d_model (Deletang et al.'s RNN)")

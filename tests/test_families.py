@@ -135,3 +135,39 @@ def test_every_built_in_family_passes_the_family_contract(name):
 
     report = check_family(name, [CheckShape("test", 16, 2, 12, (("copy", 6),))])
     assert report.passed, report.format()
+
+
+GROWN = {"d_model": 24, "n_layers": 2, "n_heads": 4, "d_ff": 48}  # each field of SIZE changed, every family valid
+
+
+@pytest.mark.parametrize("name", ["transformer", "looped", *RECURRENT, "ssm"])
+def test_a_family_declares_exactly_the_size_fields_its_model_reads(name):
+    """Reports state a family's shape by its ``size_fields`` (``describe_size``): a
+    field it declares must change its model (weights' shapes or, same seed, its
+    logits), and one it leaves out must not, so no report claims heads for an LSTM."""
+    from lengthbench.models.families import describe_size
+
+    config = get_preset("smoke").run_config("copy", "nope" if family_entry(name).takes_encoding else "", 0, name)
+    tokens = torch.randint(4, 10, (2, 7), generator=torch.Generator().manual_seed(0))
+
+    def model_of(size):
+        model = replace(config, model=size).build_model(11).eval()
+        return {k: v.shape for k, v in model.state_dict().items()}, model(tokens, model.positions(tokens, None, None,
+                                                                                                 None))
+
+    shapes, logits = model_of(SIZE)
+    read = set()
+    for field, value in GROWN.items():
+        other_shapes, other_logits = model_of(replace(SIZE, **{field: value}))
+        if other_shapes != shapes or not torch.equal(other_logits, logits):
+            read.add(field)
+    assert read == set(family_entry(name).size_fields), read
+    assert describe_size(name, SIZE).count(",") == len(read) - 1
+
+
+def test_a_family_naming_a_size_field_that_does_not_exist_is_refused_with_the_valid_ones():
+    from lengthbench.models.families import register_family
+
+    with pytest.raises(ValueError, match=r"'width'.*d_model, n_layers, n_heads, d_ff"):
+        register_family("test-bad-size", description="x", size_fields=("d_model", "width"))
+    assert "test-bad-size" not in family_names()
