@@ -14,6 +14,7 @@ worker processes. Nothing is written.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import defaultdict
 from contextlib import contextmanager
@@ -157,6 +158,14 @@ def estimate(preset: Preset, results: Path | ResultsFolder, workers: int,
     return estimates, len(configs), len(configs) - len(todo)
 
 
+def _load_while() -> str:
+    """The machine's load during calibration (the 1-minute load average just
+    after it), which slows the timed steps as it will slow the grid."""
+    if not hasattr(os, "getloadavg"):
+        return "(load unknown on this system)"
+    return f"at a load average of {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+
+
 def _duration(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f} s"
@@ -219,7 +228,7 @@ def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: i
         f"useful work: {flops / 1e12:.2f} TFLOP; run time on one worker: {_duration(serial)}"
         + (" (at most: runs that fit stop early)" if until_fit else ""),
         f"estimated wall time on this machine: {_duration(serial / parallel)} with {parallel} worker(s) "
-        f"(calibrated from {CALIBRATION_STEPS} steps per shape in {calibration_seconds:.0f} s; "
-        "other load on the machine makes it longer)",
+        f"(calibrated from {CALIBRATION_STEPS} steps per shape in {calibration_seconds:.0f} s {_load_while()}; "
+        "the estimate assumes that load throughout: more makes the grid longer, less shorter)",
     ]
     return "\n".join(lines)

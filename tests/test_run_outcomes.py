@@ -5,6 +5,7 @@ submissions trained by pool workers."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -121,6 +122,7 @@ def test_plan_estimates_without_training_or_writing(tmp_path, tiny, monkeypatch,
     out = capsys.readouterr().out
     assert "2 tasks x 2 methods x 1 seeds = 4 runs; 0 stored (reused), 4 to run (1 of them n/a" in out
     assert "| copy | transformer | 2 | 3 |" in out and "estimated wall time on this machine:" in out
+    assert re.search(r"at a load average of \d+\.\d on \d+ cores; the estimate assumes that load throughout", out)
     assert "1 worker process(es) side by side, each training one run at a time" in out
     assert "lengths: train 1..5, validation 6..6, test 7..7; budget: 3 steps" in out
     assert main(["run", "--preset", "full", "--tasks", "copy", "--encodings", "rope", "--models", "transformer",
