@@ -45,8 +45,11 @@ def test_the_answer_sees_as_many_passes_as_the_schedule_and_flops_grow_with_them
 
 def test_it_learns_parity_at_its_training_lengths():
     """Parity needs one step per input symbol (Fan et al.'s T(n) = n): the looped
-    block learns it on held-out strings at every training length, >= 95%."""
-    scores = parity_after_training("looped", "nope", steps=600, lr=3e-3, train_length=6,
+    block learns it on held-out strings at every training length, >= 95%. 900
+    steps, so that no CPU's rounding decides it: at 600, 2 of 6 runs (seeds 0-2 at
+    AVX512 and AVX2 kernels of one AMD EPYC) stopped at 91% on length 6; at 900 all
+    6 reached >= 99.2%."""
+    scores = parity_after_training("looped", "nope", steps=900, lr=3e-3, train_length=6,
                                    model=ModelSize(d_model=32, n_layers=1, n_heads=4, d_ff=64))
     assert min(scores) >= 0.95, scores
 
