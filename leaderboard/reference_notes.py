@@ -42,6 +42,15 @@ def _budget(record: RunRecord) -> str:
     return f"{c.steps} steps of {c.batch_size}"
 
 
+def _machine(provenance: dict) -> str:
+    """A sitting's CPU, its kernel level and cores (a reference made in several
+    sittings may have moved between machines, whose rounding differs)."""
+    hardware = provenance.get("hardware") or {}
+    parts = [hardware.get("cpu") or "", hardware.get("cpu_capability") or "",
+             f"{hardware['cpu_cores']} cores" if hardware.get("cpu_cores") else "", hardware.get("gpu") or ""]
+    return ", ".join(p for p in parts if p) or "not recorded"
+
+
 def _runs(provenance: dict) -> str:
     """A provenance's run count; an interrupted sitting's says so, with what it finished."""
     if not provenance.get("interrupted"):
@@ -82,8 +91,8 @@ def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, f
             lines += [f"These records are those of `{source.name}` (this folder is a view of its cells); the "
                       "commands that made them:", ""]
         rows = [[f"`{p.get('command', '')}`", _runs(p), f"{p.get('wall_time_s_this_invocation', '')}",
-                 p["file"]] for p in provenances]
-        lines += markdown_table(["command", "runs", "wall time (s)", "provenance"], rows) + [""]
+                 _machine(p), p["file"]] for p in provenances]
+        lines += markdown_table(["command", "runs", "wall time (s)", "machine", "provenance"], rows) + [""]
         total = sum(float(p.get("wall_time_s_this_invocation") or 0) for p in provenances)
         lines += [f"Wall time of those commands: {total:.0f} s ({total / 3600:.2f} h)."]
     hosts = sorted({f"{r.device} ({r.host.get('machine', '')}{_kernels(r)}, Python {r.host.get('python', '')}, torch "

@@ -1,6 +1,7 @@
-"""A reference's protocol checks read what its records kept: a grid that
-keeps protocol v2 passes every check, and each way of breaking it fails
-exactly its check, naming what broke it."""
+"""A reference README: its protocol checks read what its records kept (a grid
+that keeps protocol v2 passes every check, and each way of breaking it fails
+exactly its check, naming what broke it), its budget as the records trained
+it, and the machine of every sitting."""
 
 from __future__ import annotations
 
@@ -117,3 +118,19 @@ def test_a_reference_readme_states_a_budget_whose_fit_is_only_logged_as_fixed(tm
     text = reference_readme("horizon", records, leaderboard_frame(records), tmp_path, rebuild="(rebuild)")
     assert "4000 steps of 64 (the fit logged every 500 steps, never stopping a run)" in text
     assert "until fit" not in text
+
+
+def test_a_reference_readme_names_the_machine_of_every_sitting(tmp_path):
+    """A reference made in several sittings may move between machines (whose rounding differs):
+    each sitting's row names its CPU, kernel level and cores, or says it was not recorded."""
+    import json
+
+    from lengthbench.leaderboard.reference_notes import reference_readme
+
+    hardware = {"cpu": "Example CPU 9000", "cpu_capability": "AVX512", "cpu_cores": 2, "gpu": None}
+    for name, extra in (("provenance-interrupted-1.json", {"hardware": hardware}), ("provenance.json", {})):
+        (tmp_path / name).write_text(json.dumps({"command": "lengthbench run --preset horizon", "runs": 18, **extra}))
+    records = _grid()
+    text = reference_readme("horizon", records, leaderboard_frame(records), tmp_path, rebuild="(rebuild)")
+    assert "| 18 |  | Example CPU 9000, AVX512, 2 cores | provenance-interrupted-1.json |" in text
+    assert "| not recorded | provenance.json |" in text
