@@ -330,7 +330,7 @@ def of_preset(records: list[RunRecord], preset: str | None, where: PathLike) -> 
     cells = {config.cell_key() for config in grid_configs(PRESETS[preset])}
     mine = [r for r in records if r.config.cell_key() in cells]
     if not mine:
-        raise InputError(f"{str(where)!r} holds no record of preset {preset!r}'s grid; run "
+        raise InputError(f"{str(where)!r} holds no record of the grid of preset {preset!r}; run "
                          f"`lengthbench run --preset {preset}` (or give the folder of a preset that contains it)")
     return mine
 

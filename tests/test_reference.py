@@ -112,7 +112,7 @@ def test_a_reference_build_refuses_records_of_uncommitted_code_and_takes_a_prese
         assert "this sitting has no provenance file, its records are kept" in caplog.text
         capsys.readouterr()
         assert main(["leaderboard", "--results", str(results), "--preset", "quick"]) == 2
-        assert "holds no record of preset 'quick'" in capsys.readouterr().err
+        assert "holds no record of the grid of preset 'quick'; run" in capsys.readouterr().err
     finally:
         PRESETS.remove("smoke-rope")
 
