@@ -93,7 +93,9 @@ def to_markdown(board: pd.DataFrame) -> str:
            "a seed whose run raised is not counted (the next run retries it)."
            if (board.n_failed.sum() + board.n_errors.sum()) else "")
         + (f" {FIT_RULE} Threshold: {100 * threshold.iloc[0]:.0f}% in-distribution exact match."
-           if len(threshold) else ""),
+           if len(threshold) else "")
+        + (" A blank cell has no record: the method did not run on that task here (a grid that leaves the cell "
+           "out, or a run still to come), unlike n/a, a cell that cannot run." if (table == "").any().any() else ""),
         "",
         *markdown_table(header, rows),
     ]

@@ -699,3 +699,15 @@ def test_the_length_figure_shades_the_bands_and_dots_unfit_cells():
     assert "bands: validation (orange), test (blue)" in title and "dotted: did not fit" in title
     assert "seed range" not in title  # one seed: nothing shaded, nothing promised
     assert "seed range" in accuracy_vs_length_figure(rows([0, 1]))._suptitle.get_text()
+
+
+def test_a_blank_cell_of_the_table_is_explained_and_told_from_n_a():
+    """A method with no record on a task (a grid that leaves the cell out) leaves a blank; the
+    caption says what a blank is, and a table without one says nothing of blanks."""
+    from lengthbench.leaderboard.tables import to_markdown
+
+    full = [fake_record(task, enc, 0, [1, 1, 1, 0.5]) for task in ("copy", "parity_check") for enc in ("nope", "rope")]
+    assert "blank" not in to_markdown(leaderboard_frame(full))
+    text = to_markdown(leaderboard_frame(full[:-1]))  # rope never ran on parity_check
+    assert "A blank cell has no record" in text and "unlike n/a" in text
+    assert "| `transformer/rope` |  | 50.0 |" in text  # parity_check, then copy
