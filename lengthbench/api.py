@@ -654,4 +654,4 @@ def models_text() -> str:
     """Every model family."""
     return "\n".join(f"{name:12s} {entry.description}  ["
                      + (f"takes an encoding (method {name}/<encoding>)" if entry.takes_encoding else "no encoding")
-                     + "]" for name, entry in FAMILIES.items())
+                     + f"; shaped by {', '.join(entry.size_fields)}]" for name, entry in FAMILIES.items())

@@ -171,3 +171,11 @@ def test_a_family_naming_a_size_field_that_does_not_exist_is_refused_with_the_va
     with pytest.raises(ValueError, match=r"'width'.*d_model, n_layers, n_heads, d_ff"):
         register_family("test-bad-size", description="x", size_fields=("d_model", "width"))
     assert "test-bad-size" not in family_names()
+
+
+def test_list_models_names_the_size_fields_that_shape_each_family(capsys):
+    assert main(["list", "models"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert lines["lstm"].endswith("[no encoding; shaped by d_model]")
+    assert lines["ssm"].endswith("; shaped by d_model, n_layers]")
+    assert lines["transformer"].endswith("(method transformer/<encoding>); shaped by d_model, n_layers, n_heads, d_ff]")
