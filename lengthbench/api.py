@@ -560,7 +560,9 @@ def reproduce(paper: str, results: PathLike, out: PathLike | None = None, preset
     """The published-vs-ours report of a founding paper (``REPORTS``) from the
     records in ``results`` (of ``preset``'s grid only, when given); written to
     ``out`` (default: ``results``) as ``reproduction.md``, whose path is the
-    text's last line."""
+    text's last line, beside ``reproduction.json`` (which paper, which records,
+    which preset: what a rebuild needs, as a view's folder name need not be the
+    paper's)."""
     if paper not in REPORTS:
         raise UnknownNameError("paper", paper, REPORTS)
     folder = Path(results)
@@ -584,6 +586,10 @@ def reproduce(paper: str, results: PathLike, out: PathLike | None = None, preset
         shown = ", ".join(f"{t}/{m}" for t, m in missing[:4]) + (", ..." if len(missing) > 4 else "")
         text += (f"Missing: {len(missing)} of the {len(cells)} cells of `{view.name}` have no record here ({shown}); "
                  "their rows are empty and no verdict rests on them.\n\n")
+    rebuild = (f"lengthbench reproduce {paper} --results {results}" + (f" --out {out}" if out else "")
+               + (f" --preset {preset}" if preset else ""))
+    write_json(target / "reproduction.json", {"paper": paper, "records": os.path.relpath(folder, target),
+                                              "preset": preset, "rebuild": rebuild})
     return text + f"wrote reproduction: {write_text(target / 'reproduction.md', text)}"
 
 

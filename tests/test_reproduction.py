@@ -1,5 +1,6 @@
 """Published-vs-ours reports: the papers' aggregations, computed from records."""
 
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -95,6 +96,11 @@ def test_reproduce_cli_writes_the_report(capsys, tmp_path):
     assert main(["reproduce", "nope", "--results", str(tmp_path / "r"), "--out", str(tmp_path / "o"),
                  "--preset", "smoke"]) == 0
     assert "Missing: 16 of the 20 cells of `smoke` have no record here" in (tmp_path / "o" / "reproduction.md").read_text()
+    # beside it, what a rebuild needs: the paper, the records relative to the report, the preset
+    source = json.loads((tmp_path / "o" / "reproduction.json").read_text())
+    assert source == {"paper": "nope", "records": "../r", "preset": "smoke",
+                      "rebuild": f"lengthbench reproduce nope --results {tmp_path / 'r'} --out {tmp_path / 'o'} "
+                                 "--preset smoke"}
     assert main(["reproduce", "nope", "--results", str(tmp_path / "missing")]) == 2
     assert main(["reproduce", "coupling", "--results", str(tmp_path / "o")]) == 2  # no records there
     assert "--preset coupling" in capsys.readouterr().err
