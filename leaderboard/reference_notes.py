@@ -102,19 +102,7 @@ def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, f
               f"Code: {', '.join(f'`{v}`' for v in sorted({r.code_version for r in records}))} "
               "(committed code only: the build refuses records of uncommitted code).",
               f"Machine: {'; '.join(hosts) or 'none ran'}.", "", "## Protocol", ""]
-    settings: dict[str, tuple[set, set]] = {}
-    for r in ran:
-        row = board[(board.task == r.task) & (board.method == r.method)].iloc[0]
-        c = r.config
-        key = (f"{bands(row)}; {_budget(r)}; lr {c.lr:g}, weight decay {c.weight_decay:g}; "
-               f"{describe_size(c.family, c.model)}; {c.eval_samples} "
-               "evaluation examples per length")
-        families, tasks = settings.setdefault(key, (set(), set()))
-        families.add(c.family)
-        tasks.add(c.task)
-    every_task = {r.task for r in ran}
-    lines += [f"- {', '.join(sorted(families))}" + ("" if tasks == every_task else f" on {', '.join(sorted(tasks))}")
-              + f": {key} (train / validation / test)" for key, (families, tasks) in settings.items()]
+    lines += _protocol(ran, board)
     chosen = board[board.selected.fillna("") != ""]
     lines += ["", "## Selection", "",
               (f"{len(chosen)} cells chose a setting on the validation band (`run --select`): see the table in "
@@ -137,6 +125,56 @@ def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, f
               *markdown_table(["check", "bar", "the records", "holds"], checks_table(protocol_checks(records, board)))]
     lines += ["", "## Rebuild", "", f"`{rebuild}` rebuilds every table, figure and this README from the records.", ""]
     return "\n".join(lines)
+
+
+PROTOCOL_FIELDS = ("lengths", "budget", "optimizer", "size", "evaluation")
+
+
+def _protocol(ran: list[RunRecord], board: pd.DataFrame) -> list[str]:
+    """The settings the runs trained with: once, where every run shares them,
+    then a row per group of methods and tasks for what differs (a model's size
+    always does)."""
+    groups: dict[tuple, tuple[set, set]] = {}
+    for r in ran:
+        row = board[(board.task == r.task) & (board.method == r.method)].iloc[0]
+        c, lengths = r.config, bands(row)
+        fields = (f"{lengths} ({'train / validation / test' if lengths.count('/') == 2 else 'train / test'})",
+                  _budget(r), f"lr {c.lr:g}, weight decay {c.weight_decay:g}", describe_size(c.family, c.model),
+                  f"{c.eval_samples} examples per evaluated length")
+        methods, tasks = groups.setdefault(fields, (set(), set()))
+        methods.add(r.method)
+        tasks.add(c.task)
+    if not groups:
+        return ["No run trained."]
+    shared = [i for i, name in enumerate(PROTOCOL_FIELDS)
+              if name != "size" and len({fields[i] for fields in groups}) == 1]
+    first = next(iter(groups))
+    lines = ["Every run: " + "; ".join(f"{PROTOCOL_FIELDS[i]} {first[i]}" for i in shared) + ".", ""] if shared else []
+    every_task = {r.task for r in ran}
+    varying = [i for i in range(len(PROTOCOL_FIELDS)) if i not in shared]
+    family_of = {r.method: r.config.family for r in ran}
+    rows = [[_methods(methods, family_of), _tasks(tasks, every_task), *(fields[i] for i in varying)]
+            for fields, (methods, tasks) in groups.items()]
+    return lines + markdown_table(["methods", "tasks", *(PROTOCOL_FIELDS[i] for i in varying)], rows)
+
+
+def _methods(methods: set, family_of: dict) -> str:
+    """A group's methods: a family's name where the group holds all its methods."""
+    shown = []
+    for family in sorted(set(family_of[m] for m in methods)):
+        own = {m for m, f in family_of.items() if f == family}
+        shown += [family] if own <= methods else sorted(own & methods)
+    return ", ".join(shown)
+
+
+def _tasks(tasks: set, every_task: set) -> str:
+    """Which tasks a group trained on, the shorter way round."""
+    if tasks == every_task:
+        return "every task"
+    left_out = every_task - tasks
+    if len(left_out) < len(tasks):
+        return "every task but " + ", ".join(sorted(left_out))
+    return ", ".join(sorted(tasks))
 
 
 def _kernels(record) -> str:

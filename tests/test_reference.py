@@ -86,6 +86,9 @@ def test_a_reference_build_refuses_records_of_uncommitted_code_and_takes_a_prese
     assert "[PROTOCOL.md](PROTOCOL.md)" in readme and (out / "PROTOCOL.md").read_text() == "# Why this budget\n"
     assert "Code: `0.3.0+gabc` (committed code only" in readme
     assert "2 of 2 cells that ran did not fit" in readme and "| `transformer/rope` | copy |" in readme
+    # the settings every run shares once, then what differs per group (here only the model's size)
+    assert "Every run: lengths 1.." in readme and "| methods | tasks | size |" in readme
+    assert "| transformer | every task | d_model" in readme
     assert "`lengthbench run --preset smoke --tasks copy --encodings nope,rope" in readme  # its provenance
     assert json.loads((out / "reference.json").read_text())["records"] == "."
     from dataclasses import replace
@@ -119,6 +122,18 @@ def test_a_reference_build_refuses_records_of_uncommitted_code_and_takes_a_prese
         assert "holds no record of the grid of preset 'quick'; run" in capsys.readouterr().err
     finally:
         PRESETS.remove("smoke-rope")
+
+
+def test_the_protocol_table_names_a_whole_family_and_its_tasks_the_shorter_way():
+    from lengthbench.leaderboard.reference_notes import _methods, _tasks
+
+    family_of = {"transformer/rope": "transformer", "transformer/nope": "transformer", "lstm": "lstm"}
+    assert _methods({"transformer/rope", "transformer/nope", "lstm"}, family_of) == "lstm, transformer"
+    assert _methods({"transformer/rope", "lstm"}, family_of) == "lstm, transformer/rope"
+    every = {"copy", "parity_check", "reverse_string", "addition"}
+    assert _tasks(every, every) == "every task"
+    assert _tasks(every - {"addition"}, every) == "every task but addition"
+    assert _tasks({"copy"}, every) == "copy"
 
 
 def test_a_grid_grown_after_the_build_changes_no_shipped_readme(tmp_path):
