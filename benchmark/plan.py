@@ -162,8 +162,9 @@ def _load_while() -> str:
     """The machine's load during calibration (the 1-minute load average just
     after it), which slows the timed steps as it will slow the grid."""
     if not hasattr(os, "getloadavg"):
-        return "(load unknown on this system)"
-    return f"at a load average of {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+        return "; other load on the machine makes the grid longer"
+    return (f" at a load average of {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; the estimate assumes that "
+            "load throughout: more makes the grid longer, less shorter")
 
 
 def _duration(seconds: float) -> str:
@@ -228,7 +229,6 @@ def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: i
         f"useful work: {flops / 1e12:.2f} TFLOP; run time on one worker: {_duration(serial)}"
         + (" (at most: runs that fit stop early)" if until_fit else ""),
         f"estimated wall time on this machine: {_duration(serial / parallel)} with {parallel} worker(s) "
-        f"(calibrated from {CALIBRATION_STEPS} steps per shape in {calibration_seconds:.0f} s {_load_while()}; "
-        "the estimate assumes that load throughout: more makes the grid longer, less shorter)",
+        f"(calibrated from {CALIBRATION_STEPS} steps per shape in {calibration_seconds:.0f} s{_load_while()})",
     ]
     return "\n".join(lines)

@@ -5,6 +5,7 @@ submissions trained by pool workers."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -141,6 +142,10 @@ def test_plan_estimates_without_training_or_writing(tmp_path, tiny, monkeypatch,
     capsys.readouterr()
     assert main(argv) == 0
     assert "4 stored (reused), 0 to run" in capsys.readouterr().out
+    monkeypatch.delattr(os, "getloadavg")  # a system without it: the estimate says other load lengthens it
+    assert main(["run", *tiny, "--results", str(tmp_path / "other"), "--plan"]) == 0
+    out = capsys.readouterr().out
+    assert "s; other load on the machine makes the grid longer)" in out and "load average" not in out
 
 
 def test_plan_check_sets_each_finished_run_beside_its_prediction(tmp_path, tiny, monkeypatch, capsys):
