@@ -51,7 +51,7 @@ PROTOCOL_EXCLUDES = ("task", "encoding", "family", "family_source", "seed")
 LATER_PROTOCOL_FIELDS = ("test_points", "fit_from", "fit_unseen")
 
 
-def _chance(r: RunRecord) -> float:
+def test_band_chance(r: RunRecord) -> float:
     """The chance level of a run's test band; none for a format that cannot write its task."""
     if r.status == "not_applicable" and label_not_applicable(r.task) is not None:
         return float("nan")
@@ -78,7 +78,7 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
             "protocol": json.dumps(settings, sort_keys=True, separators=(",", ":")),
             "run_id": r.run_id, "failed": r.failed, **{k: (r.summary or {}).get(k) for k in SUMMARY_FIELDS},
             "fit_score": fit_score(r.summary),
-            "chance_exact_match": _chance(r),
+            "chance_exact_match": test_band_chance(r),
             **selection_texts(r.selection),
         })
     return pd.DataFrame(rows, columns=RUN_COLUMNS)

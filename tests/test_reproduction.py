@@ -49,6 +49,20 @@ def test_nope_score_averages_seen_and_unseen_lengths():
     assert "| `rope` | 0.33 | 1.00 |" in text and "| `nope` | 0.69 | 0.50 |" in text
 
 
+def test_the_nope_report_ranks_the_test_band_alone_beside_their_score_with_chance():
+    """nope leads over every length (65.0 against 63.5) but rope leads on the
+    unseen lengths 3..4 (32.0 against 30.0): the two orders differ, and each
+    row shows the task's chance level on the test band."""
+    records = [record("copy", "transformer/nope", 0, [1, 1, 0.3, 0.3]),
+               record("copy", "transformer/rope", 0, [1, 0.9, 0.32, 0.32])]
+    text = nope_report(records)
+    assert "| `nope` | 0.69 | 1.00 | 0.50 |" in text and "| `rope` | 0.33 | 0.50 | 1.00 |" in text
+    assert "Ours: rope > nope" not in text and "Ours: nope > rope" in text
+    assert "On the test band alone: rope > nope." in text
+    chance = text.split("| copy | `nope` | 98.6 | 65.0 | 30.0 | ")[1].split(" |")[0]
+    assert 0 < float(chance) < 30.0  # copy's answers are mostly distinct: chance is low, and stated
+
+
 def _banded(task, method, seed, validation, test, fit=1.0):
     """Trained 1..2, validation at 3, test at 4..5."""
     return record(task, method, seed, [fit, fit, validation, test, test], validation_length=3)
