@@ -54,6 +54,8 @@ REFERENCE_RECORDS = ({paper: f"leaderboard/reference/{paper}/records" for paper 
                      | {paper: "leaderboard/reference/horizon/records" for paper in ("formats", "looped")})
 
 NOT_FIT = "did not fit (no verdict)"
+# beside test exact match: the share of the test band's examples whose answer is their length's most frequent one
+CHANCE_COLUMN = "chance (%, test band)"
 NO_PAIR = "not tested: no task where both fit and an encoding was chosen on a validation band"
 
 
@@ -378,7 +380,7 @@ def nope_report(records: list[RunRecord]) -> str:
     lines += ["## Per task", "", "Chance: the share of the test band's examples whose answer is their length's most "
               "frequent answer; a test-band score at or under it carries nothing past the training lengths.", "",
               *markdown_table(["task", "encoding", "published (3-seed mean)", "ours (mean ± std)",
-                               "ours, test band only", "chance (test band)"], rows), ""]
+                               "ours, test band only", CHANCE_COLUMN], rows), ""]
     return "\n".join(lines) + "\n"
 
 
@@ -520,15 +522,15 @@ def copying_report(records: list[RunRecord]) -> str:
         cells = board[board.task == task].set_index("method")
         picks = [chosen.get(task), agnostic.get(task)]
         rows.append([task, *(x for p in picks for x in (f"`{p}`" if p else "none fit", cell_text(cells, p))),
-                     *(cell_text(cells, m) for m in families)])
+                     *(cell_text(cells, m) for m in families), _chance_of(board, task)])
     lines += ["## Per task", "",
               "The transformer's encoding is chosen per task on the validation band (the best mean "
               "validation exact match among the encodings that fit), never on the test band: among every "
               "encoding, and among the task-agnostic ones (leaving out those that read the task's coupled "
               "position ids, which a state-space or recurrent model is not given).", "",
               *markdown_table(["task", "transformer encoding (any)", "transformer (any)",
-                               "transformer encoding (task-agnostic)", "transformer (task-agnostic)"] + families,
-                              rows), ""]
+                               "transformer encoding (task-agnostic)", "transformer (task-agnostic)", *families,
+                               CHANCE_COLUMN], rows), ""]
     ssm = "ssm"
     rows = []
     if ssm in scores:
@@ -586,6 +588,12 @@ def _cell(cells: pd.DataFrame, task: str, method: str) -> list[str]:
     return [f"{int(c.n_fit)}/{int(c.n_seeds)}", _pct(c.ood_exact_match_mean) + std + flag, reach]
 
 
+def _chance_of(cells: pd.DataFrame, task: str) -> str:
+    """A task's chance level on the test band (%), beside its scores."""
+    levels = cells[cells.task == task].chance_exact_match.dropna()
+    return _pct(levels.iloc[0]) if len(levels) else ""
+
+
 def _claim_row(a: dict, b: dict, names: tuple[str, str]) -> list[str]:
     """Units, A − B [95% interval], P(A > B) [95% interval] and the verdict, or why there is none."""
     test, better = _effect(a, b)
@@ -630,9 +638,9 @@ def formats_report(records: list[RunRecord]) -> str:
     for task in sorted({split_label(t) for t in board.task}, key=lambda pair: task_order_key(task_label(*pair))):
         label = task_label(*task)
         for method in method_order(board[board.task == label].method.unique()):
-            rows.append([task[0], task[1], f"`{method}`", *_cell(board, label, method)])
+            rows.append([task[0], task[1], f"`{method}`", *_cell(board, label, method), _chance_of(board, label)])
     lines += ["## Per cell", "", *markdown_table(["task", "format", "method", "seeds fit", "test exact match (%)",
-                                                   "generalization length"], rows), ""]
+                                                   "generalization length", CHANCE_COLUMN], rows), ""]
 
     def by_method(label: str) -> dict[str, list[float]]:
         """method -> seed scores of ``label``'s judged cells (``_effect`` pairs the methods judged in both)."""
@@ -689,10 +697,10 @@ def looped_report(records: list[RunRecord]) -> str:
     for task in sorted(tasks, key=task_order_key):
         for encoding in sorted(looped):
             rows.append([task, f"`{encoding}`", *_cell(board, task, f"{TRANSFORMER}/{encoding}"),
-                         *_cell(board, task, f"{LOOPED}/{encoding}")])
+                         *_cell(board, task, f"{LOOPED}/{encoding}"), _chance_of(board, task)])
     lines += ["## Per task", "", *markdown_table(
         ["task", "encoding", "fixed depth: seeds fit", "fixed depth (%)", "fixed depth: generalization length",
-         "looped: seeds fit", "looped (%)", "looped: generalization length"], rows), ""]
+         "looped: seeds fit", "looped (%)", "looped: generalization length", CHANCE_COLUMN], rows), ""]
 
     def by_task(method: str) -> dict[str, list[float]]:
         """task -> seed scores of ``method``'s judged cells (``_effect`` pairs the tasks judged for both)."""

@@ -216,6 +216,8 @@ def test_copying_report_chooses_the_encoding_on_validation_and_tests_it_against_
             in text)
     assert ("| duplicate_string | `transformer/coupled` | 100.0 ± 0.0 | `transformer/nope` | 85.0 ± 7.1 | 90.0 ± 0.0 "
             "(did not fit) | 35.0 ± 7.1 |" in text)
+    copy_row = [line for line in text.splitlines() if line.startswith("| copy |")][0]
+    assert "| chance (%, test band) |" in text and 0 < float(copy_row.split("|")[-2]) < 10  # copy's answers differ
     # task-agnostic, the task the unit: +45 (copy), +50 (duplicate_string): mean 47.5, sd 3.54, t(0.975, 1) = 12.7
     assert ("| transformer, task-agnostic encoding (chosen on validation) | 2 | +47.5 [+15.7, +79.3] | 1.00 [1.00, "
             "1.00]: transformer better | better than ssm |") in text
@@ -345,6 +347,9 @@ def test_formats_report_tests_each_format_against_plain_method_by_method():
     # across tasks, the task the unit: +30 (parity) and 0 (addition): t(0.975, 1) = 12.7, interval clipped to +-100
     assert "| Anil et al. | every task above, the task as the unit | `scratchpad` |  | 2 | +15.0 [-100.0, +100.0] |" in text
     assert "Horizon: trained on lengths 1..2, tested on 4..5, up to 2.5× the longest training length." in text
+    # each cell beside its task's chance level on the test band (the final answer's: parity's about half)
+    scratchpad = [line for line in text.splitlines() if line.startswith("| parity_check | scratchpad | `transformer/rope`")]
+    assert "generalization length | chance (%, test band) |" in text and 30 < float(scratchpad[0].split("|")[-2]) < 70
     with pytest.raises(InputError, match="no task written in a format other than plain"):
         formats_report([r for r in records if "+" not in r.task and r.task != "addition-index-hints"])
 
@@ -372,6 +377,10 @@ def test_looped_report_pairs_looped_and_fixed_depth_by_task():
     assert "| every encoding (seeds together per task) | 2 | +33.8 [" in text
     assert "| cycle_navigation | `rope` | 2/2 | 30.0 ± 0.0 |" in text and "0/2 | 90.0 ± 0.0 (did not fit) |" in text
     assert "| copy |" not in text
+    # each row ends with its task's chance level on the test band: parity's about half its examples
+    assert "| looped: generalization length | chance (%, test band) |" in text
+    parity = [line for line in text.splitlines() if line.startswith("| parity_check | `nope` |")][0]
+    assert 30 < float(parity.split("|")[-2]) < 70
     with pytest.raises(InputError, match="no run of the looped transformer"):
         looped_report([r for r in records if r.config.family != "looped"])
 
