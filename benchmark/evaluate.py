@@ -164,18 +164,38 @@ def held_out_fit(model: RunModel, task: Task, config: RunConfig, device: torch.d
     return float(min(scores) if config.fit_from else np.mean(scores))
 
 
+def _answers(task: str, eval_seed: int, length: int, n_samples: int) -> list[np.ndarray]:
+    """The scored answer tokens of the evaluation examples at ``length`` (the same data every run is scored on)."""
+    rng, _ = eval_streams(eval_seed, length, torch.device("cpu"))
+    batch = make_batch(get_task(task), rng, np.full(n_samples, length))
+    return [row_targets[row_scored] for row_targets, row_scored in zip(batch.targets, batch.scored)]
+
+
 @lru_cache(maxsize=None)
 def majority_exact_match(task: str, eval_seed: int, lengths: tuple[int, ...], n_samples: int) -> float:
     """The chance level of exact match: the share of the evaluation examples
-    at ``lengths`` (the same data every run is scored on) whose answer is that
-    length's most frequent answer, averaged over ``lengths``: what a model
-    that ignores its input scores at best (0.5 for a balanced yes/no task,
-    about 0 for long answers)."""
+    at ``lengths`` whose answer is that length's most frequent answer,
+    averaged over ``lengths``: what a model that ignores its input scores at
+    best (0.5 for a balanced yes/no task, about 0 for long answers)."""
     shares = []
     for length in lengths:
-        rng, _ = eval_streams(eval_seed, length, torch.device("cpu"))
-        batch = make_batch(get_task(task), rng, np.full(n_samples, length))
-        answers = [row_targets[row_scored].tobytes() for row_targets, row_scored in zip(batch.targets, batch.scored)]
-        _, counts = np.unique(answers, return_counts=True)
+        _, counts = np.unique([a.tobytes() for a in _answers(task, eval_seed, length, n_samples)], return_counts=True)
         shares.append(counts.max() / n_samples)
     return round(float(np.mean(shares)), 6) if shares else float("nan")
+
+
+@lru_cache(maxsize=None)
+def majority_token_accuracy(task: str, eval_seed: int, lengths: tuple[int, ...], n_samples: int) -> float:
+    """The chance level of token accuracy, scored as runs are (per example, the
+    share of its answer tokens right; averaged): a model that ignores input
+    and answer so far and writes, at each answer position, that length's most
+    frequent token there."""
+    scores = []
+    for length in lengths:
+        answers = _answers(task, eval_seed, length, n_samples)
+        majority = {}
+        for k in range(max(len(a) for a in answers)):
+            tokens, counts = np.unique([a[k] for a in answers if len(a) > k], return_counts=True)
+            majority[k] = tokens[counts.argmax()]
+        scores.append(np.mean([np.mean([token == majority[k] for k, token in enumerate(a)]) for a in answers]))
+    return round(float(np.mean(scores)), 6) if scores else float("nan")

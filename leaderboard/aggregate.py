@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from lengthbench.benchmark.config import LATER_FIELDS
-from lengthbench.benchmark.evaluate import majority_exact_match
+from lengthbench.benchmark.evaluate import majority_exact_match, majority_token_accuracy
 from lengthbench.benchmark.records import (
     SUMMARY_FIELDS,
     RunRecord,
@@ -51,12 +51,14 @@ PROTOCOL_EXCLUDES = ("task", "encoding", "family", "family_source", "seed")
 LATER_PROTOCOL_FIELDS = ("test_points", "fit_from", "fit_unseen")
 
 
-def test_band_chance(r: RunRecord) -> float:
-    """The chance level of a run's test band; none for a format that cannot write its task."""
+def test_band_chance(r: RunRecord, metric: str = "exact_match") -> float:
+    """The chance level of a run's test band in ``metric`` (exact match or
+    token accuracy); none for a format that cannot write its task."""
     if r.status == "not_applicable" and label_not_applicable(r.task) is not None:
         return float("nan")
-    return majority_exact_match(r.task, r.config.eval_seed, tuple(
-        n for n in r.config.eval_lengths() if r.config.split(n) == "ood"), r.config.eval_samples)
+    chance = majority_exact_match if metric == "exact_match" else majority_token_accuracy
+    return chance(r.task, r.config.eval_seed, tuple(n for n in r.config.eval_lengths() if r.config.split(n) == "ood"),
+                  r.config.eval_samples)
 
 
 def runs_frame(records: list[RunRecord]) -> pd.DataFrame:

@@ -136,6 +136,7 @@ def chomsky_report(records: list[RunRecord]) -> str:
              f"Sources: {published.DELETANG}; {published.RUOSS}.", ""]
 
     chosen = _chosen_on_validation(board, "token_accuracy")
+    chance = {r.task: _pct(test_band_chance(r, "token_accuracy")) for r in records if r.status == "ok"}
     rows, holds = [], []
     for task in tasks:
         cells = transformer[transformer.task == task]
@@ -143,23 +144,25 @@ def chomsky_report(records: list[RunRecord]) -> str:
         theirs = verdict + (f" ({_pct(number)}%)" if number is not None else "")
         if cells.empty or task not in chosen:
             holds.append(NOT_FIT)
-            rows.append([task, get_task(task).level, theirs, "none fit", "", "", "", NOT_FIT])
+            rows.append([task, get_task(task).level, theirs, "none fit", "", "", "", chance.get(task, ""), NOT_FIT])
             continue
         pick = cells.set_index("method").loc[chosen[task]]
         paper_style = cells.loc[cells.ood_token_accuracy_max.idxmax()]  # shown only, labelled; no verdict
         holds.append(_holds(pick.ood_token_accuracy_mean >= published.SOLVED, verdict))
         rows.append([task, get_task(task).level, theirs, f"`{pick.encoding}`", _mean_std(pick),
                      _pct(pick.ood_token_accuracy_max),
-                     f"`{paper_style.encoding}` {_pct(paper_style.ood_token_accuracy_max)}", holds[-1]])
+                     f"`{paper_style.encoding}` {_pct(paper_style.ood_token_accuracy_max)}", chance[task], holds[-1]])
     judged_tasks = len(holds) - holds.count(NOT_FIT)
     lines += ["## Transformer: the encoding chosen per task", "",
               "Per task, the encoding with the best mean validation-band score among those that fit the "
               "training lengths (chosen without looking at the test band); the finding rests on its mean "
               "over seeds. The last score column is the papers' own computation, the maximum over encodings "
-              "and seeds on the test band: shown for comparison with their tables, never a verdict.", "",
+              "and seeds on the test band: shown for comparison with their tables, never a verdict. Chance: "
+              "the per-token accuracy of a model that writes, at each answer position, the test length's most "
+              "frequent token there (ignoring input and answer so far).", "",
               *markdown_table(["task", "level", "published (best encoding, max over seeds)", "chosen on validation",
                                 "its mean ± std", "its max", "paper-style: best max on test (not a verdict)",
-                                "finding"], rows), "",
+                                "chance (%, test band, per token)", "finding"], rows), "",
               f"The published verdict holds on {holds.count('holds')} of the {judged_tasks} tasks where some "
               f"encoding fit ({holds.count(NOT_FIT)} with none fit: no verdict) at this scale. "
               f"A maintainer of the reference code gives the even_pairs mean over seeds as "

@@ -307,6 +307,19 @@ def test_chance_is_the_most_frequent_answer_of_the_evaluation_data():
     assert majority_exact_match("parity_check", 1234, (21,), 64) == majority_exact_match("parity_check", 1234, (21,), 64)
 
 
+def test_per_token_chance_is_the_most_frequent_token_at_each_answer_position():
+    """A one-token answer: the same as exact match's chance. A long binary answer: no answer repeats, but each
+    position's majority bit is right about half the time. bucket_sort's sorted answers: far more (its early
+    positions are mostly the smallest symbol)."""
+    from lengthbench.benchmark.evaluate import majority_exact_match, majority_token_accuracy
+
+    assert majority_token_accuracy("parity_check", 1234, (21, 64), 256) == majority_exact_match("parity_check", 1234,
+                                                                                                 (21, 64), 256)
+    assert majority_exact_match("reverse_string", 1234, (21, 64), 256) < 0.01
+    assert 0.5 <= majority_token_accuracy("reverse_string", 1234, (21, 64), 256) < 0.56
+    assert majority_token_accuracy("bucket_sort", 1234, (21, 64), 256) > 0.6
+
+
 @pytest.mark.parametrize("module, argv, needle", [
     ("budget", ["--results", "/no/such/folder"], "is not a folder"),
     ("matching", ["--preset", "no-such-preset"], "unknown preset 'no-such-preset'; valid choices"),
