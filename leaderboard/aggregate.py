@@ -51,14 +51,16 @@ PROTOCOL_EXCLUDES = ("task", "encoding", "family", "family_source", "seed")
 LATER_PROTOCOL_FIELDS = ("test_points", "fit_from", "fit_unseen")
 
 
+CHANCE = {"exact_match": majority_exact_match, "token_accuracy": majority_token_accuracy}
+
+
 def test_band_chance(r: RunRecord, metric: str = "exact_match") -> float:
     """The chance level of a run's test band in ``metric`` (exact match or
     token accuracy); none for a format that cannot write its task."""
     if r.status == "not_applicable" and label_not_applicable(r.task) is not None:
         return float("nan")
-    chance = majority_exact_match if metric == "exact_match" else majority_token_accuracy
-    return chance(r.task, r.config.eval_seed, tuple(n for n in r.config.eval_lengths() if r.config.split(n) == "ood"),
-                  r.config.eval_samples)
+    test_lengths = tuple(n for n in r.config.eval_lengths() if r.config.split(n) == "ood")
+    return CHANCE[metric](r.task, r.config.eval_seed, test_lengths, r.config.eval_samples)
 
 
 def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
