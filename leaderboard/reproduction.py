@@ -271,16 +271,32 @@ def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord]) -> 
             "tasks and encodings. P(randomized > base): the probability of improvement with the task as the "
             "unit (per task, the chance that a seed of the variant scores above a seed of the base, ties half; "
             "averaged over the same tasks), with its 95% stratified-bootstrap interval (seeds resampled within "
-            "each task; Agarwal et al. 2021) and the verdict it supports.",
+            f"each task; Agarwal et al. 2021) and the verdict it supports. {IMPROVEMENT_RULE}",
             "", *markdown_table(["base", "tasks (both fit)", "gain [95% interval]", "verdict",
-                                  "P(randomized > base) [95% interval]", "gain of the max over seeds"], rows), ""]
+                                  "P(randomized > base) [95% interval], p", "gain of the max over seeds"], rows), ""]
 
 
 def _improvement(test: dict, a: str = "randomized", b: str = "base") -> str:
-    """A probability of improvement, its interval and what the interval supports."""
+    """A probability of improvement, its interval, its permutation p-value and the verdict both support."""
     if not test["n_tasks"]:
         return ""
-    return f"{test['p']:.2f} [{test['low']:.2f}, {test['high']:.2f}]: {_verdict(test, a, b)}"
+    return f"{test['p']:.2f} [{test['low']:.2f}, {test['high']:.2f}], {_p_text(test['p_value'])}: {_verdict(test, a, b)}"
+
+
+def _p_text(p: float) -> str:
+    """``p 0.08``; never rounded onto the other side of 0.05 (0.0496 is ``p 0.0496``, not ``p 0.05``)."""
+    if p < 0.001:
+        return "p < 0.001"
+    short = f"{p:.2g}"
+    return f"p {short}" if (float(short) < 0.05) == (p < 0.05) else f"p {p:.3g}"
+
+
+# How a probability-of-improvement verdict is reached, said wherever one is shown.
+IMPROVEMENT_RULE = ("A P verdict needs the interval clear of 0.5 and a permutation test at p < 0.05 (within each "
+                    "stratum the seeds' labels exchanged, every way where there are few): with 3 seeds a side a "
+                    "bootstrap interval can shrink to one point, yet every seed beating every seed of one stratum "
+                    "happens by chance 1 time in 10. Both keep the strata fixed, so they speak for these strata "
+                    "only; the t interval over them is the one that reaches beyond.")
 
 
 def _verdict(test: dict, a: str, b: str) -> str:
@@ -366,9 +382,10 @@ def nope_report(records: list[RunRecord]) -> str:
               "Each adjacent pair of the published order: the difference in score (points) with the task as the "
               "unit (each task's seed means, paired over the tasks where both fit), with its 95% Student-t "
               "interval; it holds when the interval lies above 0. P(first > second): the probability that a seed "
-              "of the first beats a seed of the second, the task as the stratum (stratified bootstrap, 95%).", "",
+              "of the first beats a seed of the second, the task as the stratum (stratified bootstrap, 95%). "
+              + IMPROVEMENT_RULE, "",
               *markdown_table(["published", "tasks (both fit)", "difference [95% interval]",
-                               "P(first > second) [95% interval]", "verdict"], rows), ""]
+                               "P(first > second) [95% interval], p", "verdict"], rows), ""]
     chance = {r.task: test_band_chance(r) for r in records if r.status == "ok"}
     rows = []
     for task in dict.fromkeys(scores.task):
@@ -493,9 +510,9 @@ def _recurrent_versus_transformer(records: list[RunRecord], board: pd.DataFrame,
             "(points) with the task as the unit (each task's seed means, paired over the tasks where both fit), "
             "with its 95% Student-t interval, and the probability that a seed of the family beats a seed of the "
             "transformer, the task as the stratum (stratified bootstrap, 95%). Published: the recurrent families "
-            "solve every regular task, the transformer most of them not.", "",
+            f"solve every regular task, the transformer most of them not. {IMPROVEMENT_RULE}", "",
             *markdown_table(["family", "its mean (%)", "tasks (both fit)", "family − transformer [95% interval]",
-                             "P(family > transformer) [95% interval]", "verdict"], rows), ""]
+                             "P(family > transformer) [95% interval], p", "verdict"], rows), ""]
 
 
 def copying_report(records: list[RunRecord]) -> str:
@@ -552,9 +569,10 @@ def copying_report(records: list[RunRecord]) -> str:
               "interval, and the probability that a seed of the method beats a seed of `ssm`, the task as the "
               "stratum (stratified bootstrap, 95%). The first two rows test the published claim (it holds when the "
               "interval lies above 0), the second with the positions a state-space model could also be given; the "
-              "others describe each method (one interval each, no correction for the many comparisons).", "",
+              "others describe each method (one interval each, no correction for the many comparisons). "
+              + IMPROVEMENT_RULE, "",
               *(markdown_table(["method", "tasks (both fit)", "method − ssm [95% interval]",
-                                "P(method > ssm) [95% interval]", "verdict"], rows)
+                                "P(method > ssm) [95% interval], p", "verdict"], rows)
                 if rows else ["`ssm` fit no copying task (or did not run): no comparison."]), ""]
     return "\n".join(lines) + "\n"
 
@@ -672,9 +690,9 @@ def formats_report(records: list[RunRecord]) -> str:
               "methods that ran in both formats, how many seeds fit the training lengths in plain and in the format "
               "(a format can make a task learnable at all; no interval). Published: "
               f"{published.FORMATS_ADDITION_CLAIM} (Zhou et al.; each format is tested alone here, not their "
-              f"combination); {published.SCRATCHPAD_CLAIM}.", "",
+              f"combination); {published.SCRATCHPAD_CLAIM}. {IMPROVEMENT_RULE}", "",
               *markdown_table(["source", "task", "format", "seeds fit: plain → format", "methods (both fit)",
-                               "format − plain [95% interval]", "P(format > plain) [95% interval]", "verdict"],
+                               "format − plain [95% interval]", "P(format > plain) [95% interval], p", "verdict"],
                               rows), ""]
     return "\n".join(lines) + "\n"
 
@@ -723,9 +741,9 @@ def looped_report(records: list[RunRecord]) -> str:
               "Per encoding, the looped transformer minus the fixed-depth one in test exact match (points), paired "
               "by task where both fit, with its 95% Student-t interval over the tasks (each task's seed means), "
               "and the probability that a looped seed beats a fixed-depth seed with the task as the stratum "
-              f"(stratified bootstrap, 95%). Published: {published.LOOPED_CLAIM}.", "",
+              f"(stratified bootstrap, 95%). Published: {published.LOOPED_CLAIM}. {IMPROVEMENT_RULE}", "",
               *markdown_table(["encoding", "tasks (both fit)", "looped − fixed depth [95% interval]",
-                               "P(looped > fixed depth) [95% interval]", "verdict"], rows), ""]
+                               "P(looped > fixed depth) [95% interval], p", "verdict"], rows), ""]
     return "\n".join(lines) + "\n"
 
 

@@ -7,6 +7,7 @@ are corrected for the many cells one comparison tests (``adjust_p_values``).
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -104,25 +105,71 @@ def probability_of_improvement(a_by_task: dict, b_by_task: dict, level: float = 
     over the tasks both have; with a stratified bootstrap interval (seeds
     resampled with replacement within each task and method, tasks kept: the
     task is the unit of the claim). ``a_by_task``/``b_by_task``: task -> seed
-    scores. Returns ``p``, ``low``, ``high``, ``n_tasks`` and the verdict the
-    interval supports (``a better`` / ``b better`` / ``not told apart``)."""
+    scores. Returns ``p``, ``low``, ``high``, ``n_tasks``, the permutation
+    test's ``p_value`` (``improvement_p_value``) and the verdict both support
+    (``a better`` / ``b better`` / ``not told apart``): with 3 seeds a bootstrap
+    interval can shrink to one point, so the interval alone never decides."""
     tasks = sorted(set(a_by_task) & set(b_by_task))
     pairs = [(np.asarray(a_by_task[t], dtype=float), np.asarray(b_by_task[t], dtype=float)) for t in tasks]
     pairs = [(a, b) for a, b in pairs if a.size and b.size]
     if not pairs:
-        return {"p": math.nan, "low": math.nan, "high": math.nan, "n_tasks": 0, "verdict": "not told apart"}
-
-    def p_of(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """P(a seed of A > a seed of B) of each resample (the last axis holds its seeds)."""
-        wins = (a[..., :, None] > b[..., None, :]) + 0.5 * (a[..., :, None] == b[..., None, :])
-        return wins.mean(axis=(-2, -1))
-
+        return {"p": math.nan, "low": math.nan, "high": math.nan, "n_tasks": 0, "p_value": math.nan,
+                "verdict": "not told apart"}
     rng = np.random.default_rng(seed)
-    resampled = [p_of(rng.choice(a, (n_boot, a.size)), rng.choice(b, (n_boot, b.size))) for a, b in pairs]
+    resampled = [_p_of(rng.choice(a, (n_boot, a.size)), rng.choice(b, (n_boot, b.size))) for a, b in pairs]
     boot = np.mean(resampled, axis=0)  # every resample's mean over tasks, at once
     low, high = (float(v) for v in np.quantile(boot, [(1 - level) / 2, 1 - (1 - level) / 2]))
-    verdict = "a better" if low > 0.5 else ("b better" if high < 0.5 else "not told apart")
-    return {"p": float(np.mean([p_of(a, b) for a, b in pairs])), "low": low, "high": high, "n_tasks": len(pairs), "verdict": verdict}
+    p_value = improvement_p_value(pairs, seed=seed)
+    told = p_value < round(1 - level, 12)  # 1 - 0.95 is 0.05000000000000004 in floating point
+    verdict = "a better" if told and low > 0.5 else ("b better" if told and high < 0.5 else "not told apart")
+    return {"p": float(np.mean([_p_of(a, b) for a, b in pairs])), "low": low, "high": high,
+            "n_tasks": len(pairs), "p_value": p_value, "verdict": verdict}
+
+
+def _p_of(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """P(a seed of A > a seed of B), ties half, of each row (the last axis holds its seeds)."""
+    wins = (a[..., :, None] > b[..., None, :]) + 0.5 * (a[..., :, None] == b[..., None, :])
+    return wins.mean(axis=(-2, -1))
+
+
+EXACT_SPLITS = 20_000  # a task with more ways to split its seeds between A and B has its null sampled
+
+
+def improvement_p_value(pairs: list[tuple[np.ndarray, np.ndarray]], seed: int = 0) -> float:
+    """Two-sided stratified permutation test of P(A > B) = 0.5: within each
+    task the seeds' A/B labels are exchanged (every split of the pooled seeds,
+    or ``EXACT_SPLITS`` random ones where there are more), the tasks kept.
+    Valid at any number of seeds: with 3 seeds a side on one task, every seed
+    of A beating every seed of B has p = 2/20 = 0.1, never "certain"."""
+    rng = np.random.default_rng(seed)
+    nulls = [_split_null(a, b, rng) for a, b in pairs]  # per task: its statistic under each split
+    scale = math.lcm(*(2 * a.size * b.size for a, b in pairs))  # every P(A > B) * scale is an integer
+    total = np.ones(1)  # distribution of the sum over tasks of P * scale (0 before any task)
+    for values in nulls:
+        steps, counts = np.unique(np.rint(values * scale).astype(np.int64), return_counts=True)
+        grown = np.zeros(total.size + scale)
+        for step, weight in zip(steps, counts / counts.sum()):
+            grown[step:step + total.size] += weight * total
+        total = grown
+    observed = sum(int(round(float(_p_of(a, b)) * scale)) for a, b in pairs)
+    centre = len(pairs) * scale / 2  # each task's null has mean 0.5 (a split and its mirror pair up)
+    distance = np.abs(np.arange(total.size) - centre)
+    return round(float(min(1.0, total[distance >= abs(observed - centre) - 1e-9].sum())), 12)  # 0.05, not 0.0499..
+
+
+def _split_null(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """P(A > B) of one task under every split of its pooled seeds into sizes
+    |a| and |b| (or ``EXACT_SPLITS`` random splits where there are more)."""
+    pooled = np.concatenate([a, b])
+    if math.comb(pooled.size, a.size) <= EXACT_SPLITS:
+        chosen = np.array(list(itertools.combinations(range(pooled.size), a.size)), dtype=np.int64)
+    else:
+        chosen = np.argsort(rng.random((EXACT_SPLITS, pooled.size)), axis=1)[:, :a.size]
+    in_a = np.zeros((len(chosen), pooled.size), dtype=bool)
+    np.put_along_axis(in_a, chosen, True, axis=1)
+    order = np.argsort(~in_a, axis=1, kind="stable")  # each split's A seeds first, then its B seeds
+    arranged = pooled[order]
+    return _p_of(arranged[:, :a.size], arranged[:, a.size:])
 
 
 def welch(mean_a, std_a, n_a, mean_b, std_b, n_b, level: float = 0.95) -> dict:

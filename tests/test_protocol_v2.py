@@ -268,6 +268,54 @@ def test_probability_of_improvement_covers_a_tie_and_tells_a_real_difference():
     assert (tie["p"], tie["n_tasks"], tie["verdict"]) == (0.5, 1, "not told apart")
 
 
+def test_a_probability_of_improvement_needs_its_permutation_test_too():
+    """With 3 seeds a side on one task, every A seed above every B seed gives a bootstrap interval of one point
+    ([1, 1]) but happens by chance 2 times in 20: no verdict. On three such tasks it does. The exact
+    stratified null matches brute force over every relabelling (and Mann-Whitney's exact test on one task, with
+    more seeds than are enumerated); drawn alike, A and B are told apart at most about 5% of the time."""
+    import itertools
+
+    import numpy as np
+    from scipy import stats
+
+    from lengthbench.leaderboard.statistics import improvement_p_value, probability_of_improvement
+
+    one = probability_of_improvement({"x": [0.9, 0.8, 0.85]}, {"x": [0.1, 0.2, 0.3]})
+    assert (one["low"], one["high"], one["p_value"], one["verdict"]) == (1.0, 1.0, pytest.approx(0.1), "not told apart")
+    three = probability_of_improvement({t: [0.9, 0.8, 0.85] for t in range(3)}, {t: [0.1, 0.2, 0.3] for t in range(3)})
+    assert three["p_value"] == pytest.approx(2 / 20**3) and three["verdict"] == "a better"
+    worse = probability_of_improvement({t: [0.1, 0.2, 0.3] for t in range(3)}, {t: [0.9, 0.8, 0.85] for t in range(3)})
+    assert worse["verdict"] == "b better"
+    edge = probability_of_improvement({0: [0, 0, 1], 1: [1, 1]}, {0: [0, 0, 0], 1: [0.5, 0.5, 0]})
+    assert (edge["p_value"], edge["verdict"]) == (0.05, "not told apart")  # exactly 0.05, not a float below it
+    summed = probability_of_improvement({0: [0.5, 0.5], 1: [1, 0.5, 0], 2: [0, 0.5]},
+                                        {0: [1, 1], 1: [0.5, 1, 0.5], 2: [0.5, 1, 0.5]})
+    assert (summed["p_value"], summed["verdict"]) == (0.05, "not told apart")  # its float sum is 0.0499...
+
+    rng = np.random.default_rng(1)
+    pairs = [(rng.integers(0, 4, 3) / 4, rng.integers(0, 4, n) / 4) for n in (3, 2, 4)]  # ties included
+
+    def under_every_split(a, b):
+        pooled = np.concatenate([a, b])
+        for chosen in itertools.combinations(range(pooled.size), a.size):
+            mask = np.isin(np.arange(pooled.size), chosen)
+            x, y = pooled[mask], pooled[~mask]
+            yield ((x[:, None] > y[None]) + 0.5 * (x[:, None] == y[None])).mean()
+
+    observed = np.mean([next(iter(under_every_split(a, b))) for a, b in pairs])  # the first split is the observed
+    null = [np.mean(v) for v in itertools.product(*(list(under_every_split(a, b)) for a, b in pairs))]
+    brute = np.mean([abs(v - 0.5) >= abs(observed - 0.5) - 1e-12 for v in null])
+    assert improvement_p_value(pairs) == pytest.approx(brute)
+
+    a, b = rng.normal(0, 1, 10), rng.normal(0.8, 1, 10)  # 184756 splits: sampled
+    assert improvement_p_value([(a, b)]) == pytest.approx(stats.mannwhitneyu(a, b, method="exact").pvalue, abs=0.02)
+
+    told = sum(probability_of_improvement({t: rng.normal(0.5, 0.1, 3) for t in range(4)},
+                                          {t: rng.normal(0.5, 0.1, 3) for t in range(4)}, seed=rep)["verdict"]
+               != "not told apart" for rep in range(200))
+    assert told <= 20  # nominal 5% of 200 = 10
+
+
 def test_the_board_reports_the_horizon_per_cell():
     """Two seeds trained 1..16: one solves every length to 40 then fails, the
     other fails from 21: half the seeds reach 2x (32), none 4x (64); the

@@ -98,7 +98,7 @@ def test_chomsky_report_chooses_on_validation_and_rests_each_finding_on_the_mean
     assert "| `lstm` | 90.0 | 2 | +12.0 [-100.0, +100.0] | 0.75 [" in text
     # randomized gain over the two tasks: (60 - 72.5 + 50 - 96) / 2 = -29.25 mean over seeds; two tasks
     # give a t interval (t = 12.7) wider than the range: not told apart
-    assert "| `rope` | 2 | -29.2 [-100.0, +100.0] | not told apart | 0.25 [0.00, 0.50]: not told apart | -40.5 |" in text
+    assert "| `rope` | 2 | -29.2 [-100.0, +100.0] | not told apart | 0.25 [0.00, 0.50], p 0.22: not told apart | -40.5 |" in text
 
 
 def test_reproduce_cli_writes_the_report(capsys, tmp_path):
@@ -180,7 +180,7 @@ def test_the_nope_order_is_tested_pair_by_pair():
                for t in ("copy", "reverse_string") for e, curve in curves.items() for s in range(3)]
     text = nope_report(records)
     # the task the unit: +20 on both tasks (every seed of nope above every seed of t5)
-    assert "| `nope` > `t5` | 2 | +20.0 [+20.0, +20.0] | 1.00 [1.00, 1.00]: nope better | holds |" in text
+    assert "| `nope` > `t5` | 2 | +20.0 [+20.0, +20.0] | 1.00 [1.00, 1.00], p 0.005: nope better | holds |" in text
     assert "| `t5` > `alibi` | 2 | +0.0 [+0.0, +0.0] | 0.50 [" in text and "not told apart |" in text
     assert "| `rope` > `sinusoidal` | 0 |  |  | not run or never fit |" in text
     # the order of the four that fit matches the published one, but it is no test of the five-encoding order
@@ -224,10 +224,10 @@ def test_copying_report_chooses_the_encoding_on_validation_and_tests_it_against_
     assert "| chance (%, test band) |" in text and 0 < float(copy_row.split("|")[-2]) < 10  # copy's answers differ
     # task-agnostic, the task the unit: +45 (copy), +50 (duplicate_string): mean 47.5, sd 3.54, t(0.975, 1) = 12.7
     assert ("| transformer, task-agnostic encoding (chosen on validation) | 2 | +47.5 [+15.7, +79.3] | 1.00 [1.00, "
-            "1.00]: transformer better | better than ssm |") in text
+            "1.00], p 0.056: not told apart | better than ssm |") in text
     assert "| transformer, any encoding (chosen on validation) | 2 | +55.0 [" in text  # coupled on duplicate_string
     # lstm fit copy only (10 against 10): one task, no interval
-    assert "| `lstm` | 1 | +0.0 | 0.50 [0.50, 0.50]: not told apart | not told apart |" in text
+    assert "| `lstm` | 1 | +0.0 | 0.50 [0.50, 0.50], p 1: not told apart | not told apart |" in text
     assert "parity_check" not in text
     with pytest.raises(InputError, match="no record of a copying task"):
         copying_report([r for r in records if r.task == "parity_check"])
@@ -247,7 +247,7 @@ def test_recurrent_families_are_tested_against_the_transformer_chosen_on_validat
                         run(task, "lstm", seed, 0.9, lstm)]
     text = chomsky_report(records)
     # the task the unit: 97.5 against 55 on both tasks
-    assert "| `lstm` | 97.5 | 2 | +42.5 [+42.5, +42.5] | 1.00 [1.00, 1.00]: recurrent better | recurrent better |" in text
+    assert "| `lstm` | 97.5 | 2 | +42.5 [+42.5, +42.5] | 1.00 [1.00, 1.00], p 0.056: not told apart | recurrent better |" in text
 
 
 def test_no_selection_or_reproduction_code_chooses_a_row_by_a_test_column():
@@ -304,7 +304,7 @@ def test_the_randomized_claim_carries_its_probability_of_improvement_by_task():
             records += [run(task, "rope", seed, base), run(task, "randomized-rope", seed, base if i == 3 else 0.8)]
     text = chomsky_report(records)
     row = next(line for line in text.splitlines() if line.startswith("| `rope` |"))
-    assert "| 0.88 [" in row and "]: randomized better |" in row
+    assert "| 0.88 [" in row and "], p 0.002: randomized better |" in row
 
 
 def test_the_randomized_claim_over_every_base_takes_the_task_as_the_unit():
@@ -340,11 +340,11 @@ def test_formats_report_tests_each_format_against_plain_method_by_method():
                for (task, e), seeds in scores.items() for s, x in enumerate(seeds)]
     text = formats_report(records)
     # reversed: differences .4, .3, .4 over three methods: mean 36.7, sd 5.77, t(0.975, 2) = 4.303
-    assert "| Zhou et al. | addition | `reversed` | 6/6 → 6/6 | 3 | +36.7 [+22.3, +51.0] | 1.00 [1.00, 1.00]: reversed " \
-        "better | reversed better |" in text
+    assert "| Zhou et al. | addition | `reversed` | 6/6 → 6/6 | 3 | +36.7 [+22.3, +51.0] | 1.00 [1.00, 1.00], p 0.0093: " \
+        "reversed better | reversed better |" in text
     # index hints: fire did not fit, so one method (rope: 40 against 30): no interval, no verdict either way;
     # P: 40 beats 20 and ties 40
-    assert ("| Zhou et al. | addition | `index-hints` | 4/4 → 2/4 | 1 | +10.0 | 0.75 [0.50, 1.00]: not told apart | not "
+    assert ("| Zhou et al. | addition | `index-hints` | 4/4 → 2/4 | 1 | +10.0 | 0.75 [0.50, 1.00], p 1: not told apart | not "
             "told apart |") in text  # seeds fit over rope and fire, the methods that ran in both
     assert "| addition | index-hints | `transformer/fire` | 0/2 | 100.0 ± 0.0 (did not fit) |" in text
     assert "| Anil et al. | parity_check | `scratchpad` | 2/4 → 4/4 | 1 | +30.0 |" in text  # fire fit only here
@@ -374,8 +374,8 @@ def test_looped_report_pairs_looped_and_fixed_depth_by_task():
                for (task, m), seeds in scores.items() for s, x in enumerate(seeds)]
     text = looped_report(records)
     # nope: +45 (parity), +30 (cycle_navigation): mean 37.5, sd 10.6, t(0.975, 1) = 12.7: [-57.8, +100 (clipped)]
-    assert "| `nope` | 2 | +37.5 [-57.8, +100.0] | 1.00 [1.00, 1.00]: looped better | not told apart |" in text
-    assert "| `rope` | 1 | +30.0 | 1.00 [1.00, 1.00]: looped better | not told apart |" in text  # cycle: unfit
+    assert "| `nope` | 2 | +37.5 [-57.8, +100.0] | 1.00 [1.00, 1.00], p 0.056: not told apart | not told apart |" in text
+    assert "| `rope` | 1 | +30.0 | 1.00 [1.00, 1.00], p 0.33: not told apart | not told apart |" in text  # cycle: unfit
     # seeds of both encodings together per task: parity (.9 1 .4 .6 against .5 .5 .2 .2: +37.5), cycle (nope
     # only: +30)
     assert "| every encoding (seeds together per task) | 2 | +33.8 [" in text
