@@ -39,7 +39,7 @@ from lengthbench.leaderboard.aggregate import (
     runs_frame,
     test_band_chance,
 )
-from lengthbench.leaderboard.statistics import paired_difference, probability_of_improvement
+from lengthbench.leaderboard.statistics import generalization_length, paired_difference, probability_of_improvement
 from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.models.encodings import ENCODINGS, encoding_kind
 from lengthbench.models.families import TRANSFORMER, ModelSize, describe_size
@@ -405,6 +405,9 @@ def nope_report(records: list[RunRecord]) -> str:
 
 
 def coupling_report(records: list[RunRecord]) -> str:
+    """Cho et al.'s tables: each seed's exact match at the longest training
+    length and at every test length (a horizon's 2× need not be one of them),
+    and each seed's generalization length, the figure their claim is about."""
     per_length = length_frame(records)
     lines = ["# Position coupling (Cho et al. 2024)", "", _setup(records), "",
              f"Exact match per length, every seed. Published: addition {published.COUPLING_ADDITION}; "
@@ -414,8 +417,7 @@ def coupling_report(records: list[RunRecord]) -> str:
         if sub.empty:
             continue
         train = int(sub.train_length.iloc[0])
-        lengths = sorted(n for n in sub.length.unique() if n in (train, train + 1, (3 * train) // 2, 2 * train)
-                         or n == sub.length.max())
+        lengths = [train, *sorted(sub[sub.split == "ood"].length.unique())]
         rows = []
         for method in method_order(sub.method.unique()):
             cell = sub[sub.method == method]
@@ -423,11 +425,17 @@ def coupling_report(records: list[RunRecord]) -> str:
             for n in lengths:
                 at = cell[cell.length == n].sort_values("seed")
                 row.append(" / ".join(_pct(x) for x in at.exact_match))
+            reach = [generalization_length(s.length, s.exact_match) for _, s in cell.groupby("seed")]
+            row.append(" / ".join(map(str, reach)))
+            row.append(f"{sum(n >= 2 * train for n in reach)}/{len(reach)}")
             rows.append(row)
         lines += [f"## {task} (trained on 1..{train} digits)", "",
-                  *markdown_table(["method"] + [f"length {n}" + (" (2×)" if n == 2 * train else "")
-                                                 for n in lengths], rows),
-                  "", "Cells list each seed's exact match (%), seeds in order.", "",
+                  *markdown_table(["method"] + [f"length {n} ({n / train:.2g}×)" for n in lengths]
+                                  + ["generalization length", f"seeds that hold 2× ({2 * train})"], rows),
+                  "", "Cells list each seed's exact match (%), seeds in order. Generalization length: each seed's "
+                  "longest evaluated length up to which every evaluated length scores ≥ 90%; a seed holds 2× when "
+                  f"that length is at least {2 * train} (so every evaluated length through the first one at or "
+                  f"past {2 * train} scores ≥ 90%).", "",
                   *_coupled_versus_others(records, task), ""]
     return "\n".join(lines) + "\n"
 

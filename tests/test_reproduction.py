@@ -197,6 +197,14 @@ def test_the_coupling_claim_is_tested_by_seed():
     text = coupling_report(records)
     assert "| `transformer/nope` | +80.5 [+69.3, +91.7] | coupled better |" in text
     assert "| `transformer/rope` |  | did not fit (no verdict) |" in text
+    # every test length, each with its ratio to the training length, and each seed's generalization length
+    assert "| method | length 2 (1×) | length 3 (1.5×) | length 4 (2×) | generalization length | seeds that hold 2× (4) |" \
+        in text
+    assert "| `transformer/coupled` | 100.0 / 100.0 / 100.0 | 90.0 / 91.0 / 92.0 | 80.0 / 80.0 / 80.0 | 3 / 3 / 3 | 0/3 |" \
+        in text
+    held = [record("multiplication", "transformer/coupled", s, acc)
+            for s, acc in enumerate([[1, 1, 1, 0.95], [1, 1, 1, 0.5], [1, 1, 0.8, 1]])]
+    assert "| 4 / 3 / 2 | 1/3 |" in coupling_report(held)  # seed 2 fails at 3, so 4 does not count
 
 
 def test_copying_report_chooses_the_encoding_on_validation_and_tests_it_against_ssm():
