@@ -82,7 +82,7 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
             "protocol": json.dumps(settings, sort_keys=True, separators=(",", ":")),
             "run_id": r.run_id, "failed": r.failed, **{k: (r.summary or {}).get(k) for k in SUMMARY_FIELDS},
             "fit_score": fit_score(r.summary),
-            "chance_exact_match": test_band_chance(r),
+            **{f"chance_{metric}": test_band_chance(r, metric) for metric in CHANCE},
             **selection_texts(r.selection),
         })
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
@@ -90,7 +90,7 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
 
 RUN_COLUMNS = ["task", "method", "model", "encoding", "seed", "status", "train_length", "validation_length",
                "test_length", "fit_threshold", "steps_done", "n_parameters", "signature", "protocol", "run_id",
-               "failed", *SUMMARY_FIELDS, "fit_score", "chance_exact_match", "selected", "selection_evidence"]
+               "failed", *SUMMARY_FIELDS, "fit_score", *(f"chance_{m}" for m in CHANCE), "selected", "selection_evidence"]
 
 
 def fit_score(summary: dict | None):
@@ -222,7 +222,7 @@ def leaderboard_frame(records: list[RunRecord]) -> pd.DataFrame:
             "train_length": train_length, "validation_length": int(cell.validation_length.iloc[0]),
             "test_length": int(cell.test_length.iloc[0]),
             "fit_threshold": float(cell.fit_threshold.iloc[0]), "n_fit": n_fit,
-            "chance_exact_match": float(cell.chance_exact_match.iloc[0]),
+            **{f"chance_{m}": float(cell[f"chance_{m}"].iloc[0]) for m in CHANCE},
             "fit_status": fit_status(n_fit, len(scored)) if len(clean) else "",
             "n_parameters": _parameters(cell),
             "steps_mean": float(scored.steps_done.astype(float).mean()) if len(scored) else np.nan,

@@ -23,11 +23,12 @@ from lengthbench.leaderboard.ranking import board_ranking
 from lengthbench.leaderboard.tables import FIT_RULE, bands
 from lengthbench.models.encodings import encoding_kind
 
-# (column, header, kind): "pct" cells show mean ± std from <column> and its _std twin.
+# (column, header, kind): "pct" cells show mean ± std from <column> and its _std twin; "share" a bare percentage.
 COLUMNS = [
     ("task", "task", "text"), ("level", "level", "text"), ("method", "method", "text"),
     ("family", "encoding family", "text"), ("status", "status", "text"),
     ("ood_exact_match_mean", "OOD exact match %", "pct"), ("ood_token_accuracy_mean", "OOD token acc. %", "pct"),
+    ("chance_exact_match", "chance: exact match %", "share"), ("chance_token_accuracy", "chance: token acc. %", "share"),
     ("id_exact_match_mean", "ID exact match %", "pct"), ("val_exact_match_mean", "validation exact match %", "pct"),
     ("fit_status", "fit", "text"), ("n_fit", "seeds that fit", "num"), ("steps_mean", "mean steps", "num"),
     ("n_parameters", "parameters", "num"),
@@ -250,9 +251,9 @@ function render() {
       } else if (r.status === "not_applicable" && col.kind !== "text") {
         td.className = "num";
         td.textContent = "n/a";
-      } else if (col.kind === "pct") {
+      } else if (col.kind === "pct" || col.kind === "share") {
         td.className = "num";
-        const std = r[col.key.replace("_mean", "_std")];
+        const std = col.kind === "pct" ? r[col.key.replace("_mean", "_std")] : null;
         td.append(pct(v));
         if (std !== null && std !== undefined) td.append(" ", el("span", { class: "std" }, "\\u00b1 " + pct(std)));
       } else {

@@ -12,10 +12,11 @@ test band; version 6 adds each cell's ``protocol`` (its settings), which
 interquartile mean, area over log length, seeds reaching 2x and 4x);
 version 8 adds each cell's data ``format`` (its task column the task label,
 ``addition+reversed``); version 9 adds each cell's parameter count
-(``n_parameters``). A version 2 to 8 file is read as version 9
-(``n_errors`` 0, fit ``unknown``, no validation band, protocol unknown,
-horizon columns and parameter count empty, the format its task label's:
-``plain`` for a bare task name). The reader checks every cell's type and range, so an impossible value (a mean of ``inf`` or
+(``n_parameters``); version 10 the chance level of token accuracy
+(``chance_token_accuracy``) beside that of exact match. A version 2 to 9 file
+is read as version 10 (``n_errors`` 0, fit ``unknown``, no validation band,
+protocol unknown, horizon columns, parameter count and token chance empty, the
+format its task label's: ``plain`` for a bare task name). The reader checks every cell's type and range, so an impossible value (a mean of ``inf`` or
 7.5, a negative std, 2.7 seeds) is refused with the file, row and column
 instead of turning into a confident wrong verdict in ``compare``.
 """
@@ -39,7 +40,7 @@ from lengthbench.registry import name_problem
 from lengthbench.tasks.base import LEVELS
 from lengthbench.tasks.formats import split_label
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 KEY = ("task", "method")
 STATUSES = ("ok", "not_applicable", "failed")
 FIT_STATUSES = ("fit", "partly_fit", "not_fit", "unknown", "")
@@ -114,6 +115,10 @@ COLUMNS: tuple[tuple, ...] = (
      "chance level: the share of the test band's evaluation examples whose answer is their length's most frequent "
      "answer (what a model that ignores its input scores at best; within 1/eval_samples of 0 where answers rarely "
      "repeat)"),
+    ("chance_token_accuracy", "float", FRACTION,
+     "chance level of token accuracy on the test band: per example, the share of its answer tokens that equal "
+     "their length's most frequent token at that position, averaged (what a model that ignores its input scores; "
+     "empty before version 10)"),
     ("n_fit", "int", COUNT, "seeds that fit their training lengths (a failed seed does not)"),
     ("fit_status", "str", FIT_STATUSES, "fit (every seed) / partly_fit / not_fit / unknown (a board from before "
                                         "fit was recorded) / empty (no seed ran); a cell is judged on length "
@@ -327,13 +332,18 @@ def _from_version_7(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _from_version_8(frame: pd.DataFrame) -> pd.DataFrame:
     """Version 8 did not record the cells' parameter counts."""
-    frame = frame.assign(n_parameters="") if "n_parameters" not in frame.columns else frame.copy()
+    return _from_version_9(frame.assign(n_parameters="") if "n_parameters" not in frame.columns else frame)
+
+
+def _from_version_9(frame: pd.DataFrame) -> pd.DataFrame:
+    """Version 9 gave the chance level of exact match only."""
+    frame = frame.assign(chance_token_accuracy="") if "chance_token_accuracy" not in frame.columns else frame.copy()
     frame["schema_version"] = str(SCHEMA_VERSION)
     return frame
 
 
 MIGRATIONS = {"2": _from_version_2, "3": _from_version_3, "4": _from_version_4, "5": _from_version_5,
-              "6": _from_version_6, "7": _from_version_7, "8": _from_version_8}
+              "6": _from_version_6, "7": _from_version_7, "8": _from_version_8, "9": _from_version_9}
 
 
 def read_leaderboard(path: str | Path) -> pd.DataFrame:

@@ -85,10 +85,16 @@ def to_markdown(board: pd.DataFrame) -> str:
     lengths = board.drop_duplicates("task").set_index("task")
     header = ["method"] + [f"{t} ({bands(lengths.loc[t])})" for t in table.columns]
     rows = [[f"`{enc}`"] + list(row) for enc, row in table.iterrows()]
+    chance = board.dropna(subset=["chance_exact_match"]).drop_duplicates("task").set_index("task").chance_exact_match
+    if len(chance):
+        rows.append(["*chance*"] + [_pct(chance.get(t)) for t in table.columns])
     threshold = board.fit_threshold.dropna()
     parts = [
         "OOD exact match (%), mean over seeds (± sample std when more than one seed), averaged over every "
         "length of the test band; column headers give the train / validation / test bands."
+        + (" The last row, *chance*, is each task's chance level on its test band: the share of the evaluation "
+           "examples whose answer is their length's most frequent one (what a model that ignores its input "
+           "scores at best)." if len(chance) else "")
         + (" A seed on which the method failed (diverged, or non-finite outputs) counts as 0, as the cell says; "
            "a seed whose run raised is not counted (the next run retries it)."
            if (board.n_failed.sum() + board.n_errors.sum()) else "")

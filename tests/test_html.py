@@ -81,6 +81,10 @@ def test_the_page_loads_every_row_with_no_error_and_no_network(page_of_quick):
                                "td[data-key='ood_exact_match_mean']").inner_text()
     nope = board[(board.task == "copy") & (board.method == "transformer/nope")].iloc[0]
     assert cell.startswith(f"{100 * nope.ood_exact_match_mean:.1f}")
+    for metric in ("exact_match", "token_accuracy"):  # beside the scores, the chance levels, with no ± of their own
+        chance = page.query_selector("#board tbody tr[data-task='copy'][data-method='transformer/nope'] "
+                                     f"td[data-key='chance_{metric}']").inner_text()
+        assert chance == f"{100 * nope[f'chance_{metric}']:.1f}"
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "leaderboard.png"), full_page=True)
     assert errors == [] and requests == []

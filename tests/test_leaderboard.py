@@ -479,9 +479,28 @@ def test_each_cell_gives_its_parameter_count_and_a_version_8_board_reads_without
     assert copy["transformer/coupled"] > copy["transformer/nope"]
     assert board[board.status == "not_applicable"].n_parameters.isna().all()
     path = two_boards[0].with_name("v8.csv")
-    board.drop(columns=["n_parameters"]).assign(schema_version=8).to_csv(path, index=False)
+    board.drop(columns=["n_parameters", "chance_token_accuracy"]).assign(schema_version=8).to_csv(path, index=False)
     again = read_leaderboard(path)
     assert again.n_parameters.isna().all() and list(again.columns) == list(COLUMN_NAMES)
+
+
+def test_each_cell_gives_the_chance_level_of_both_metrics_and_a_version_9_board_reads_without_it(two_boards):
+    """Beside exact match's chance, token accuracy's (the scores the Chomsky papers report): on copy no answer
+    repeats, yet a token guessed from its position is sometimes right; a version 9 board reads it empty."""
+    from lengthbench.benchmark.evaluate import majority_token_accuracy
+    from lengthbench.benchmark.store import ResultsFolder
+
+    board = read_leaderboard(two_boards[0])
+    run = next(r for r in ResultsFolder(two_boards[0].parent).records() if r.status == "ok" and r.task == "copy")
+    test = tuple(n for n in run.config.eval_lengths() if run.config.split(n) == "ood")
+    cell = board[(board.task == "copy") & (board.method == run.method)].iloc[0]
+    assert cell.chance_token_accuracy == majority_token_accuracy("copy", run.config.eval_seed, test,
+                                                                 run.config.eval_samples)
+    assert cell.chance_token_accuracy > cell.chance_exact_match
+    path = two_boards[0].with_name("v9.csv")
+    board.drop(columns=["chance_token_accuracy"]).assign(schema_version=9).to_csv(path, index=False)
+    again = read_leaderboard(path)
+    assert again.chance_token_accuracy.isna().all() and list(again.columns) == list(COLUMN_NAMES)
 
 
 def _text_boxes(fig):
@@ -711,3 +730,17 @@ def test_a_blank_cell_of_the_table_is_explained_and_told_from_n_a():
     text = to_markdown(leaderboard_frame(full[:-1]))  # rope never ran on parity_check
     assert "A blank cell has no record" in text and "unlike n/a" in text
     assert "| `transformer/rope` |  | 50.0 |" in text  # parity_check, then copy
+
+
+def test_the_table_ends_with_each_tasks_chance_level():
+    """Beside every score its task's chance level: the table's last row (parity: one answer in about two; copy:
+    no answer repeats), read from the board, with a caption that says what it is."""
+    from lengthbench.leaderboard.tables import to_markdown
+
+    board = leaderboard_frame([fake_record(task, enc, 0, [1, 1, 1, 0.5]) for task in ("copy", "parity_check")
+                               for enc in ("nope", "rope")])
+    text = to_markdown(board)
+    chance = board.drop_duplicates("task").set_index("task").chance_exact_match
+    last = text.split("\n\n")[1].splitlines()[-1]  # the caption, then the table
+    assert last == f"| *chance* | {100 * chance['parity_check']:.1f} | {100 * chance['copy']:.1f} |"
+    assert 40 < 100 * chance["parity_check"] < 80 and "The last row, *chance*" in text
