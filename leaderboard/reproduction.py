@@ -136,7 +136,6 @@ def chomsky_report(records: list[RunRecord]) -> str:
              f"Sources: {published.DELETANG}; {published.RUOSS}.", ""]
 
     chosen = _chosen_on_validation(board, "token_accuracy")
-    chance = {r.task: _pct(test_band_chance(r, "token_accuracy")) for r in records if r.status == "ok"}
     rows, holds = [], []
     for task in tasks:
         cells = transformer[transformer.task == task]
@@ -144,14 +143,16 @@ def chomsky_report(records: list[RunRecord]) -> str:
         theirs = verdict + (f" ({_pct(number)}%)" if number is not None else "")
         if cells.empty or task not in chosen:
             holds.append(NOT_FIT)
-            rows.append([task, get_task(task).level, theirs, "none fit", "", "", "", chance.get(task, ""), NOT_FIT])
+            rows.append([task, get_task(task).level, theirs, "none fit", "", "", "",
+                         _chance_of(ran, task, "token_accuracy"), NOT_FIT])
             continue
         pick = cells.set_index("method").loc[chosen[task]]
         paper_style = cells.loc[cells.ood_token_accuracy_max.idxmax()]  # shown only, labelled; no verdict
         holds.append(_holds(pick.ood_token_accuracy_mean >= published.SOLVED, verdict))
         rows.append([task, get_task(task).level, theirs, f"`{pick.encoding}`", _mean_std(pick),
                      _pct(pick.ood_token_accuracy_max),
-                     f"`{paper_style.encoding}` {_pct(paper_style.ood_token_accuracy_max)}", chance[task], holds[-1]])
+                     f"`{paper_style.encoding}` {_pct(paper_style.ood_token_accuracy_max)}",
+                     _chance_of(ran, task, "token_accuracy"), holds[-1]])
     judged_tasks = len(holds) - holds.count(NOT_FIT)
     lines += ["## Transformer: the encoding chosen per task", "",
               "Per task, the encoding with the best mean validation-band score among those that fit the "
@@ -617,9 +618,9 @@ def _cell(cells: pd.DataFrame, task: str, method: str) -> list[str]:
     return [f"{int(c.n_fit)}/{int(c.n_seeds)}", _pct(c.ood_exact_match_mean) + std + flag, reach]
 
 
-def _chance_of(cells: pd.DataFrame, task: str) -> str:
-    """A task's chance level on the test band (%), beside its scores."""
-    levels = cells[cells.task == task].chance_exact_match.dropna()
+def _chance_of(cells: pd.DataFrame, task: str, metric: str = "exact_match") -> str:
+    """A task's chance level in ``metric`` on the test band (%), beside its scores."""
+    levels = cells[cells.task == task][f"chance_{metric}"].dropna()
     return _pct(levels.iloc[0]) if len(levels) else ""
 
 
