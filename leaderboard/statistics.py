@@ -152,7 +152,7 @@ def improvement_p_value(pairs: list[tuple[np.ndarray, np.ndarray]], seed: int = 
             grown[step:step + total.size] += weight * total
         total = grown
     observed = sum(int(round(float(_p_of(a, b)) * scale)) for a, b in pairs)
-    centre = len(pairs) * scale / 2  # each task's null has mean 0.5 (a split and its mirror pair up)
+    centre = len(pairs) * scale / 2  # each task's null has mean 0.5: any two seeds fall either way round equally often
     distance = np.abs(np.arange(total.size) - centre)
     return round(float(min(1.0, total[distance >= abs(observed - centre) - 1e-9].sum())), 12)  # 0.05, not 0.0499..
 
