@@ -90,7 +90,8 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
 
 RUN_COLUMNS = ["task", "method", "model", "encoding", "seed", "status", "train_length", "validation_length",
                "test_length", "fit_threshold", "steps_done", "n_parameters", "signature", "protocol", "run_id",
-               "failed", *SUMMARY_FIELDS, "fit_score", *(f"chance_{m}" for m in CHANCE), "selected", "selection_evidence"]
+               "failed", *SUMMARY_FIELDS, "fit_score", *(f"chance_{m}" for m in CHANCE), "selected",
+               "selection_evidence"]
 
 
 def fit_score(summary: dict | None):

@@ -281,7 +281,8 @@ def _improvement(test: dict, a: str = "randomized", b: str = "base") -> str:
     """A probability of improvement, its interval, its permutation p-value and the verdict both support."""
     if not test["n_tasks"]:
         return ""
-    return f"{test['p']:.2f} [{test['low']:.2f}, {test['high']:.2f}], {_p_text(test['p_value'])}: {_verdict(test, a, b)}"
+    interval = f"{test['p']:.2f} [{test['low']:.2f}, {test['high']:.2f}]"
+    return f"{interval}, {_p_text(test['p_value'])}: {_verdict(test, a, b)}"
 
 
 def _p_text(p: float) -> str:
@@ -410,6 +411,7 @@ def coupling_report(records: list[RunRecord]) -> str:
     length and at every test length (a horizon's 2× need not be one of them),
     and each seed's generalization length, the figure their claim is about."""
     per_length = length_frame(records)
+    board = leaderboard_frame(records).set_index(["task", "method"])
     lines = ["# Position coupling (Cho et al. 2024)", "", _setup(records), "",
              f"Exact match per length, every seed. Published: addition {published.COUPLING_ADDITION}; "
              f"N x 2 multiplication {published.COUPLING_MULTIPLICATION}. Source: {published.CHO}.", ""]
@@ -427,14 +429,18 @@ def coupling_report(records: list[RunRecord]) -> str:
                 at = cell[cell.length == n].sort_values("seed")
                 row.append(" / ".join(_pct(x) for x in at.exact_match))
             reach = [generalization_length(s.length, s.exact_match) for _, s in cell.groupby("seed")]
-            row.append(" / ".join(map(str, reach)))
-            row.append(f"{sum(n >= 2 * train for n in reach)}/{len(reach)}")
+            c = board.loc[(task, method)]
+            failed = int(c.n_seeds) - len(reach)  # the board counts a failed seed as reaching nothing
+            row.append(" / ".join(map(str, reach)) + (f" (+{failed} failed)" if failed else ""))
+            share = c.frac_seeds_reach_2x_exact_match
+            row.append("" if pd.isna(share) else f"{round(share * c.n_seeds)}/{int(c.n_seeds)}")
             rows.append(row)
         lines += [f"## {task} (trained on 1..{train} digits)", "",
                   *markdown_table(["method"] + [f"length {n} ({n / train:.2g}×)" for n in lengths]
                                   + ["generalization length", f"seeds that hold 2× ({2 * train})"], rows),
-                  "", "Cells list each seed's exact match (%), seeds in order. Generalization length: each seed's "
-                  "longest evaluated length up to which every evaluated length scores ≥ 90%; a seed holds 2× when "
+                  "", "Cells list each seed's exact match (%), seeds in order (a failed seed has none). "
+                  "Generalization length: each seed's longest evaluated length up to which every evaluated length "
+                  "scores ≥ 90%; a seed holds 2× when "
                   f"that length is at least {2 * train} (so every evaluated length through the first one at or "
                   f"past {2 * train} scores ≥ 90%).", "",
                   *_coupled_versus_others(records, task), ""]

@@ -16,9 +16,10 @@ version 8 adds each cell's data ``format`` (its task column the task label,
 (``chance_token_accuracy``) beside that of exact match. A version 2 to 9 file
 is read as version 10 (``n_errors`` 0, fit ``unknown``, no validation band,
 protocol unknown, horizon columns, parameter count and token chance empty, the
-format its task label's: ``plain`` for a bare task name). The reader checks every cell's type and range, so an impossible value (a mean of ``inf`` or
-7.5, a negative std, 2.7 seeds) is refused with the file, row and column
-instead of turning into a confident wrong verdict in ``compare``.
+format its task label's: ``plain`` for a bare task name). The reader checks
+every cell's type and range, so an impossible value (a mean of ``inf`` or 7.5,
+a negative std, 2.7 seeds) is refused with the file, row and column instead of
+turning into a confident wrong verdict in ``compare``.
 """
 
 from __future__ import annotations

@@ -205,6 +205,8 @@ def test_the_coupling_claim_is_tested_by_seed():
     held = [record("multiplication", "transformer/coupled", s, acc)
             for s, acc in enumerate([[1, 1, 1, 0.95], [1, 1, 1, 0.5], [1, 1, 0.8, 1]])]
     assert "| 4 / 3 / 2 | 1/3 |" in coupling_report(held)  # seed 2 fails at 3, so 4 does not count
+    diverged = replace(record("multiplication", "transformer/coupled", 3, [1, 1, 1, 1]), status="diverged")
+    assert "| 4 / 3 / 2 (+1 failed) | 1/4 |" in coupling_report([*held, diverged])  # a failed seed holds nothing
 
 
 def test_copying_report_chooses_the_encoding_on_validation_and_tests_it_against_ssm():
