@@ -180,7 +180,8 @@ def to_markdown(diff: pd.DataFrame, name_a: str, name_b: str) -> str:
         lines += [f"**Not like with like** (compared with --allow-mismatch): {diff.attrs['mismatch']}. "
                   "Each row's `protocol_mismatch` in compare.csv names its differences.", ""]
     lines += [f"Delta = B - A of OOD {diff.metric.iloc[0].replace('_', ' ')} (percentage points); "
-              f"Welch's t-test from per-seed mean, std and n; {method} A cell that did not fit its training "
+              f"Welch's t-test from per-seed mean, std and n (where neither side varies, its seeds are known and an "
+              f"exact permutation test replaces it, with no interval); {method} A cell that did not fit its training "
               "lengths on a side (fewer than half its seeds) is not judged: it gets no verdict.", "",
               f"Summary: {summary_text(diff)}", ""]
     rows = []

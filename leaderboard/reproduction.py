@@ -207,10 +207,11 @@ def chomsky_report(records: list[RunRecord]) -> str:
 
 
 def _interval(test: dict) -> str:
-    """``+12.3 [+4.0, +20.6]`` points (no interval with one unit)."""
+    """``+12.3 [+4.0, +20.6], p 0.031`` points with the sign-flip test's p (no interval with one unit)."""
     if test["n"] < 2:
         return f"{100 * test['mean']:+.1f}" if test["n"] else ""
-    return f"{100 * test['mean']:+.1f} [{100 * test['low']:+.1f}, {100 * test['high']:+.1f}]"
+    return (f"{100 * test['mean']:+.1f} [{100 * test['low']:+.1f}, {100 * test['high']:+.1f}], "
+            f"{_p_text(test['p_value'])}")
 
 
 def _seed_scores(records: list[RunRecord], metric: str) -> dict[tuple[str, str], list[float]]:
@@ -272,8 +273,8 @@ def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord]) -> 
             "tasks and encodings. P(randomized > base): the probability of improvement with the task as the "
             "unit (per task, the chance that a seed of the variant scores above a seed of the base, ties half; "
             "averaged over the same tasks), with its 95% stratified-bootstrap interval (seeds resampled within "
-            f"each task; Agarwal et al. 2021) and the verdict it supports. {IMPROVEMENT_RULE}",
-            "", *markdown_table(["base", "tasks (both fit)", "gain [95% interval]", "verdict",
+            f"each task; Agarwal et al. 2021) and the verdict it supports. {VERDICT_RULE}",
+            "", *markdown_table(["base", "tasks (both fit)", "gain [95% interval], p", "verdict",
                                   "P(randomized > base) [95% interval], p", "gain of the max over seeds"], rows), ""]
 
 
@@ -293,12 +294,19 @@ def _p_text(p: float) -> str:
     return f"p {short}" if (float(short) < 0.05) == (p < 0.05) else f"p {p:.3g}"
 
 
+# How a difference's verdict is reached, said wherever one is shown (Demsar 2006 recommends a
+# rank or sign test, not the t-test alone, for comparisons across datasets).
+DIFFERENCE_RULE = ("A difference's verdict needs its t interval clear of 0 and a paired sign-flip test at p < 0.05 "
+                   "(each unit's difference taking either sign, every way; it assumes no normality): differences "
+                   "that all agree give a t interval of zero width, yet with n units the smallest p is 2/2^n, so "
+                   "fewer than 6 units never decide.")
 # How a probability-of-improvement verdict is reached, said wherever one is shown.
 IMPROVEMENT_RULE = ("A P verdict needs the interval clear of 0.5 and a permutation test at p < 0.05 (within each "
                     "stratum the seeds' labels exchanged, every way where there are few): with 3 seeds a side a "
                     "bootstrap interval can shrink to one point, yet every seed beating every seed of one stratum "
                     "happens by chance 1 time in 10. Both keep the strata fixed, so they speak for these strata "
-                    "only; the t interval over them is the one that reaches beyond.")
+                    "only; the difference over them is the one that reaches beyond.")
+VERDICT_RULE = f"{DIFFERENCE_RULE} {IMPROVEMENT_RULE}"
 
 
 def _verdict(test: dict, a: str, b: str) -> str:
@@ -383,10 +391,11 @@ def nope_report(records: list[RunRecord]) -> str:
     lines += ["## The published order, pair by pair", "",
               "Each adjacent pair of the published order: the difference in score (points) with the task as the "
               "unit (each task's seed means, paired over the tasks where both fit), with its 95% Student-t "
-              "interval; it holds when the interval lies above 0. P(first > second): the probability that a seed "
+              "interval and its sign-flip p; it holds when the interval lies above 0 and p < 0.05. P(first > "
+              "second): the probability that a seed "
               "of the first beats a seed of the second, the task as the stratum (stratified bootstrap, 95%). "
-              + IMPROVEMENT_RULE, "",
-              *markdown_table(["published", "tasks (both fit)", "difference [95% interval]",
+              + VERDICT_RULE, "",
+              *markdown_table(["published", "tasks (both fit)", "difference [95% interval], p",
                                "P(first > second) [95% interval], p", "verdict"], rows), ""]
     chance = {r.task: test_band_chance(r) for r in records if r.status == "ok"}
     rows = []
@@ -468,8 +477,8 @@ def _coupled_versus_others(records: list[RunRecord], task: str) -> list[str]:
                    "not told apart": "not told apart"}[test["verdict"]]
         rows.append([f"`{method}`", _interval(test), verdict])
     return ["`coupled` against each method: test-band exact match difference (points), paired by seed, with its "
-            "95% Student-t interval (cells where both fit).", "",
-            *markdown_table(["versus", "coupled − other [95% interval]", "verdict"], rows)]
+            f"95% Student-t interval (cells where both fit). {DIFFERENCE_RULE}", "",
+            *markdown_table(["versus", "coupled − other [95% interval], p", "verdict"], rows)]
 
 
 def _test_scores(records: list[RunRecord], metric: str = "exact_match") -> pd.DataFrame:
@@ -525,8 +534,8 @@ def _recurrent_versus_transformer(records: list[RunRecord], board: pd.DataFrame,
             "(points) with the task as the unit (each task's seed means, paired over the tasks where both fit), "
             "with its 95% Student-t interval, and the probability that a seed of the family beats a seed of the "
             "transformer, the task as the stratum (stratified bootstrap, 95%). Published: the recurrent families "
-            f"solve every regular task, the transformer most of them not. {IMPROVEMENT_RULE}", "",
-            *markdown_table(["family", "its mean (%)", "tasks (both fit)", "family − transformer [95% interval]",
+            f"solve every regular task, the transformer most of them not. {VERDICT_RULE}", "",
+            *markdown_table(["family", "its mean (%)", "tasks (both fit)", "family − transformer [95% interval], p",
                              "P(family > transformer) [95% interval], p", "verdict"], rows), ""]
 
 
@@ -583,10 +592,10 @@ def copying_report(records: list[RunRecord]) -> str:
               "(each copying task's seed means, paired over the tasks where both fit), with its 95% Student-t "
               "interval, and the probability that a seed of the method beats a seed of `ssm`, the task as the "
               "stratum (stratified bootstrap, 95%). The first two rows test the published claim (it holds when the "
-              "interval lies above 0), the second with the positions a state-space model could also be given; the "
+              "interval lies above 0 and p < 0.05), the second with the positions a state-space model could also be given; the "
               "others describe each method (one interval each, no correction for the many comparisons). "
-              + IMPROVEMENT_RULE, "",
-              *(markdown_table(["method", "tasks (both fit)", "method − ssm [95% interval]",
+              + VERDICT_RULE, "",
+              *(markdown_table(["method", "tasks (both fit)", "method − ssm [95% interval], p",
                                 "P(method > ssm) [95% interval], p", "verdict"], rows)
                 if rows else ["`ssm` fit no copying task (or did not run): no comparison."]), ""]
     return "\n".join(lines) + "\n"
@@ -705,9 +714,9 @@ def formats_report(records: list[RunRecord]) -> str:
               "methods that ran in both formats, how many seeds fit the training lengths in plain and in the format "
               "(a format can make a task learnable at all; no interval). Published: "
               f"{published.FORMATS_ADDITION_CLAIM} (Zhou et al.; each format is tested alone here, not their "
-              f"combination); {published.SCRATCHPAD_CLAIM}. {IMPROVEMENT_RULE}", "",
+              f"combination); {published.SCRATCHPAD_CLAIM}. {VERDICT_RULE}", "",
               *markdown_table(["source", "task", "format", "seeds fit: plain → format", "methods (both fit)",
-                               "format − plain [95% interval]", "P(format > plain) [95% interval], p", "verdict"],
+                               "format − plain [95% interval], p", "P(format > plain) [95% interval], p", "verdict"],
                               rows), ""]
     return "\n".join(lines) + "\n"
 
@@ -756,8 +765,8 @@ def looped_report(records: list[RunRecord]) -> str:
               "Per encoding, the looped transformer minus the fixed-depth one in test exact match (points), paired "
               "by task where both fit, with its 95% Student-t interval over the tasks (each task's seed means), "
               "and the probability that a looped seed beats a fixed-depth seed with the task as the stratum "
-              f"(stratified bootstrap, 95%). Published: {published.LOOPED_CLAIM}. {IMPROVEMENT_RULE}", "",
-              *markdown_table(["encoding", "tasks (both fit)", "looped − fixed depth [95% interval]",
+              f"(stratified bootstrap, 95%). Published: {published.LOOPED_CLAIM}. {VERDICT_RULE}", "",
+              *markdown_table(["encoding", "tasks (both fit)", "looped − fixed depth [95% interval], p",
                                "P(looped > fixed depth) [95% interval], p", "verdict"], rows), ""]
     return "\n".join(lines) + "\n"
 

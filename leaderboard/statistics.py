@@ -47,15 +47,38 @@ def t_interval(values, level: float = 0.95, bounds: tuple[float, float] = (0.0, 
 
 def paired_difference(a, b, level: float = 0.95) -> dict:
     """Mean of the paired differences ``a - b`` (one per unit: a task, or a
-    task and seed) with its Student-t interval, and the verdict it supports:
-    ``a better`` / ``b better`` when the interval excludes 0, else ``not told
-    apart`` (also with fewer than two units)."""
+    task and seed) with its Student-t interval, the sign-flip test's
+    ``p_value`` and the verdict both support: ``a better`` / ``b better`` when
+    the interval excludes 0 and p < 1 - ``level``, else ``not told apart``
+    (also with fewer than two units). Differences that all agree give a t
+    interval of zero width, so the interval alone never decides."""
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     d = d[~np.isnan(d)]
     low, high = t_interval(d, level, bounds=(-1.0, 1.0))
-    verdict = "a better" if low > 0 else ("b better" if high < 0 else "not told apart")
+    p_value = sign_flip_p_value(d) if d.size >= 2 else math.nan
+    told = p_value < round(1 - level, 12)  # 1 - 0.95 is 0.05000000000000004 in floating point
+    verdict = "a better" if told and low > 0 else ("b better" if told and high < 0 else "not told apart")
     return {"mean": float(d.mean()) if d.size else math.nan, "low": low, "high": high, "n": int(d.size),
-            "verdict": verdict}
+            "p_value": p_value, "verdict": verdict}
+
+
+EXACT_SIGN_UNITS = 16  # up to this many units every sign pattern is tried (2^16); more are sampled
+
+
+def sign_flip_p_value(differences, seed: int = 0) -> float:
+    """Two-sided paired randomization test of a zero mean difference: each
+    unit's difference keeps its size and takes either sign (every pattern for
+    up to ``EXACT_SIGN_UNITS`` units, else ``EXACT_SPLITS`` random ones); p is
+    the share of patterns whose |sum| reaches the observed one. It needs no
+    normality, and its smallest p is 2 / 2^n: fewer than 6 units never reach
+    0.05, however alike their differences."""
+    d = np.asarray(differences, dtype=float)
+    observed = abs(float(d.sum())) - 1e-9 * max(1.0, float(np.abs(d).sum()))  # float sums tie within rounding
+    if d.size <= EXACT_SIGN_UNITS:
+        signs = ((np.arange(2 ** d.size)[:, None] >> np.arange(d.size)) & 1) * 2 - 1
+        return float(np.mean(np.abs(signs @ d) >= observed))  # k / 2^n: exact in floating point
+    signs = np.random.default_rng(seed).choice([-1.0, 1.0], (EXACT_SPLITS, d.size))
+    return round((int(np.sum(np.abs(signs @ d) >= observed)) + 1) / (EXACT_SPLITS + 1), 12)
 
 
 def generalization_length(lengths, scores, threshold: float = GENERALIZE_THRESHOLD) -> int:
@@ -177,8 +200,12 @@ def welch(mean_a, std_a, n_a, mean_b, std_b, n_b, level: float = 0.95) -> dict:
 
     Returns delta, its standard error, Welch-Satterthwaite df, t, the
     two-sided p-value and a ``level`` confidence interval of the delta; all
-    NaN but ``delta`` when either side has fewer than two seeds. Two sides
-    without spread differ for certain (p 0) unless their means are equal.
+    NaN but ``delta`` when either side has fewer than two seeds. Where
+    neither side varies its seeds are known exactly, the t-test is undefined
+    (t infinite), and the p is the exact permutation test's over every split
+    of the pooled seeds by the difference of means: 2 / C(n_a + n_b, n_a) with
+    equal sides (0.1 for 3 seeds a side; only the observed split and its
+    mirror are as extreme), 1 / C(...) with unequal ones; no interval.
     """
     delta = mean_b - mean_a
     out = {"delta": delta, "se": math.nan, "df": math.nan, "t": math.nan, "p_value": math.nan,
@@ -188,9 +215,9 @@ def welch(mean_a, std_a, n_a, mean_b, std_b, n_b, level: float = 0.95) -> dict:
     va, vb = std_a**2 / n_a, std_b**2 / n_b
     se = math.sqrt(va + vb)
     if se == 0:
-        p = 1.0 if delta == 0 else 0.0
+        p = 1.0 if delta == 0 else min(1.0, (2 if n_a == n_b else 1) / math.comb(n_a + n_b, n_a))
         return {**out, "se": 0.0, "df": n_a + n_b - 2, "t": 0.0 if delta == 0 else math.copysign(math.inf, delta),
-                "p_value": p, "ci_low": delta, "ci_high": delta}
+                "p_value": p}
     test = scipy_stats().ttest_ind_from_stats(mean_b, std_b, n_b, mean_a, std_a, n_a, equal_var=False)
     df = (va + vb) ** 2 / (va**2 / (n_a - 1) + vb**2 / (n_b - 1))
     half = float(scipy_stats().t.ppf(1 - (1 - level) / 2, df)) * se

@@ -316,6 +316,65 @@ def test_a_probability_of_improvement_needs_its_permutation_test_too():
     assert told <= 20  # nominal 5% of 200 = 10
 
 
+def test_a_paired_difference_needs_its_sign_flip_test_too():
+    """Differences that all agree give a t interval of zero width; the sign-flip test gives them p = 2/2^n, so
+    2 to 5 units never decide and 6 do. Its p matches brute force over every sign pattern (ties included) and
+    scipy's paired permutation test; sampled beyond 16 units; drawn alike, A and B are told apart at most about
+    5% of the time."""
+    import itertools
+
+    import numpy as np
+    from scipy import stats
+
+    from lengthbench.leaderboard.statistics import paired_difference, sign_flip_p_value
+
+    for n in (2, 3, 5):
+        test = paired_difference([1.0] * n, [0.0] * n)
+        assert (test["low"], test["high"]) == (1.0, 1.0)  # the t interval alone would say "certain"
+        assert (test["p_value"], test["verdict"]) == (2 / 2**n, "not told apart")
+    six = paired_difference([1.0] * 6, [0.0] * 6)
+    assert (six["p_value"], six["verdict"]) == (2 / 64, "a better")
+    assert paired_difference([0.0] * 6, [0.3] * 6)["verdict"] == "b better"
+    assert paired_difference([0.1, 0.2, 0.3, 0.1, 0.1, 0.2], [0.1, 0.2, 0.3, 0.1, 0.1, 0.2])["p_value"] == 1.0
+
+    rng = np.random.default_rng(3)
+    d = rng.integers(-2, 4, 9) / 4  # ties and zeros included
+    observed = abs(d.sum())
+    brute = np.mean([abs(np.dot(s, d)) >= observed - 1e-12 for s in itertools.product((-1, 1), repeat=d.size)])
+    assert sign_flip_p_value(d) == pytest.approx(brute)
+    x = rng.normal(0.3, 1, 8)
+    scipy_p = stats.permutation_test((x,), np.mean, permutation_type="samples", n_resamples=10**6).pvalue
+    assert sign_flip_p_value(x) == pytest.approx(scipy_p)
+    y = rng.normal(0.4, 1, 30)  # 2^30 patterns: sampled
+    assert sign_flip_p_value(y) == pytest.approx(stats.ttest_1samp(y, 0).pvalue, abs=0.02)
+
+    told = sum(paired_difference(rng.normal(0.5, 0.1, 8), rng.normal(0.5, 0.1, 8))["verdict"] != "not told apart"
+               for _ in range(400))
+    assert told <= 40  # nominal 5% of 400 = 20
+
+
+def test_compare_tests_two_cells_without_spread_exactly():
+    """Neither side varies: Welch's t is undefined; the exact permutation test over the pooled seeds gives
+    p = 2/20 for 3 seeds a side (brute force agrees, for unequal sides too), and there is no interval."""
+    import itertools
+
+    import numpy as np
+
+    from lengthbench.leaderboard.statistics import welch
+
+    def brute(n_a, n_b):
+        pooled = np.array([0.0] * n_a + [1.0] * n_b)
+        splits = [np.isin(np.arange(n_a + n_b), c) for c in itertools.combinations(range(n_a + n_b), n_a)]
+        return np.mean([abs(pooled[m].mean() - pooled[~m].mean()) >= 1 - 1e-12 for m in splits])
+
+    for n_a, n_b in ((3, 3), (2, 3), (4, 2), (5, 5)):
+        test = welch(0.0, 0.0, n_a, 1.0, 0.0, n_b)
+        assert test["p_value"] == pytest.approx(brute(n_a, n_b))
+        assert math.isnan(test["ci_low"]) and math.isnan(test["ci_high"])
+    assert welch(0.0, 0.0, 3, 1.0, 0.0, 3)["p_value"] == pytest.approx(0.1)
+    assert welch(0.4, 0.0, 3, 0.4, 0.0, 3)["p_value"] == 1.0
+
+
 def test_the_board_reports_the_horizon_per_cell():
     """Two seeds trained 1..16: one solves every length to 40 then fails, the
     other fails from 21: half the seeds reach 2x (32), none 4x (64); the

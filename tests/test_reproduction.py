@@ -95,10 +95,10 @@ def test_chomsky_report_chooses_on_validation_and_rests_each_finding_on_the_mean
     assert "1/2 seeds solve); published: solved (every seed), does not hold" in text
     # lstm against the chosen encoding, the task the unit: +30 (even_pairs: 90 against 60), -6 (cycle_navigation:
     # 90 against 96); P: every lstm seed beats 60, one of two beats 96
-    assert "| `lstm` | 90.0 | 2 | +12.0 [-100.0, +100.0] | 0.75 [" in text
+    assert "| `lstm` | 90.0 | 2 | +12.0 [-100.0, +100.0], p 1 | 0.75 [" in text
     # randomized gain over the two tasks: (60 - 72.5 + 50 - 96) / 2 = -29.25 mean over seeds; two tasks
     # give a t interval (t = 12.7) wider than the range: not told apart
-    assert "| `rope` | 2 | -29.2 [-100.0, +100.0] | not told apart | 0.25 [0.00, 0.50], p 0.22: not told apart | -40.5 |" in text
+    assert "| `rope` | 2 | -29.2 [-100.0, +100.0], p 0.5 | not told apart | 0.25 [0.00, 0.50], p 0.22: not told apart | -40.5 |" in text
 
 
 def test_reproduce_cli_writes_the_report(capsys, tmp_path):
@@ -149,9 +149,11 @@ def test_paired_difference_by_hand():
     half = 3.182446 * np.std([0.4, 0.5, 0.5, 0.3], ddof=1) / 2  # t(0.975, 3)
     assert test["mean"] == pytest.approx(0.425) and test["n"] == 4
     assert (test["low"], test["high"]) == pytest.approx((0.425 - half, 0.425 + half), rel=1e-5)
-    assert test["verdict"] == "a better"
+    assert test["p_value"] == 2 / 16 and test["verdict"] == "not told apart"  # 4 units: the sign-flip test can't
+    six = paired_difference([0.5, 0.7, 0.9, 0.6, 0.8, 0.7], [0.1, 0.2, 0.4, 0.3, 0.3, 0.3])
+    assert six["verdict"] == "a better"
     assert paired_difference([0.1, 0.5], [0.4, 0.2])["verdict"] == "not told apart"
-    assert paired_difference([0.1, 0.2, 0.1], [0.5, 0.6, 0.55])["verdict"] == "b better"
+    assert paired_difference([0.1, 0.2, 0.1, 0.2, 0.1, 0.1], [0.5, 0.6, 0.55, 0.5, 0.6, 0.5])["verdict"] == "b better"
 
 
 def test_cells_that_did_not_fit_get_no_verdict():
@@ -180,8 +182,10 @@ def test_the_nope_order_is_tested_pair_by_pair():
                for t in ("copy", "reverse_string") for e, curve in curves.items() for s in range(3)]
     text = nope_report(records)
     # the task the unit: +20 on both tasks (every seed of nope above every seed of t5)
-    assert "| `nope` > `t5` | 2 | +20.0 [+20.0, +20.0] | 1.00 [1.00, 1.00], p 0.005: nope better | holds |" in text
-    assert "| `t5` > `alibi` | 2 | +0.0 [+0.0, +0.0] | 0.50 [" in text and "not told apart |" in text
+    # the t interval has zero width, but 2 tasks can't decide: the sign-flip test gives p 0.5
+    assert ("| `nope` > `t5` | 2 | +20.0 [+20.0, +20.0], p 0.5 | 1.00 [1.00, 1.00], p 0.005: nope better | "
+            "not told apart |") in text
+    assert "| `t5` > `alibi` | 2 | +0.0 [+0.0, +0.0], p 1 | 0.50 [" in text and "not told apart |" in text
     assert "| `rope` > `sinusoidal` | 0 |  |  | not run or never fit |" in text
     # the order of the four that fit matches the published one, but it is no test of the five-encoding order
     assert ("Ours: nope > t5 > alibi > rope (sinusoidal: not run or never fit, so the published order is not "
@@ -195,7 +199,8 @@ def test_the_coupling_claim_is_tested_by_seed():
     records += [record("addition", "transformer/nope", s, [1, 1, 0.1 * s, 0]) for s in range(3)]  # d = .85 .805 .76
     records += [record("addition", "transformer/rope", s, [1, 0.2, 0, 0]) for s in range(3)]  # did not fit
     text = coupling_report(records)
-    assert "| `transformer/nope` | +80.5 [+69.3, +91.7] | coupled better |" in text
+    # 3 seeds: the interval lies above 0, but the sign-flip test's smallest p is 2/8
+    assert "| `transformer/nope` | +80.5 [+69.3, +91.7], p 0.25 | not told apart |" in text
     assert "| `transformer/rope` |  | did not fit (no verdict) |" in text
     # every test length, each with its ratio to the training length, and each seed's generalization length
     assert "| method | length 2 (1×) | length 3 (1.5×) | length 4 (2×) | generalization length | seeds that hold 2× (4) |" \
@@ -232,9 +237,10 @@ def test_copying_report_chooses_the_encoding_on_validation_and_tests_it_against_
             "(did not fit) | 35.0 ± 7.1 |" in text)
     copy_row = [line for line in text.splitlines() if line.startswith("| copy |")][0]
     assert "| chance (%, test band) |" in text and 0 < float(copy_row.split("|")[-2]) < 10  # copy's answers differ
-    # task-agnostic, the task the unit: +45 (copy), +50 (duplicate_string): mean 47.5, sd 3.54, t(0.975, 1) = 12.7
-    assert ("| transformer, task-agnostic encoding (chosen on validation) | 2 | +47.5 [+15.7, +79.3] | 1.00 [1.00, "
-            "1.00], p 0.056: not told apart | better than ssm |") in text
+    # task-agnostic, the task the unit: +45 (copy), +50 (duplicate_string): mean 47.5, sd 3.54, t(0.975, 1) = 12.7;
+    # the interval lies above 0, but two tasks can't decide (sign-flip p = 2/4)
+    assert ("| transformer, task-agnostic encoding (chosen on validation) | 2 | +47.5 [+15.7, +79.3], p 0.5 | 1.00 "
+            "[1.00, 1.00], p 0.056: not told apart | not told apart |") in text
     assert "| transformer, any encoding (chosen on validation) | 2 | +55.0 [" in text  # coupled on duplicate_string
     # lstm fit copy only (10 against 10): one task, no interval
     assert "| `lstm` | 1 | +0.0 | 0.50 [0.50, 0.50], p 1: not told apart | not told apart |" in text
@@ -256,8 +262,9 @@ def test_recurrent_families_are_tested_against_the_transformer_chosen_on_validat
                         run(task, "transformer/alibi", seed, 0.5, 0.99),  # the best on test, not on validation
                         run(task, "lstm", seed, 0.9, lstm)]
     text = chomsky_report(records)
-    # the task the unit: 97.5 against 55 on both tasks
-    assert "| `lstm` | 97.5 | 2 | +42.5 [+42.5, +42.5] | 1.00 [1.00, 1.00], p 0.056: not told apart | recurrent better |" in text
+    # the task the unit: 97.5 against 55 on both tasks: a t interval of zero width, but two tasks can't decide
+    assert ("| `lstm` | 97.5 | 2 | +42.5 [+42.5, +42.5], p 0.5 | 1.00 [1.00, 1.00], p 0.056: not told apart | not "
+            "told apart |") in text
 
 
 def test_no_selection_or_reproduction_code_chooses_a_row_by_a_test_column():
@@ -317,6 +324,20 @@ def test_the_randomized_claim_carries_its_probability_of_improvement_by_task():
     assert "| 0.88 [" in row and "], p 0.002: randomized better |" in row
 
 
+def test_a_difference_over_six_tasks_decides():
+    """Six tasks where the variant gains 45 to 55 points: the t interval lies above 0 and the sign-flip test
+    gives p = 2/64, so the verdict column says so (five such tasks would not: p = 2/32)."""
+    tasks = ("even_pairs", "parity_check", "cycle_navigation", "modular_arithmetic", "reverse_string",
+             "duplicate_string")
+    records = [_banded(task, f"transformer/{e}", seed, x, x) for i, task in enumerate(tasks) for seed in range(2)
+               for e, x in (("rope", 0.3), ("randomized-rope", 0.75 + 0.02 * i))]
+    row = next(line for line in chomsky_report(records).splitlines() if line.startswith("| `rope` |"))
+    assert "| `rope` | 6 | +50.0 [" in row and "], p 0.031 | randomized better |" in row
+    five = [r for r in records if r.task != "duplicate_string"]
+    row = next(line for line in chomsky_report(five).splitlines() if line.startswith("| `rope` |"))
+    assert "], p 0.062 | not told apart |" in row
+
+
 def test_the_randomized_claim_over_every_base_takes_the_task_as_the_unit():
     """**all**: per task, the mean gain over the bases (rope +50 on both tasks; alibi +10 on even_pairs, -10 on
     parity_check): +30 and +20 over 2 tasks, not 4 (base, task) pairs as if they were independent."""
@@ -328,7 +349,7 @@ def test_the_randomized_claim_over_every_base_takes_the_task_as_the_unit():
         ("parity_check", "alibi", 0.5), ("parity_check", "randomized-alibi", 0.4))]
     text = chomsky_report(records)
     # +30, +20: mean 25, sd 7.07, t(0.975, 1) = 12.7
-    assert "| **all** | 2 | +25.0 [-38.5, +88.5] | not told apart |" in text
+    assert "| **all** | 2 | +25.0 [-38.5, +88.5], p 0.5 | not told apart |" in text
 
 
 def test_formats_report_tests_each_format_against_plain_method_by_method():
@@ -349,9 +370,10 @@ def test_formats_report_tests_each_format_against_plain_method_by_method():
     records = [_banded(task, f"transformer/{e}", s, 1.0, x, fit=0.5 if (task, e) in unfit else 1.0)
                for (task, e), seeds in scores.items() for s, x in enumerate(seeds)]
     text = formats_report(records)
-    # reversed: differences .4, .3, .4 over three methods: mean 36.7, sd 5.77, t(0.975, 2) = 4.303
-    assert "| Zhou et al. | addition | `reversed` | 6/6 → 6/6 | 3 | +36.7 [+22.3, +51.0] | 1.00 [1.00, 1.00], p 0.0093: " \
-        "reversed better | reversed better |" in text
+    # reversed: differences .4, .3, .4 over three methods: mean 36.7, sd 5.77, t(0.975, 2) = 4.303; three methods
+    # can't decide the difference (sign-flip p = 2/8), the seeds within them decide P
+    assert "| Zhou et al. | addition | `reversed` | 6/6 → 6/6 | 3 | +36.7 [+22.3, +51.0], p 0.25 | 1.00 [1.00, 1.00], " \
+        "p 0.0093: reversed better | not told apart |" in text
     # index hints: fire did not fit, so one method (rope: 40 against 30): no interval, no verdict either way;
     # P: 40 beats 20 and ties 40
     assert ("| Zhou et al. | addition | `index-hints` | 4/4 → 2/4 | 1 | +10.0 | 0.75 [0.50, 1.00], p 1: not told apart | not "
@@ -359,7 +381,8 @@ def test_formats_report_tests_each_format_against_plain_method_by_method():
     assert "| addition | index-hints | `transformer/fire` | 0/2 | 100.0 ± 0.0 (did not fit) |" in text
     assert "| Anil et al. | parity_check | `scratchpad` | 2/4 → 4/4 | 1 | +30.0 |" in text  # fire fit only here
     # across tasks, the task the unit: +30 (parity) and 0 (addition): t(0.975, 1) = 12.7, interval clipped to +-100
-    assert "| Anil et al. | every task above, the task as the unit | `scratchpad` |  | 2 | +15.0 [-100.0, +100.0] |" in text
+    assert ("| Anil et al. | every task above, the task as the unit | `scratchpad` |  | 2 | +15.0 [-100.0, +100.0], "
+            "p 1 |") in text
     assert "Horizon: trained on lengths 1..2, tested on 4..5, up to 2.5× the longest training length." in text
     # each cell beside its task's chance level on the test band (the final answer's: parity's about half)
     scratchpad = [line for line in text.splitlines() if line.startswith("| parity_check | scratchpad | `transformer/rope`")]
@@ -384,7 +407,8 @@ def test_looped_report_pairs_looped_and_fixed_depth_by_task():
                for (task, m), seeds in scores.items() for s, x in enumerate(seeds)]
     text = looped_report(records)
     # nope: +45 (parity), +30 (cycle_navigation): mean 37.5, sd 10.6, t(0.975, 1) = 12.7: [-57.8, +100 (clipped)]
-    assert "| `nope` | 2 | +37.5 [-57.8, +100.0] | 1.00 [1.00, 1.00], p 0.056: not told apart | not told apart |" in text
+    assert ("| `nope` | 2 | +37.5 [-57.8, +100.0], p 0.5 | 1.00 [1.00, 1.00], p 0.056: not told apart | not told "
+            "apart |") in text
     assert "| `rope` | 1 | +30.0 | 1.00 [1.00, 1.00], p 0.33: not told apart | not told apart |" in text  # cycle: unfit
     # seeds of both encodings together per task: parity (.9 1 .4 .6 against .5 .5 .2 .2: +37.5), cycle (nope
     # only: +30)
