@@ -225,3 +225,18 @@ def test_mixed_settings_are_refused(tmp_path, tiny_preset, capsys):
     assert main(["leaderboard", "--results", str(tmp_path / "a")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("lengthbench: error: runs of copy/transformer/nope use different")
+
+
+def test_the_cpu_description_counts_its_threads_in_words():
+    import torch
+
+    from lengthbench.benchmark.device import device_description
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        assert device_description(torch.device("cpu")) == "cpu (1 thread)"
+        torch.set_num_threads(2)
+        assert device_description(torch.device("cpu")) == "cpu (2 threads)"
+    finally:
+        torch.set_num_threads(before)
