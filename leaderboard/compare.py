@@ -43,6 +43,8 @@ ALPHA = 0.05
 COLUMNS = ["task", "method", "metric", "mean_a", "mean_b", "n_a", "n_b", "delta", "se", "df", "t",
            "p_value", "p_adjusted", "correction", "ci_low", "ci_high", "verdict", "note", "protocol_mismatch"]
 SAME_NOTE = "the same numbers on both sides"
+NO_SPREAD_NOTE = ("neither side varies: the p is the exact permutation test's over every split of the pooled "
+                  "seeds (its smallest: 0.1 for 3 seeds a side), with no interval")
 VERDICTS = ("improved", "worse", "unchanged", "identical", "untested", "not_judged", "not_applicable", "only_in_a",
             "only_in_b")
 # What a board without protocols (schema < 6) still says about its cells' settings.
@@ -121,6 +123,8 @@ def compare_frames(a: pd.DataFrame, b: pd.DataFrame, metric: str = "exact_match"
                 row.update(welch(*sides[0], *sides[1]))
                 if _same(sides[0], sides[1]):
                     row["verdict"] = "identical"
+                elif row["se"] == 0:
+                    row["note"] = NO_SPREAD_NOTE
         rows.append(row)
     diff = pd.DataFrame(rows).reindex(columns=COLUMNS)
     diff["verdict"] = diff.verdict.astype(object)
@@ -188,7 +192,8 @@ def to_markdown(diff: pd.DataFrame, name_a: str, name_b: str) -> str:
     for _, r in diff.iterrows():
         def pp(x):
             return "" if pd.isna(x) else f"{100 * x:+.1f}"
-        ci = "" if pd.isna(r.ci_low) else f"[{pp(r.ci_low)}, {pp(r.ci_high)}]"
+        ci = (f"[{pp(r.ci_low)}, {pp(r.ci_high)}]" if not pd.isna(r.ci_low)
+              else "none: no spread" if r.note == NO_SPREAD_NOTE else "")
         rows.append([r.task, f"`{r.method}`", "" if pd.isna(r.mean_a) else f"{100 * r.mean_a:.1f}",
                      "" if pd.isna(r.mean_b) else f"{100 * r.mean_b:.1f}", pp(r.delta), ci,
                      "" if pd.isna(r.p_value) else f"{r.p_value:.3g}",

@@ -227,6 +227,25 @@ def test_compare_verdicts_and_one_sided_cells():
                                     "not_judged": 1, "not_applicable": 0, "only_in_a": 0, "only_in_b": 1}
 
 
+def test_compare_tests_cells_without_spread_by_permutation():
+    """0% on every seed of A, 100% on every seed of B: Welch's t is undefined; 3 seeds a side give the exact
+    permutation p of 0.1 (no verdict, and the table says why: no interval), 5 a side give 2/252."""
+    from lengthbench.leaderboard.compare import NO_SPREAD_NOTE, to_markdown
+
+    base = {c: 0 for c in COLUMN_NAMES}
+
+    def board(mean, n):
+        return pd.DataFrame([{**base, "schema_version": SCHEMA_VERSION, "task": "copy", "method": "transformer/rope",
+                              "status": "ok", "n_seeds": n, "n_fit": n, "ood_exact_match_mean": mean,
+                              "ood_exact_match_std": 0.0}])
+    three = compare_frames(board(0.0, 3), board(1.0, 3)).iloc[0]
+    assert (three.p_value, three.verdict, three.note) == (pytest.approx(0.1), "unchanged", NO_SPREAD_NOTE)
+    assert np.isnan(three.ci_low) and "| +100.0 | none: no spread | 0.1 |" in to_markdown(
+        compare_frames(board(0.0, 3), board(1.0, 3)), "A", "B")
+    five = compare_frames(board(0.0, 5), board(1.0, 5)).iloc[0]
+    assert (five.p_value, five.verdict) == (pytest.approx(2 / 252), "improved")
+
+
 @pytest.mark.parametrize("mutate,message", [
     (lambda t: "", "empty file"),
     (lambda t: t.splitlines()[0] + "\n", "header only, no rows"),
