@@ -165,3 +165,26 @@ def test_every_shipped_record_was_made_by_committed_code():
     dirty = [path.name for path in REFERENCE.glob("**/records/*__seed*.json")
              if json.loads(path.read_text())["code_version"].endswith(".dirty")]
     assert REFERENCE.joinpath("horizon", "records").is_dir() and not dirty, dirty[:5]
+
+
+def test_every_interval_quoted_in_the_results_page_is_a_shipped_number():
+    """docs/results.md quotes intervals by hand; each must stand in a shipped reference's report, README or
+    table, or (the suite's randomized-rope over rope, said nowhere else) be recomputed here from its board."""
+    import re
+
+    import pandas as pd
+
+    from lengthbench.leaderboard.aggregate import judged
+    from lengthbench.leaderboard.statistics import paired_difference
+
+    page = (REFERENCE.parent.parent / "docs" / "results.md").read_text().replace("−", "-")
+    shipped = "\n".join(p.read_text() for p in REFERENCE.rglob("*.md")).replace("−", "-")
+    board = pd.read_csv(REFERENCE / "suite" / "leaderboard.csv")
+    scores = board[judged(board)].pivot_table(index="task", columns="method", values="ood_exact_match_mean")
+    both = scores[["transformer/randomized-rope", "transformer/rope"]].dropna()
+    test = paired_difference(both.iloc[:, 0], both.iloc[:, 1])
+    recomputed = f"{100 * test['mean']:+.1f} [{100 * test['low']:+.1f}, {100 * test['high']:+.1f}]"
+    assert f"**{recomputed} points**" in page and test["verdict"] == "a better" and test["p_value"] < 0.001
+    quoted = re.findall(r"\[[+-]?\d+\.\d+, [+-]?\d+\.\d+\]", page)
+    assert len(quoted) >= 10
+    assert [q for q in quoted if q not in shipped and q not in recomputed] == []
