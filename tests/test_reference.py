@@ -167,9 +167,10 @@ def test_every_shipped_record_was_made_by_committed_code():
     assert REFERENCE.joinpath("horizon", "records").is_dir() and not dirty, dirty[:5]
 
 
-def test_every_interval_quoted_in_the_results_page_is_a_shipped_number():
-    """docs/results.md quotes intervals by hand; each must stand in a shipped reference's report, README or
-    table, or (the suite's randomized-rope over rope, said nowhere else) be recomputed here from its board."""
+def test_every_interval_quoted_in_the_results_page_and_readme_is_a_shipped_number():
+    """docs/results.md and the README quote intervals by hand; each must stand in a shipped reference's report,
+    README or table, or (the suite's randomized-rope over rope, said nowhere else) be recomputed here from its
+    board."""
     import re
 
     import pandas as pd
@@ -177,7 +178,8 @@ def test_every_interval_quoted_in_the_results_page_is_a_shipped_number():
     from lengthbench.leaderboard.aggregate import judged
     from lengthbench.leaderboard.statistics import paired_difference
 
-    page = (REFERENCE.parent.parent / "docs" / "results.md").read_text().replace("−", "-")
+    root = REFERENCE.parent.parent
+    page = "\n".join((root / name).read_text() for name in ("docs/results.md", "README.md")).replace("−", "-")
     shipped = "\n".join(p.read_text() for p in REFERENCE.rglob("*.md")).replace("−", "-")
     board = pd.read_csv(REFERENCE / "suite" / "leaderboard.csv")
     scores = board[judged(board)].pivot_table(index="task", columns="method", values="ood_exact_match_mean")
