@@ -5,9 +5,10 @@ t-test on the per-seed OOD means (mean, sample std and number of seeds of
 each side), two-sided, with a Welch-Satterthwaite 95% CI of the delta. One
 comparison tests every cell at once, so the p-values are corrected for
 multiple comparisons (Benjamini-Hochberg by default; ``--correction``). A
-cell is "improved"/"worse" when its corrected p < alpha; "unchanged"
-otherwise; "identical" when both sides hold the same numbers; cells with
-fewer than two seeds on a side cannot be tested ("untested"), and a cell
+cell is "improved"/"worse" when its corrected p < alpha; "not_told_apart"
+otherwise (not "unchanged": with few seeds a large change can fail the
+test); "identical" when both sides hold the same numbers; cells with fewer
+than two seeds on a side cannot be tested ("untested"), and a cell
 that is not applicable on a side says so ("not_applicable").
 
 Only like is compared with like: each cell's ``protocol`` (its settings,
@@ -45,7 +46,7 @@ COLUMNS = ["task", "method", "metric", "mean_a", "mean_b", "n_a", "n_b", "delta"
 SAME_NOTE = "the same numbers on both sides"
 NO_SPREAD_NOTE = ("neither side varies: the p is the exact permutation test's over every split of the pooled "
                   "seeds (its smallest: 0.1 for 3 seeds a side), with no interval")
-VERDICTS = ("improved", "worse", "unchanged", "identical", "untested", "not_judged", "not_applicable", "only_in_a",
+VERDICTS = ("improved", "worse", "not_told_apart", "identical", "untested", "not_judged", "not_applicable", "only_in_a",
             "only_in_b")
 # What a board without protocols (schema < 6) still says about its cells' settings.
 LENGTH_FIELDS = ("train_length", "validation_length", "test_length")
@@ -139,7 +140,7 @@ def compare_frames(a: pd.DataFrame, b: pd.DataFrame, metric: str = "exact_match"
     tested = diff.verdict.isna()
     diff.loc[tested, "verdict"] = np.select(
         [diff.p_adjusted[tested].isna(), significant[tested] & (diff.delta[tested] > 0),
-         significant[tested] & (diff.delta[tested] < 0)], ["untested", "improved", "worse"], "unchanged")
+         significant[tested] & (diff.delta[tested] < 0)], ["untested", "improved", "worse"], "not_told_apart")
     diff.attrs["mismatch"] = mismatch
     return diff
 

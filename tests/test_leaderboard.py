@@ -127,7 +127,7 @@ def test_compare_of_one_setting_reports_no_change_after_correction():
     assert uncorrected["improved"] + uncorrected["worse"] > 0  # chance alone flags cells at p < 0.05
     for correction in ("bh", "holm"):
         counts = summary_counts(compare_frames(a, b, correction=correction))
-        assert counts["improved"] == counts["worse"] == 0 and counts["unchanged"] == 100, correction
+        assert counts["improved"] == counts["worse"] == 0 and counts["not_told_apart"] == 100, correction
 
 
 @pytest.fixture
@@ -191,7 +191,7 @@ def test_compare_real_leaderboards(two_boards, tmp_path, capsys):
     np.testing.assert_allclose([r.p_adjusted for r in tested], holm)
     for r, p in zip(tested, holm):
         same = r.same_std and (r.mean_a, r.n_a) == (r.mean_b, r.n_b)  # both sides hold the same numbers
-        assert r.verdict == ("identical" if same else "unchanged" if p >= 0.05
+        assert r.verdict == ("identical" if same else "not_told_apart" if p >= 0.05
                              else "improved" if r.delta > 0 else "worse")
     assert f"summary: {summary_text(diff)} (multiple-comparison correction: holm)" in printed
     assert f"# A → B: {a} → {b}" in printed and f"| A % ({a}) | B % ({b}) |" in printed  # which file is which
@@ -219,11 +219,11 @@ def test_compare_verdicts_and_one_sided_cells():
     diff = compare_frames(a, b)
     verdict = {(r.task, r.method.removeprefix("transformer/")): r.verdict for _, r in diff.iterrows()}
     assert verdict[("copy", "rope")] == "improved" and verdict[("copy", "nope")] == "worse"
-    assert verdict[("copy", "alibi")] == "unchanged" and verdict[("copy", "learned")] == "untested"
+    assert verdict[("copy", "alibi")] == "not_told_apart" and verdict[("copy", "learned")] == "untested"
     assert verdict[("parity_check", "rope")] == "only_in_b"
     unfit = diff[diff.method == "transformer/fire"].iloc[0]  # 0.0 -> 0.9, but A did not fit: no verdict, no test
     assert unfit.verdict == "not_judged" and np.isnan(unfit.p_value) and "A (1 of 5 seeds fit)" in unfit.note
-    assert summary_counts(diff) == {"improved": 1, "worse": 1, "unchanged": 1, "identical": 0, "untested": 1,
+    assert summary_counts(diff) == {"improved": 1, "worse": 1, "not_told_apart": 1, "identical": 0, "untested": 1,
                                     "not_judged": 1, "not_applicable": 0, "only_in_a": 0, "only_in_b": 1}
 
 
@@ -239,7 +239,7 @@ def test_compare_tests_cells_without_spread_by_permutation():
                               "status": "ok", "n_seeds": n, "n_fit": n, "ood_exact_match_mean": mean,
                               "ood_exact_match_std": 0.0}])
     three = compare_frames(board(0.0, 3), board(1.0, 3)).iloc[0]
-    assert (three.p_value, three.verdict, three.note) == (pytest.approx(0.1), "unchanged", NO_SPREAD_NOTE)
+    assert (three.p_value, three.verdict, three.note) == (pytest.approx(0.1), "not_told_apart", NO_SPREAD_NOTE)
     assert np.isnan(three.ci_low) and "| +100.0 | none: no spread | 0.1 |" in to_markdown(
         compare_frames(board(0.0, 3), board(1.0, 3)), "A", "B")
     five = compare_frames(board(0.0, 5), board(1.0, 5)).iloc[0]
