@@ -391,9 +391,9 @@ def nope_report(records: list[RunRecord]) -> str:
     lines += ["## The published order, pair by pair", "",
               "Each adjacent pair of the published order: the difference in score (points) with the task as the "
               "unit (each task's seed means, paired over the tasks where both fit), with its 95% Student-t "
-              "interval and its sign-flip p; it holds when the interval lies above 0 and p < 0.05. P(first > "
-              "second): the probability that a seed "
-              "of the first beats a seed of the second, the task as the stratum (stratified bootstrap, 95%). "
+              "interval and its sign-flip p; it holds when the interval lies above 0 and p < 0.05. "
+              "P(first > second): the probability that a seed of the first beats a seed of the second, the task "
+              "as the stratum (stratified bootstrap, 95%). "
               + VERDICT_RULE, "",
               *markdown_table(["published", "tasks (both fit)", "difference [95% interval], p",
                                "P(first > second) [95% interval], p", "verdict"], rows), ""]
@@ -592,8 +592,8 @@ def copying_report(records: list[RunRecord]) -> str:
               "(each copying task's seed means, paired over the tasks where both fit), with its 95% Student-t "
               "interval, and the probability that a seed of the method beats a seed of `ssm`, the task as the "
               "stratum (stratified bootstrap, 95%). The first two rows test the published claim (it holds when the "
-              "interval lies above 0 and p < 0.05), the second with the positions a state-space model could also be given; the "
-              "others describe each method (one interval each, no correction for the many comparisons). "
+              "interval lies above 0 and p < 0.05), the second with the positions a state-space model could also "
+              "be given; the others describe each method (one interval each, no correction for the many comparisons). "
               + VERDICT_RULE, "",
               *(markdown_table(["method", "tasks (both fit)", "method − ssm [95% interval], p",
                                 "P(method > ssm) [95% interval], p", "verdict"], rows)

@@ -98,7 +98,8 @@ def test_chomsky_report_chooses_on_validation_and_rests_each_finding_on_the_mean
     assert "| `lstm` | 90.0 | 2 | +12.0 [-100.0, +100.0], p 1 | 0.75 [" in text
     # randomized gain over the two tasks: (60 - 72.5 + 50 - 96) / 2 = -29.25 mean over seeds; two tasks
     # give a t interval (t = 12.7) wider than the range: not told apart
-    assert "| `rope` | 2 | -29.2 [-100.0, +100.0], p 0.5 | not told apart | 0.25 [0.00, 0.50], p 0.22: not told apart | -40.5 |" in text
+    assert ("| `rope` | 2 | -29.2 [-100.0, +100.0], p 0.5 | not told apart | 0.25 [0.00, 0.50], p 0.22: not told "
+            "apart | -40.5 |") in text
 
 
 def test_reproduce_cli_writes_the_report(capsys, tmp_path):
@@ -372,8 +373,8 @@ def test_formats_report_tests_each_format_against_plain_method_by_method():
     text = formats_report(records)
     # reversed: differences .4, .3, .4 over three methods: mean 36.7, sd 5.77, t(0.975, 2) = 4.303; three methods
     # can't decide the difference (sign-flip p = 2/8), the seeds within them decide P
-    assert "| Zhou et al. | addition | `reversed` | 6/6 → 6/6 | 3 | +36.7 [+22.3, +51.0], p 0.25 | 1.00 [1.00, 1.00], " \
-        "p 0.0093: reversed better | not told apart |" in text
+    assert ("| Zhou et al. | addition | `reversed` | 6/6 → 6/6 | 3 | +36.7 [+22.3, +51.0], p 0.25 | 1.00 [1.00, "
+            "1.00], p 0.0093: reversed better | not told apart |") in text
     # index hints: fire did not fit, so one method (rope: 40 against 30): no interval, no verdict either way;
     # P: 40 beats 20 and ties 40
     assert ("| Zhou et al. | addition | `index-hints` | 4/4 → 2/4 | 1 | +10.0 | 0.75 [0.50, 1.00], p 1: not told apart | not "
