@@ -221,10 +221,15 @@ HORIZON_SETTINGS = dict(train_length=16, validation_length=20, test_length=64, t
                         eval_samples=256, batch_size=64, lr=1e-3, weight_decay=0.01, warmup_steps=100, grad_clip=1.0,
                         fit_threshold=0.9, fit_from=13)
 # Randomized positions from [0, 512): 8x the longest test length, covering every task's longest
-# evaluated sequence (addition with index hints at 64 digits: 393 tokens); coupled and abacus tables
-# cover every evaluated id, abacus offsets let training reach the longest test number's digits
-# (McLeish et al.'s rule: offsets up to the test length).
-HORIZON_ENCODING_PARAMS = randomized_range(512) | {"coupled": {"max_positions": 256},
+# evaluated sequence (addition with index hints at 64 digits: 393 tokens); abacus's table covers every
+# evaluated id, its offsets let training reach the longest test number's digits (McLeish et al.'s rule:
+# offsets up to the test length). Coupled's table is the smallest that holds every evaluated id (Cho et
+# al.'s rule, max_pos >= the operand's digits + 2): 67 rows, multiplication's largest id at 64 digits
+# being 66. Its training offsets are drawn so that every row is trained, and a test starts at id 0, so
+# the rows a test reads first are those training reaches least; a larger table thins them further. The
+# first setting, 256 rows, left coupled unable to fit addition at lengths 1..16 in the budget (the
+# reference's PROTOCOL.md: "Coupled's table").
+HORIZON_ENCODING_PARAMS = randomized_range(512) | {"coupled": {"max_positions": 67},
                                                    "abacus": {"max_positions": 128, "max_offset": 56}}
 HORIZON_FAMILIES = ("transformer", *RECURRENT_FAMILIES, "ssm")
 # The families' widths: one per family, within 10% of the transformer's parameters on every task but

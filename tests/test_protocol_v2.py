@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -21,7 +22,7 @@ from lengthbench.benchmark.runner import execute_run
 from lengthbench.benchmark.train import train_run
 from lengthbench.errors import InputError
 from lengthbench.leaderboard.aggregate import leaderboard_frame
-from lengthbench.tasks import get_task
+from lengthbench.tasks import get_task, make_batch
 
 CPU = torch.device("cpu")
 
@@ -111,6 +112,20 @@ def test_no_horizon_cell_is_refused_for_its_range():
         for encoding in preset.encodings:
             reason = preset.run_config(task, encoding, 100).not_applicable()
             assert reason is None or "cannot place" not in reason, reason
+
+
+def test_the_horizon_coupled_table_is_the_smallest_that_holds_every_evaluated_id():
+    """Cho et al.'s rule: a larger table spreads the training offsets over rows
+    no test reads, so the low rows every test starts at are trained less."""
+    configs = [c for c in grid_configs(get_preset("horizon"))
+               if c.encoding == "coupled" and c.seed == 0 and get_task(c.task).has_coupled_ids]
+    largest = 0
+    for config in configs:
+        length = max(config.eval_lengths())
+        batch = make_batch(get_task(config.task), np.random.default_rng(0), np.array([length]))
+        largest = max(largest, int(batch.position_ids.max()))
+    assert len(configs) >= 7
+    assert {c.encoding_params["max_positions"] for c in configs} == {largest + 1}
 
 
 def test_the_horizon_grid_leaves_out_its_cuts_and_trains_every_method_to_one_budget():
