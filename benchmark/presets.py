@@ -227,8 +227,8 @@ HORIZON_SETTINGS = dict(train_length=16, validation_length=20, test_length=64, t
 # al.'s rule, max_pos >= the operand's digits + 2): 67 rows, multiplication's largest id at 64 digits
 # being 66. Its training offsets are drawn so that every row is trained, and a test starts at id 0, so
 # the rows a test reads first are those training reaches least; a larger table thins them further. The
-# first setting, 256 rows, left coupled unable to fit addition at lengths 1..16 in the budget (the
-# reference's PROTOCOL.md: "Coupled's table").
+# first setting, 256 rows, left coupled unable to fit addition at lengths 1..16 in the budget (the horizon
+# reference's protocol text, "Coupled's table").
 HORIZON_ENCODING_PARAMS = randomized_range(512) | {"coupled": {"max_positions": 67},
                                                    "abacus": {"max_positions": 128, "max_offset": 56}}
 HORIZON_FAMILIES = ("transformer", *RECURRENT_FAMILIES, "ssm")
