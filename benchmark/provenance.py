@@ -3,6 +3,8 @@ time beside every set of results (a leaderboard, a saturation report)."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import logging
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,6 +33,42 @@ def write_provenance(out_dir: Path, command: str, seconds: float | None, records
         "run_code_versions": sorted({r.code_version for r in records}),
         **extra,
     })
+
+
+def write_run_provenance(out_dir: Path, command: str, seconds: float, records: list[RunRecord]) -> Path:
+    """``provenance.json`` of a finished invocation. One already there from
+    another command (a second preset run into the same folder, as the format
+    and looped cells join a reference) is kept beside it as
+    ``provenance-<its finish time>.json``, so a folder's README still counts
+    every command that made its records."""
+    path = Path(out_dir) / "provenance.json"
+    earlier = _readable(path)
+    if earlier is not None and earlier.get("command") != command:
+        path.replace(_free_name(path, _stamp(earlier.get("finished_at"))))
+    return write_provenance(out_dir, command, seconds, records)
+
+
+def _stamp(finished_at) -> str:
+    """``finished_at`` as the UTC stamp the sittings' files carry ("earlier" when it is not a time)."""
+    try:
+        return datetime.fromisoformat(str(finished_at)).astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    except ValueError:
+        return "earlier"
+
+
+def _free_name(path: Path, stamp: str) -> Path:
+    """``provenance-<stamp>.json`` beside ``path``, numbered where that name is taken."""
+    names = itertools.chain([f"provenance-{stamp}.json"], (f"provenance-{stamp}-{n}.json" for n in itertools.count(2)))
+    return next(path.with_name(name) for name in names if not path.with_name(name).exists())
+
+
+def _readable(path: Path) -> dict | None:
+    """The JSON object at ``path``, or None where there is none to keep."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def write_sitting_provenance(out_dir: Path, command: str, seconds: float, stop) -> Path | None:

@@ -53,7 +53,7 @@ from lengthbench.benchmark.instances import (
 from lengthbench.benchmark.plan import estimate, format_plan
 from lengthbench.benchmark.predictions import read_predictions
 from lengthbench.benchmark.presets import PRESETS
-from lengthbench.benchmark.provenance import write_provenance, write_sitting_provenance
+from lengthbench.benchmark.provenance import write_run_provenance, write_sitting_provenance
 from lengthbench.benchmark.records import METRICS, RunRecord
 from lengthbench.benchmark.selection import SelectionGrid, run_selection
 from lengthbench.benchmark.store import SELECTION_FOLDER, ResultsFolder
@@ -316,7 +316,7 @@ def _run_grid_to_leaderboard(grid: Preset, plugin_files: list, *, command: str, 
     """Run a grid, then write its leaderboard files and provenance."""
     records, out, seconds = _run_grid(grid, plugin_files, command=command, **options)
     board, paths = build_leaderboard(records, out)
-    paths["provenance"] = write_provenance(out, command, seconds, records)
+    paths["provenance"] = write_run_provenance(out, command, seconds, records)
     return _with_outcome(board, records, paths)
 
 

@@ -2,6 +2,7 @@
 ``compare``) against the files and records it writes."""
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +40,22 @@ def test_run_returns_the_leaderboard_it_wrote(tiny_run):
     provenance = json.loads(written["provenance"].read_text())
     assert provenance["command"] == f"lengthbench.run('tiny', seeds=[0, 1], results={results!r})"
     assert len(list(results.glob("*__seed*__*.json"))) == 8
+
+
+def test_a_second_grid_run_into_the_folder_keeps_the_first_runs_provenance(tiny_run, tmp_path):
+    _, first = tiny_run
+    results = tmp_path / "records"
+    shutil.copytree(first, results)
+    earlier = json.loads((results / "provenance.json").read_text())
+    register_preset(make_tiny_preset())
+    try:  # its records are all there: the second command trains nothing, and writes its own provenance
+        lengthbench.run("tiny", seeds=[0], results=results, progress=False)
+        lengthbench.run("tiny", seeds=[0], results=results, progress=False)  # the same command replaces its own
+    finally:
+        PRESETS.remove("tiny")
+    kept, = results.glob("provenance-*.json")
+    assert json.loads(kept.read_text()) == earlier and kept.name.startswith("provenance-20")
+    assert json.loads((results / "provenance.json").read_text())["command"].startswith("lengthbench.run('tiny', seeds=[0],")
 
 
 def test_run_refuses_an_unknown_preset_naming_the_valid_ones(tmp_path):

@@ -190,3 +190,21 @@ def test_every_interval_quoted_in_the_results_page_and_readme_is_a_shipped_numbe
     quoted = re.findall(r"\[[+-]?\d+\.\d+, [+-]?\d+\.\d+\]", page)
     assert len(quoted) >= 10
     assert [q for q in quoted if q not in shipped and q not in recomputed] == []
+
+
+def test_an_earlier_commands_provenance_is_kept_under_its_finish_time_never_overwritten(tmp_path):
+    from lengthbench.benchmark.provenance import write_run_provenance
+
+    def earlier(command, finished_at):
+        (tmp_path / "provenance.json").write_text(json.dumps({"command": command, "finished_at": finished_at}))
+
+    earlier("lengthbench run --preset a", "2026-12-04T10:38:20+00:00")
+    (tmp_path / "provenance-20261204T103820Z.json").write_text("{}")  # that name is taken: the next number
+    write_run_provenance(tmp_path, "lengthbench run --preset b", 1.0, [])
+    assert json.loads((tmp_path / "provenance-20261204T103820Z-2.json").read_text())["command"].endswith("a")
+    earlier("lengthbench run --preset c", "not a time")
+    write_run_provenance(tmp_path, "lengthbench run --preset b", 1.0, [])
+    assert json.loads((tmp_path / "provenance-earlier.json").read_text())["command"].endswith("c")
+    write_run_provenance(tmp_path, "lengthbench run --preset b", 2.0, [])  # the same command: replaced, not kept
+    assert len(list(tmp_path.glob("provenance*.json"))) == 4
+    assert json.loads((tmp_path / "provenance.json").read_text())["wall_time_s_this_invocation"] == 2.0
