@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -268,18 +269,42 @@ def _row_key(row: pd.Series, methods: list[str]) -> tuple:
     return (task_order_key(row.task), methods.index(row.method))
 
 
-def complete_block(board: pd.DataFrame) -> tuple[list[str], list[str], tuple[str, ...]]:
-    """The methods that ran (status ok) on every task of the board, the tasks
-    on which every one of them is judged (it fit), and the tasks left out
-    because one of them did not fit there: the only set on which methods'
-    overall scores and ranks compare like with like (averaging each method
-    over its own fitted tasks would reward failing to fit the hard ones)."""
+class Block(NamedTuple):
+    """Methods × tasks on which overall scores and ranks compare like with like."""
+
+    methods: list[str]  # each ran (status ok) on every task of the block
+    tasks: list[str]  # every method of the block is judged (fit) on each
+    unfit: tuple[str, ...]  # tasks its methods ran, left out because one of them did not fit there
+    few_ran: tuple[str, ...] = ()  # tasks left out because fewer methods ran them (a grid that cut them)
+
+
+def complete_block(board: pd.DataFrame) -> Block:
+    """The complete block a board's overall scores and ranks are taken on
+    (averaging each method over its own fitted tasks would reward failing to
+    fit the hard ones). Candidates are nested, one per count c of methods
+    that ran a task: the tasks at least c methods ran, the methods that ran
+    all of them, those tasks where each of the methods fit; the block is the
+    candidate with the most method × task cells (ties: more tasks), so a task
+    that a grid ran for only a few methods (a cut) does not push every other
+    method out of the ranking. Only which methods ran and fit decide it, never
+    a test score."""
     ok = board[board.status == "ok"]
     tasks = list(dict.fromkeys(board.task))
-    methods = [m for m in dict.fromkeys(board.method) if set(ok[ok.method == m].task) == set(tasks)]
-    block = board[board.method.isin(methods)]
-    unfit = tuple(dict.fromkeys(block[~judged(block)].task))
-    return methods, [t for t in tasks if t not in unfit], unfit
+    methods = list(dict.fromkeys(board.method))
+    ran = {m: set(ok[ok.method == m].task) for m in methods}
+    coverage = {t: sum(t in ran[m] for m in methods) for t in tasks}
+    best, best_size = Block([], [], ()), (-1, -1)
+    for count in sorted(set(coverage.values()), reverse=True):
+        chosen = [t for t in tasks if coverage[t] >= count]
+        every = [m for m in methods if ran[m] >= set(chosen)]
+        part = board[board.method.isin(every) & board.task.isin(chosen)]
+        unfit = tuple(dict.fromkeys(part[~judged(part)].task))
+        fit = [t for t in chosen if t not in unfit]
+        size = (len(every) * len(fit) if len(every) >= 2 and len(fit) >= 2 else 0, len(fit))
+        if size >= best_size:  # a tie goes to more tasks run (without a block of 2 x 2: all of them)
+            best_size = size
+            best = Block(every, fit, unfit, tuple(t for t in tasks if t not in chosen))
+    return best
 
 
 def level_summary(board: pd.DataFrame) -> pd.DataFrame:
@@ -288,7 +313,7 @@ def level_summary(board: pd.DataFrame) -> pd.DataFrame:
     the block, all over the same tasks; empty without a block of two
     methods on at least one task. Methods outside the block get no overall
     score or rank (the ranking section names them)."""
-    methods, tasks, _ = complete_block(board)
+    methods, tasks, *_ = complete_block(board)
     ran = board[board.method.isin(methods) & board.task.isin(tasks)]
     if len(methods) < 2 or ran.empty:
         return pd.DataFrame()

@@ -106,6 +106,7 @@ def _ranking_data(board: pd.DataFrame) -> dict | None:
             "p": float(f"{ranking.p_value:.4g}"),
             "cd": round(ranking.critical_difference, 4), "left_out": list(ranking.left_out),
             "unfit_tasks": list(ranking.unfit_tasks),
+            "few_ran_tasks": list(ranking.few_ran_tasks),
             "ranks": [[m, round(float(r), 4)] for m, r in ranking.average_ranks.items()],
             "groups": [list(g) for g in ranking.groups()]}
 
@@ -342,7 +343,8 @@ function drawRanking() {
   document.getElementById("ranking-note").textContent =
     `Average rank per method over the ${r.n_tasks} tasks every method below ran (ties share the average rank); ` +
     `Friedman test F = ${r.f === null ? "\u221e" : r.f.toFixed(2)}, p = ${r.p.toPrecision(2)}; methods joined by a thick line are not told ` +
-    `apart by the Nemenyi test (critical difference ${r.cd.toFixed(2)}).` + (r.left_out.length ? ` Left out (no score on every task): ${r.left_out.join(", ")}.` : "") +
+    `apart by the Nemenyi test (critical difference ${r.cd.toFixed(2)}).` + (r.left_out.length ? ` Left out (no score on every task of the block): ${r.left_out.join(", ")}.` : "") +
+    (r.few_ran_tasks.length ? ` Tasks left out (fewer methods ran them): ${r.few_ran_tasks.join(", ")}.` : "") +
     (r.unfit_tasks.length ? ` Tasks left out (some method did not fit there): ${r.unfit_tasks.join(", ")}.` : "");
   // The margins fit the longest method label on each side and the axis gives every rank
   // 26 px, so no label is cut at the edge and no two tick labels touch, however many methods.

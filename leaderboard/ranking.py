@@ -3,11 +3,11 @@ the Friedman test with the Iman-Davenport F statistic, the Nemenyi critical
 difference, and its diagram.
 
 Ranks are taken within each task (1 = best OOD exact match; ties share the
-average rank) over the *complete block*: the methods that have a score on
-every task of the board (a method that is n/a or failed on some task is left
-out, and said so), on the tasks where every one of them is judged
-(``aggregate.judged``: it fit), since the Friedman test needs every method on
-every task.
+average rank) over the *complete block* (``aggregate.complete_block``):
+methods that each have a score on every task of the block (a method that is
+n/a or failed on one is left out, and said so), on tasks where every one of
+them is judged (``aggregate.judged``: it fit), since the Friedman test needs
+every method on every task.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ class Ranking:
     f_statistic: float  # Iman-Davenport F, with (k - 1, (k - 1)(N - 1)) degrees of freedom
     p_value: float  # of the F statistic
     critical_difference: float  # Nemenyi, at ALPHA
-    left_out: tuple[str, ...]  # methods without a score on every task
+    left_out: tuple[str, ...]  # methods without a score on every task of the block
     unfit_tasks: tuple[str, ...] = ()  # tasks left out: some method of the block did not fit there
+    few_ran_tasks: tuple[str, ...] = ()  # tasks left out: fewer methods ran them (``aggregate.complete_block``)
 
     @property
     def n_methods(self) -> int:
@@ -82,7 +83,7 @@ def board_ranking(board: pd.DataFrame, metric: str = "ood_exact_match_mean") -> 
     """The Friedman ranking of a leaderboard's complete block, or None when it
     has fewer than two tasks or two methods."""
     ok = board[board.status == "ok"]
-    every, fit_tasks, unfit = complete_block(board)
+    every, fit_tasks, unfit, few_ran = complete_block(board)
     if len(fit_tasks) < 2 or len(every) < 2:
         return None
     scores = ok[ok.method.isin(every) & ok.task.isin(fit_tasks)].pivot(index="task", columns="method",
@@ -90,7 +91,7 @@ def board_ranking(board: pd.DataFrame, metric: str = "ood_exact_match_mean") -> 
     ranking = friedman(scores)
     left_out = tuple(m for m in dict.fromkeys(board.method) if m not in every)
     return Ranking(ranking.average_ranks, ranking.n_tasks, ranking.chi2, ranking.f_statistic, ranking.p_value,
-                   ranking.critical_difference, left_out, unfit)
+                   ranking.critical_difference, left_out, unfit, few_ran)
 
 
 def ranking_text(ranking: Ranking) -> str:
@@ -109,7 +110,11 @@ def ranking_text(ranking: Ranking) -> str:
               + ("; ".join(", ".join(f"`{m}`" for m in g) for g in groups) if groups else "none (every pair differs)")
               + "."]
     if ranking.left_out:
-        lines += ["", "Left out (no score on every task): " + ", ".join(f"`{m}`" for m in ranking.left_out) + "."]
+        lines += ["", "Left out (no score on every task of the block): "
+                  + ", ".join(f"`{m}`" for m in ranking.left_out) + "."]
+    if ranking.few_ran_tasks:
+        lines += ["", "Tasks left out (fewer methods ran them; ranking the methods that did on them would push every "
+                  "other method out): " + ", ".join(f"`{t}`" for t in ranking.few_ran_tasks) + "."]
     if ranking.unfit_tasks:
         lines += ["", "Tasks left out (some method above did not fit there, so its score says nothing about "
                   "length): " + ", ".join(f"`{t}`" for t in ranking.unfit_tasks) + "."]

@@ -111,10 +111,10 @@ def to_markdown(board: pd.DataFrame) -> str:
         rows = [[f"`{r.method}`"] + [_pct(r[c]) for c in cols] + [f"{r.mean_rank:.2f}", str(int(r.n_tasks))]
                 for _, r in levels.iterrows()]
         parts += ["", f"Mean OOD exact match (%) per level / family and overall, and mean rank within tasks "
-                  f"(1 = best), over the same {int(levels.n_tasks.iloc[0])} tasks for every method listed: those "
-                  "on which every method that ran on all tasks also fit (a method averaged over only the tasks "
-                  "it fit would gain from failing the hard ones); the ranking below names the methods and tasks "
-                  "left out.", "",
+                  f"(1 = best), over the same {int(levels.n_tasks.iloc[0])} tasks for every method listed: tasks "
+                  "that every one of them ran and fit (a method averaged over only the tasks it fit would gain "
+                  "from failing the hard ones), the block of methods × tasks with the most cells; the ranking "
+                  "below names the methods and tasks left out.", "",
                   *markdown_table(["method"] + cols + ["mean rank", "tasks"], rows)]
     chosen = board[board.selected.fillna("") != ""]
     if len(chosen):

@@ -417,7 +417,34 @@ def test_the_leaderboard_ranks_its_complete_block_and_draws_the_diagram(tmp_path
     text = paths["md"].read_text()
     assert "Ranking over the 3 tasks every method below ran" in text
     assert "| `transformer/rope` | 1.00 |" in text and "| `transformer/nope` | 2.00 |" in text
-    assert "Left out (no score on every task): `transformer/alibi`." in text
+    assert "Left out (no score on every task of the block): `transformer/alibi`." in text
+
+
+def test_a_task_the_grid_ran_for_few_methods_leaves_the_block_instead_of_pushing_the_others_out(tmp_path):
+    """As the horizon reference cuts N x 2 multiplication to a few methods: the
+    block is the one with the most method x task cells, so the other methods
+    keep their ranks over the tasks they all ran and fit."""
+    from lengthbench.leaderboard.aggregate import complete_block
+    from lengthbench.leaderboard.ranking import board_ranking, ranking_text
+
+    curves = {"rope": [1, 1, 0.9, 0.8], "nope": [1, 1, 0.5, 0.4], "alibi": [1, 1, 0.7, 0.6], "t5": [1, 1, 0.2, 0.1]}
+    records = [fake_record(task, encoding, seed, curve, train_length=2)
+               for task in ("copy", "reverse_string", "parity_check") for encoding, curve in curves.items()
+               for seed in (0, 1)]
+    records += [fake_record("binary_addition", encoding, seed, curves[encoding], train_length=2)
+                for encoding in ("rope", "nope") for seed in (0, 1)]  # the cut task: two methods ran it
+    board = leaderboard_frame(records)
+    block = complete_block(board)
+    assert len(block.methods) == 4 and set(block.tasks) == {"copy", "reverse_string", "parity_check"}
+    assert block.few_ran == ("binary_addition",) and block.unfit == ()
+    ranking = board_ranking(board)
+    assert list(ranking.average_ranks.index) == [f"transformer/{e}" for e in ("rope", "alibi", "nope", "t5")]
+    assert ranking.left_out == () and ranking.few_ran_tasks == ("binary_addition",)
+    assert "Tasks left out (fewer methods ran them;" in ranking_text(ranking)
+    assert len(level_summary(board)) == 4
+    # where the cut task is the only difference in size, more tasks win: with two methods alone, all four tasks
+    two = leaderboard_frame([r for r in records if r.encoding in ("rope", "nope")])
+    assert len(complete_block(two).tasks) == 4 and complete_block(two).few_ran == ()
 
 
 def test_unfit_cells_are_flagged_everywhere_and_never_judged(tmp_path):
