@@ -59,6 +59,22 @@ def _runs(provenance: dict) -> str:
             f"({provenance.get('runs_finished_this_invocation', '?')} finished in this sitting)")
 
 
+def _unaccounted(provenances: list[dict]) -> str:
+    """Where the interrupted sittings' own counts leave runs to other sittings:
+    one stopped without its interrupt handler (killed, or its machine gone)
+    leaves no provenance file, and its wall time is not in the sum."""
+    sittings = [p for p in provenances if p.get("interrupted")]
+    finished = sum(int(p.get("runs_finished_this_invocation") or 0) for p in sittings)
+    on_disk = max((int(p.get("runs") or 0) for p in provenances), default=0)
+    if not sittings or finished >= on_disk:
+        return ""
+    return (f" The interrupted sittings finished {finished} of the {on_disk} runs the last of these commands found on "
+            f"disk; the other {on_disk - finished} were finished by a command that completed its grid or in "
+            "sittings that left no provenance file (a process stopped without its interrupt handler: killed, or "
+            "its machine gone): the wall time above leaves out any sitting of the second kind; the summed run time "
+            "below counts every run.")
+
+
 def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, folder: Path, rebuild: str,
                      grid_runs: int | None = None, records_folder: Path | None = None) -> str:
     """The folder's README text. ``grid_runs``: how many runs the preset's
@@ -94,7 +110,7 @@ def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, f
                  _machine(p), p["file"]] for p in provenances]
         lines += markdown_table(["command", "runs", "wall time (s)", "machine", "provenance"], rows) + [""]
         total = sum(float(p.get("wall_time_s_this_invocation") or 0) for p in provenances)
-        lines += [f"Wall time of those commands: {total:.0f} s ({total / 3600:.2f} h)."]
+        lines += [f"Wall time of those commands: {total:.0f} s ({total / 3600:.2f} h).{_unaccounted(provenances)}"]
     hosts = sorted({f"{r.device} ({r.host.get('machine', '')}{_kernels(r)}, Python {r.host.get('python', '')}, torch "
                     f"{r.torch_version})" for r in ran})
     lines += [f"Summed run time of the records: {sum(r.wall_time_s or 0 for r in ran) / 3600:.2f} h "

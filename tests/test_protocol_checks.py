@@ -134,3 +134,29 @@ def test_a_reference_readme_names_the_machine_of_every_sitting(tmp_path):
     text = reference_readme("horizon", records, leaderboard_frame(records), tmp_path, rebuild="(rebuild)")
     assert "| 18 |  | Example CPU 9000, AVX512, 2 cores | provenance-interrupted-1.json |" in text
     assert "| not recorded | provenance.json |" in text
+
+
+def test_a_reference_readme_says_which_runs_no_sittings_provenance_accounts_for(tmp_path):
+    """Sittings stopped without their interrupt handler leave no provenance file: where the
+    interrupted sittings' own counts fall short of the runs on disk, the README says the wall
+    time leaves those sittings out; a grid with no interrupted sitting says nothing."""
+    import json
+
+    from lengthbench.leaderboard.reference_notes import reference_readme
+
+    records = _grid()
+
+    def readme(*provenances):
+        for path in tmp_path.glob("provenance*.json"):
+            path.unlink()
+        for name, fields in provenances:
+            (tmp_path / name).write_text(json.dumps({"command": "lengthbench run --preset horizon", **fields}))
+        return reference_readme("horizon", records, leaderboard_frame(records), tmp_path, rebuild="(rebuild)")
+
+    sitting = {"interrupted": True, "runs": 6, "runs_in_grid": 18, "runs_finished_this_invocation": 6}
+    text = readme(("provenance-interrupted-1.json", sitting), ("provenance.json", {"runs": 18}))
+    assert "The interrupted sittings finished 6 of the 18 runs the last of these commands found on disk; " \
+           "the other 12 were finished" in text
+    assert "The interrupted sittings" not in readme(("provenance.json", {"runs": 18}))
+    assert "The interrupted sittings" not in readme(("provenance-interrupted-1.json", {**sitting, "runs": 18,
+                                                     "runs_finished_this_invocation": 18}))
