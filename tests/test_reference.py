@@ -25,7 +25,7 @@ def _records(folder: Path) -> list:
     return of_preset(ResultsFolder(where).records(), source.get("preset"), where)
 
 
-# every built reference (its tables shipped); a reference still training (horizon) has records and no tables yet
+# every built reference (its tables shipped); a folder still training has records and no tables yet
 FOLDERS = sorted(p for p in REFERENCE.iterdir() if (p / "leaderboard.csv").exists())
 
 
