@@ -657,6 +657,12 @@ def _fit_shift(board: pd.DataFrame, plain: str, label: str) -> str:
 
 NO_FIT_PAIR = "not tested: no cell pair where both fit"
 # The published findings on data formats, each tested as (who, task, format) against the task in plain.
+REVERSED = "reversed"
+DECIMAL_LSD_FIRST = ("addition", "multiplication")  # their plain answer is least significant digit first (Cho et al.)
+SIGN_TURNED = ("On `addition` and `multiplication`, `plain` already writes the answer least significant digit first, "
+               "the order Zhou et al. call reversed; `reversed` here writes it most significant digit first, the "
+               "order a person writes, so their finding predicts `plain` above `reversed`: read that row (\"sign "
+               "turned\") with its sign turned.")
 FORMAT_CLAIMS = (("Zhou et al.", "addition", "reversed"), ("Zhou et al.", "addition", "index-hints"),
                  ("Anil et al.", "parity_check", "scratchpad"), ("Anil et al.", "addition", "scratchpad"))
 
@@ -697,7 +703,8 @@ def formats_report(records: list[RunRecord]) -> str:
         if label not in set(board.task):
             continue
         a, b = by_method(label), by_method(task)
-        rows.append([who, task, f"`{fmt}`", _fit_shift(board, task, label), *_claim_row(a, b, (fmt, PLAIN))])
+        source = f"{who} (sign turned)" if fmt == REVERSED and task in DECIMAL_LSD_FIRST else who
+        rows.append([source, task, f"`{fmt}`", _fit_shift(board, task, label), *_claim_row(a, b, (fmt, PLAIN))])
         both = [m for m in a if m in b]
         if fmt == "scratchpad" and both:
             pooled[task] = ([x for m in both for x in a[m]], [x for m in both for x in b[m]])
@@ -714,7 +721,7 @@ def formats_report(records: list[RunRecord]) -> str:
               "methods that ran in both formats, how many seeds fit the training lengths in plain and in the format "
               "(a format can make a task learnable at all; no interval). Published: "
               f"{published.FORMATS_ADDITION_CLAIM} (Zhou et al.; each format is tested alone here, not their "
-              f"combination); {published.SCRATCHPAD_CLAIM}. {VERDICT_RULE}", "",
+              f"combination); {published.SCRATCHPAD_CLAIM}. {SIGN_TURNED} {VERDICT_RULE}", "",
               *markdown_table(["source", "task", "format", "seeds fit: plain → format", "methods (both fit)",
                                "format − plain [95% interval], p", "P(format > plain) [95% interval], p", "verdict"],
                               rows), ""]

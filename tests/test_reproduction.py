@@ -373,8 +373,10 @@ def test_formats_report_tests_each_format_against_plain_method_by_method():
     text = formats_report(records)
     # reversed: differences .4, .3, .4 over three methods: mean 36.7, sd 5.77, t(0.975, 2) = 4.303; three methods
     # can't decide the difference (sign-flip p = 2/8), the seeds within them decide P
-    assert ("| Zhou et al. | addition | `reversed` | 6/6 → 6/6 | 3 | +36.7 [+22.3, +51.0], p 0.25 | 1.00 [1.00, "
+    assert ("| Zhou et al. (sign turned) | addition | `reversed` | 6/6 → 6/6 | 3 | +36.7 [+22.3, +51.0], p 0.25 | 1.00 [1.00, "
             "1.00], p 0.0093: reversed better | not told apart |") in text
+    # plain addition is already Zhou et al.'s reversed order (least significant digit first): the report says so
+    assert "so their finding predicts `plain` above `reversed`" in text
     # index hints: fire did not fit, so one method (rope: 40 against 30): no interval, no verdict either way;
     # P: 40 beats 20 and ties 40
     assert ("| Zhou et al. | addition | `index-hints` | 4/4 → 2/4 | 1 | +10.0 | 0.75 [0.50, 1.00], p 1: not told apart | not "
