@@ -73,3 +73,15 @@ SCRATCHPAD_CLAIM = ('scratchpad prompting "results in a dramatic improvement in 
                     '(Hou et al.)')
 LOOPED_CLAIM = ('looped transformers with an adaptive number of steps "significantly improve length generalization" '
                 "over fixed-depth ones on tasks with a known iterative solution (parity, copy and addition among them)")
+
+# Each paper's horizon and budget (REFERENCES: the papers' protocol sections), set beside ours in every report.
+PAPER_PROTOCOLS = {
+    "chomsky": "Deletang et al.: train 1..40, test 41..500 (12.5x), 1,000,000 steps of 128 for every model, a "
+               "5-block d 64 encoder, the max over 10 seeds x 3 learning rates; Ruoss et al.: the same horizon "
+               "(their budget could not be sourced)",
+    "nope": "Kazemnejad et al.: train to 20, test to 40 (2x), a ~107M-parameter decoder, 40k steps of 64, lr 3e-5, "
+            "3 seeds",
+    "coupling": "Cho et al.: addition trained on 1..30 digits, tested to 200 (6.7x), a 1-layer d 512 decoder, 50k "
+                "steps of 1000 (1M examples), lr 1e-4, medians of 8 runs; N x 2 multiplication trained on 1..40",
+    "copying": "Jelassi et al.: their training lengths and budget could not be sourced here",
+}

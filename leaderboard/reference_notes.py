@@ -32,7 +32,8 @@ def _provenances(folder: Path) -> list[dict]:
     return found
 
 
-def _budget(record: RunRecord) -> str:
+def budget_text(record: RunRecord) -> str:
+    """A run's training budget in words (a fixed one, or until fit with its cap)."""
     c = record.config
     if c.fit_check_every and not c.fit_patience:
         return f"{c.steps} steps of {c.batch_size} (the fit logged every {c.fit_check_every} steps, never stopping a run)"
@@ -155,7 +156,7 @@ def _protocol(ran: list[RunRecord], board: pd.DataFrame) -> list[str]:
         row = board[(board.task == r.task) & (board.method == r.method)].iloc[0]
         c, lengths = r.config, bands(row)
         fields = (f"{lengths} ({'train / validation / test' if lengths.count('/') == 2 else 'train / test'})",
-                  _budget(r), f"lr {c.lr:g}, weight decay {c.weight_decay:g}", describe_size(c.family, c.model),
+                  budget_text(r), f"lr {c.lr:g}, weight decay {c.weight_decay:g}", describe_size(c.family, c.model),
                   f"{c.eval_samples} examples per evaluated length")
         methods, tasks = groups.setdefault(fields, (set(), set()))
         methods.add(r.method)

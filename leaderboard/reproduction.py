@@ -40,6 +40,7 @@ from lengthbench.leaderboard.aggregate import (
     test_band_chance,
 )
 from lengthbench.leaderboard.statistics import generalization_length, paired_difference, probability_of_improvement
+from lengthbench.leaderboard.reference_notes import budget_text
 from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.models.encodings import ENCODINGS, encoding_kind
 from lengthbench.models.families import TRANSFORMER, ModelSize, describe_size
@@ -129,7 +130,7 @@ def chomsky_report(records: list[RunRecord]) -> str:
                          "transformer run; give the records of `lengthbench run --preset chomsky`")
     tasks = list(dict.fromkeys(ran[ran.model == "transformer"].task))
     lines = ["# Chomsky hierarchy (Deletang et al. 2023) and randomized positions (Ruoss et al. 2023)", "",
-             _setup(records), "",
+             _setup(records), "", _horizon(records, "chomsky"), "",
              "Score: per-token accuracy on the output, averaged over the test band; "
              "**max** over seeds is the papers' convention, mean ± std over seeds ours. "
              f"Solved: score ≥ {100 * published.SOLVED:.0f}%. {FIT_RULE} "
@@ -355,6 +356,7 @@ def nope_report(records: list[RunRecord]) -> str:
                    .agg(["mean", "std", "count"]).reset_index())
     mrr, test_mrr = reciprocal_ranks(scores), reciprocal_ranks(test_scores)
     lines = ["# NoPE and the decoder-only encodings (Kazemnejad et al. 2023)", "", _setup(records), "",
+             _horizon(records, "nope"), "",
              "Score: exact match averaged over every evaluated length (seen and unseen, their metric), "
              "mean over seeds; mean reciprocal rank of the encodings over the tasks. Beside it, the same over "
              "the test band alone: their score counts the training lengths, which every judged cell fits, so it "
@@ -422,6 +424,7 @@ def coupling_report(records: list[RunRecord]) -> str:
     per_length = length_frame(records)
     board = leaderboard_frame(records).set_index(["task", "method"])
     lines = ["# Position coupling (Cho et al. 2024)", "", _setup(records), "",
+             _horizon(records, "coupling"), "",
              f"Exact match per length, every seed. Published: addition {published.COUPLING_ADDITION}; "
              f"N x 2 multiplication {published.COUPLING_MULTIPLICATION}. Source: {published.CHO}.", ""]
     for task in ("addition", "multiplication"):
@@ -549,6 +552,7 @@ def copying_report(records: list[RunRecord]) -> str:
     agnostic = _chosen_on_validation(board, task_agnostic=True)
     scores = _test_scores(records)
     lines = ["# Copying: transformers and state-space models (Jelassi et al. 2024)", "", _setup(records), "",
+             _horizon(records, "copying"), "",
              f"Tasks that copy their input: {', '.join(f'`{t}`' for t in COPY_TASKS)}. Score: exact match over the "
              f"test band, mean ± std over seeds. {FIT_RULE} Published: {published.COPYING_CLAIM}. Source: "
              f"{published.JELASSI}.", ""]
@@ -610,12 +614,22 @@ def _over_tasks(a: pd.Series, b: pd.Series) -> tuple[dict, dict]:
     return _effect({t: list(g.a) for t, g in by_task}, {t: list(g.b) for t, g in by_task})
 
 
-def _horizon(records: list[RunRecord]) -> str:
-    """The lengths most runs were trained and tested on, and the ratio of the two."""
+def _horizon(records: list[RunRecord], paper: str | None = None) -> str:
+    """The lengths most runs were trained and tested on, the ratio of the two
+    and the budget, beside ``paper``'s own (``published.PAPER_PROTOCOLS``):
+    every verdict is read at this horizon and budget, not the paper's."""
     bands = pd.Series([(r.config.train_length, r.config.validation_length, r.config.test_length) for r in records])
     train, validation, test = bands.mode()[0]
+    ran = [r for r in records if r.status != "not_applicable"]
+    budgets = sorted({budget_text(r) for r in ran})
     return (f"Horizon: trained on lengths 1..{train}, tested on {max(train, validation) + 1}..{test}, up to "
-            f"{test / train:g}× the longest training length.")
+            f"{test / train:g}× the longest training length"
+            + (f"; budget: {budgets[0]}, " + ("the same rule for every method, each run stopping at its own fit"
+                                               if budgets[0].startswith("until fit") else "the same for every method")
+               if len(budgets) == 1 else
+               f"; budgets: {'; '.join(budgets)}" if budgets else "") + "."
+            + (f" The paper's: {published.PAPER_PROTOCOLS[paper]}; every verdict here is read at this reference's "
+               "horizon and budget." if paper in published.PAPER_PROTOCOLS else ""))
 
 
 def _cell(cells: pd.DataFrame, task: str, method: str) -> list[str]:

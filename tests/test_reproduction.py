@@ -203,6 +203,11 @@ def test_the_coupling_claim_is_tested_by_seed():
     # 3 seeds: the interval lies above 0, but the sign-flip test's smallest p is 2/8
     assert "| `transformer/nope` | +80.5 [+69.3, +91.7], p 0.25 | not told apart |" in text
     assert "| `transformer/rope` |  | did not fit (no verdict) |" in text
+    # the horizon and budget every verdict is read at, beside the paper's own
+    horizon = next(line for line in text.splitlines() if line.startswith("Horizon: "))
+    assert horizon.startswith("Horizon: trained on lengths 1..2, tested on 3..4, up to 2× the longest training "
+                              "length; budget: ") and "the same for every method." in horizon
+    assert "The paper's: Cho et al.: addition trained on 1..30 digits, tested to 200 (6.7x)" in horizon
     # every test length, each with its ratio to the training length, and each seed's generalization length
     assert "| method | length 2 (1×) | length 3 (1.5×) | length 4 (2×) | generalization length | seeds that hold 2× (4) |" \
         in text
@@ -386,7 +391,7 @@ def test_formats_report_tests_each_format_against_plain_method_by_method():
     # across tasks, the task the unit: +30 (parity) and 0 (addition): t(0.975, 1) = 12.7, interval clipped to +-100
     assert ("| Anil et al. | every task above, the task as the unit | `scratchpad` |  | 2 | +15.0 [-100.0, +100.0], "
             "p 1 |") in text
-    assert "Horizon: trained on lengths 1..2, tested on 4..5, up to 2.5× the longest training length." in text
+    assert "Horizon: trained on lengths 1..2, tested on 4..5, up to 2.5× the longest training length; budget: " in text
     # each cell beside its task's chance level on the test band (the final answer's: parity's about half)
     scratchpad = [line for line in text.splitlines() if line.startswith("| parity_check | scratchpad | `transformer/rope`")]
     assert "generalization length | chance (%, test band) |" in text and 30 < float(scratchpad[0].split("|")[-2]) < 70
