@@ -46,7 +46,7 @@ from lengthbench.models.encodings import ENCODINGS, encoding_kind
 from lengthbench.models.families import TRANSFORMER, ModelSize, describe_size
 from lengthbench.models.looped import LOOPED
 from lengthbench.tasks import get_task
-from lengthbench.tasks.formats import PLAIN, split_label, task_label, task_order_key
+from lengthbench.tasks.formats import PLAIN, Reversed, split_label, task_label, task_order_key
 
 PAPERS = ("chomsky", "nope", "coupling", "copying", "formats", "looped")
 # the preset whose records each report reads, and the shipped folder that holds them
@@ -671,7 +671,6 @@ def _fit_shift(board: pd.DataFrame, plain: str, label: str) -> str:
 
 NO_FIT_PAIR = "not tested: no cell pair where both fit"
 # The published findings on data formats, each tested as (who, task, format) against the task in plain.
-REVERSED = "reversed"
 DECIMAL_LSD_FIRST = ("addition", "multiplication")  # their plain answer is least significant digit first (Cho et al.)
 SIGN_TURNED = ("On `addition` and `multiplication`, `plain` already writes the answer least significant digit first, "
                "the order Zhou et al. call reversed; `reversed` here writes it most significant digit first, the "
@@ -717,7 +716,7 @@ def formats_report(records: list[RunRecord]) -> str:
         if label not in set(board.task):
             continue
         a, b = by_method(label), by_method(task)
-        source = f"{who} (sign turned)" if fmt == REVERSED and task in DECIMAL_LSD_FIRST else who
+        source = f"{who} (sign turned)" if fmt == Reversed.name and task in DECIMAL_LSD_FIRST else who
         rows.append([source, task, f"`{fmt}`", _fit_shift(board, task, label), *_claim_row(a, b, (fmt, PLAIN))])
         both = [m for m in a if m in b]
         if fmt == "scratchpad" and both:

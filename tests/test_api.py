@@ -55,7 +55,8 @@ def test_a_second_grid_run_into_the_folder_keeps_the_first_runs_provenance(tiny_
         PRESETS.remove("tiny")
     kept, = results.glob("provenance-*.json")
     assert json.loads(kept.read_text()) == earlier and kept.name.startswith("provenance-20")
-    assert json.loads((results / "provenance.json").read_text())["command"].startswith("lengthbench.run('tiny', seeds=[0],")
+    latest = json.loads((results / "provenance.json").read_text())
+    assert latest["command"].startswith("lengthbench.run('tiny', seeds=[0],")
 
 
 def test_run_refuses_an_unknown_preset_naming_the_valid_ones(tmp_path):
