@@ -36,7 +36,8 @@ def budget_text(record: RunRecord) -> str:
     """A run's training budget in words (a fixed one, or until fit with its cap)."""
     c = record.config
     if c.fit_check_every and not c.fit_patience:
-        return f"{c.steps} steps of {c.batch_size} (the fit logged every {c.fit_check_every} steps, never stopping a run)"
+        return (f"{c.steps} steps of {c.batch_size} (the fit logged every {c.fit_check_every} steps, "
+                "never stopping a run)")
     if c.fit_check_every:
         return (f"until fit (held-out ID exact match ≥ {c.fit_threshold:g} at {c.fit_patience} checks in a row, every "
                 f"{c.fit_check_every} steps), at most {c.steps} steps of {c.batch_size}")
@@ -60,20 +61,41 @@ def _runs(provenance: dict) -> str:
             f"({provenance.get('runs_finished_this_invocation', '?')} finished in this sitting)")
 
 
+def _preset(provenance: dict) -> str:
+    """The preset a sitting's command ran (its whole command when it named none)."""
+    words = str(provenance.get("command", "")).split()
+    for flag, value in zip(words, words[1:]):
+        if flag == "--preset":
+            return value
+    for word in words:
+        if word.startswith("--preset="):
+            return word.split("=", 1)[1]
+    return " ".join(words)
+
+
 def _unaccounted(provenances: list[dict]) -> str:
     """Where the interrupted sittings' own counts leave runs to other sittings:
     one stopped without its interrupt handler (killed, or its machine gone)
-    leaves no provenance file, and its wall time is not in the sum."""
-    sittings = [p for p in provenances if p.get("interrupted")]
-    finished = sum(int(p.get("runs_finished_this_invocation") or 0) for p in sittings)
-    on_disk = max((int(p.get("runs") or 0) for p in provenances), default=0)
-    if not sittings or finished >= on_disk:
+    leaves no provenance file, and its wall time is not in the sum. Counted per
+    preset, since several presets' cells may share one records folder."""
+    presets = list(dict.fromkeys(_preset(p) for p in provenances))
+    notes = []
+    for preset in presets:
+        own = [p for p in provenances if _preset(p) == preset]
+        sittings = [p for p in own if p.get("interrupted")]
+        finished = sum(int(p.get("runs_finished_this_invocation") or 0) for p in sittings)
+        on_disk = max((int(p.get("runs") or 0) for p in own), default=0)
+        if sittings and finished < on_disk:
+            shared = ", by another preset's commands (a preset reuses the records of the cells it shares)"
+            whose, last, shared = ((f"For `--preset {preset}`, its", "its last command", shared) if len(presets) > 1
+                                   else ("The", "the last of these commands", ""))
+            notes.append(f" {whose} interrupted sittings finished {finished} of the {on_disk} runs {last} found on "
+                         f"disk; the other {on_disk - finished} were finished by a command that completed its grid"
+                         f"{shared} or in sittings that left no provenance file.")
+    if not notes:
         return ""
-    return (f" The interrupted sittings finished {finished} of the {on_disk} runs the last of these commands found on "
-            f"disk; the other {on_disk - finished} were finished by a command that completed its grid or in "
-            "sittings that left no provenance file (a process stopped without its interrupt handler: killed, or "
-            "its machine gone): the wall time above leaves out any sitting of the second kind; the summed run time "
-            "below counts every run.")
+    return ("".join(notes) + " A sitting of the second kind (a process stopped without its interrupt handler: killed, "
+            "or its machine gone) is not in the wall time above; the summed run time below counts every run.")
 
 
 def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, folder: Path, rebuild: str,

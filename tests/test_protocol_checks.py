@@ -139,7 +139,8 @@ def test_a_reference_readme_names_the_machine_of_every_sitting(tmp_path):
 def test_a_reference_readme_says_which_runs_no_sittings_provenance_accounts_for(tmp_path):
     """Sittings stopped without their interrupt handler leave no provenance file: where the
     interrupted sittings' own counts fall short of the runs on disk, the README says the wall
-    time leaves those sittings out; a grid with no interrupted sitting says nothing."""
+    time leaves those sittings out (per preset, where several share the folder); a grid with no interrupted
+    sitting says nothing."""
     import json
 
     from lengthbench.leaderboard.reference_notes import reference_readme
@@ -158,5 +159,11 @@ def test_a_reference_readme_says_which_runs_no_sittings_provenance_accounts_for(
     assert "The interrupted sittings finished 6 of the 18 runs the last of these commands found on disk; " \
            "the other 12 were finished" in text
     assert "The interrupted sittings" not in readme(("provenance.json", {"runs": 18}))
+    looped = {"command": "lengthbench run --preset horizon-looped", "interrupted": True, "runs": 4, "runs_in_grid": 9,
+              "runs_finished_this_invocation": 1}
+    text = readme(("provenance-interrupted-1.json", sitting), ("provenance-interrupted-2.json", looped),
+                  ("provenance.json", {"runs": 18}))
+    assert "For `--preset horizon`, its interrupted sittings finished 6 of the 18 runs its last command found" in text
+    assert "For `--preset horizon-looped`, its interrupted sittings finished 1 of the 4 runs" in text
     assert "The interrupted sittings" not in readme(("provenance-interrupted-1.json", {**sitting, "runs": 18,
                                                      "runs_finished_this_invocation": 18}))
