@@ -98,6 +98,14 @@ def _unaccounted(provenances: list[dict]) -> str:
             "or its machine gone) is not in the wall time above; the summed run time below counts every run.")
 
 
+def _beside(source: Path, folder: Path) -> str:
+    """``source`` as seen from beside ``folder`` (``horizon/records``, ``full``), else its name."""
+    try:
+        return source.relative_to(Path(folder).resolve().parent).as_posix()
+    except ValueError:
+        return source.name
+
+
 def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, folder: Path, rebuild: str,
                      grid_runs: int | None = None, records_folder: Path | None = None) -> str:
     """The folder's README text. ``grid_runs``: how many runs the preset's
@@ -127,8 +135,8 @@ def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, f
                 break
     if provenances:
         if source is not None:
-            lines += [f"These records are those of `{source.name}` (this folder is a view of its cells); the "
-                      "commands that made them:", ""]
+            lines += [f"These records are those of `{_beside(source, folder)}` (this folder is a view of its "
+                      "cells); the commands that made them:", ""]
         rows = [[f"`{p.get('command', '')}`", _runs(p), f"{p.get('wall_time_s_this_invocation', '')}",
                  _machine(p), p["file"]] for p in provenances]
         lines += markdown_table(["command", "runs", "wall time (s)", "machine", "provenance"], rows) + [""]

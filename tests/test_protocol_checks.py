@@ -167,3 +167,20 @@ def test_a_reference_readme_says_which_runs_no_sittings_provenance_accounts_for(
     assert "For `--preset horizon-looped`, its interrupted sittings finished 1 of the 4 runs" in text
     assert "The interrupted sittings" not in readme(("provenance-interrupted-1.json", {**sitting, "runs": 18,
                                                      "runs_finished_this_invocation": 18}))
+
+
+def test_a_views_readme_names_the_records_folder_as_seen_from_beside_it(tmp_path):
+    """A view of ``horizon/records`` says so, not just ``records`` (every reference keeps its records there)."""
+    import json
+
+    from lengthbench.leaderboard.reference_notes import reference_readme
+
+    records_folder = tmp_path / "horizon" / "records"
+    records_folder.mkdir(parents=True)
+    (records_folder / "provenance.json").write_text(json.dumps({"command": "lengthbench run --preset horizon",
+                                                                "runs": 18}))
+    (tmp_path / "horizon-view").mkdir()
+    records = _grid()
+    text = reference_readme("horizon-view", records, leaderboard_frame(records), tmp_path / "horizon-view",
+                            rebuild="(rebuild)", records_folder=records_folder)
+    assert "These records are those of `horizon/records` (this folder is a view of its cells)" in text
