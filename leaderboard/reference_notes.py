@@ -135,8 +135,9 @@ def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, f
                 break
     if provenances:
         if source is not None:
-            lines += [f"These records are those of `{_beside(source, folder)}` (this folder is a view of its "
-                      "cells); the commands that made them:", ""]
+            whose = ("The records are in `records/`" if source.parent == Path(folder).resolve() else
+                     f"These records are those of `{_beside(source, folder)}` (this folder is a view of its cells)")
+            lines += [f"{whose}; the commands that made them:", ""]
         rows = [[f"`{p.get('command', '')}`", _runs(p), f"{p.get('wall_time_s_this_invocation', '')}",
                  _machine(p), p["file"]] for p in provenances]
         lines += markdown_table(["command", "runs", "wall time (s)", "machine", "provenance"], rows) + [""]

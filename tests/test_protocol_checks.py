@@ -170,7 +170,8 @@ def test_a_reference_readme_says_which_runs_no_sittings_provenance_accounts_for(
 
 
 def test_a_views_readme_names_the_records_folder_as_seen_from_beside_it(tmp_path):
-    """A view of ``horizon/records`` says so, not just ``records`` (every reference keeps its records there)."""
+    """A view of ``horizon/records`` says so, not just ``records`` (every reference keeps its records there);
+    the reference itself says its records are in its ``records/``, not that it is a view."""
     import json
 
     from lengthbench.leaderboard.reference_notes import reference_readme
@@ -184,3 +185,6 @@ def test_a_views_readme_names_the_records_folder_as_seen_from_beside_it(tmp_path
     text = reference_readme("horizon-view", records, leaderboard_frame(records), tmp_path / "horizon-view",
                             rebuild="(rebuild)", records_folder=records_folder)
     assert "These records are those of `horizon/records` (this folder is a view of its cells)" in text
+    text = reference_readme("horizon", records, leaderboard_frame(records), tmp_path / "horizon",
+                            rebuild="(rebuild)", records_folder=records_folder)
+    assert "The records are in `records/`; the commands that made them:" in text
