@@ -217,11 +217,21 @@ def _interval(test: dict) -> str:
 
 def _seed_scores(records: list[RunRecord], metric: str) -> dict[tuple[str, str], list[float]]:
     """(task, method) -> every seed's test-band score (a failed seed counts 0)."""
+    return _seed_values(records, lambda run: float(getattr(run, metric)))
+
+
+def _seed_fits(records: list[RunRecord]) -> dict[tuple[str, str], list[float]]:
+    """(task, method) -> 1 for each seed that fit its training lengths, else 0 (the board's ``n_fit`` rule)."""
+    return _seed_values(records, lambda run: float(float(run.fit_score) >= run.fit_threshold))
+
+
+def _seed_values(records: list[RunRecord], value) -> dict[tuple[str, str], list[float]]:
+    """(task, method) -> ``value(run)`` for every seed that ran (a failed seed counts 0)."""
     runs = runs_frame(records)
     runs = runs[runs.status.isin(["ok", "diverged"])]
     scores: dict[tuple[str, str], list[float]] = {}
     for r in runs.itertuples():
-        scores.setdefault((r.task, r.method), []).append(0.0 if r.failed else float(getattr(r, metric)))
+        scores.setdefault((r.task, r.method), []).append(0.0 if r.failed else value(r))
     return scores
 
 
@@ -661,12 +671,17 @@ def _claim_row(a: dict, b: dict, names: tuple[str, str]) -> list[str]:
     return [str(test["n"]), _interval(test), _improvement(better, *names), _verdict(test, *names)]
 
 
-def _fit_shift(board: pd.DataFrame, plain: str, label: str) -> str:
-    """Seeds that fit in ``plain`` and in ``label``, over the methods that ran in both (``2/9 → 9/9``)."""
+def _fit_shift(board: pd.DataFrame, fits: dict, plain: str, label: str) -> str:
+    """Seeds that fit in ``plain`` and in ``label``, over the methods that ran in both, with the
+    permutation p of that shift (``2/9 → 9/9, p 0.012``; ``fits``: ``_seed_fits``)."""
     ran = board[board.status == "ok"]
     methods = set(ran[ran.task == plain].method) & set(ran[ran.task == label].method)
     cells = [ran[(ran.task == t) & ran.method.isin(methods)] for t in (plain, label)]
-    return " → ".join(f"{int(c.n_fit.sum())}/{int(c.n_seeds.sum())}" for c in cells)
+    shift = " → ".join(f"{int(c.n_fit.sum())}/{int(c.n_seeds.sum())}" for c in cells)
+    if not methods:
+        return shift
+    test = probability_of_improvement(*({m: fits.get((t, m), []) for m in methods} for t in (label, plain)))
+    return f"{shift}, {_p_text(test['p_value'])}" if test["n_tasks"] else shift
 
 
 NO_FIT_PAIR = "not tested: no cell pair where both fit"
@@ -690,7 +705,7 @@ def formats_report(records: list[RunRecord]) -> str:
                          "--preset horizon-formats` (into the records of `horizon`, whose plain cells it shares)")
     records = [r for r in records if split_label(r.task)[0] in formatted]
     board = leaderboard_frame(records)
-    seeds = _seed_scores(records, "ood_exact_match")
+    seeds, fits = _seed_scores(records, "ood_exact_match"), _seed_fits(records)
     fit = _judged_runs(records)
     lines = ["# Data formats: reversed answers, index hints, scratchpads (Zhou et al. 2024; Anil et al. 2022)", "",
              _setup(records), "", _horizon(records), "",
@@ -717,7 +732,7 @@ def formats_report(records: list[RunRecord]) -> str:
             continue
         a, b = by_method(label), by_method(task)
         source = f"{who} (sign turned)" if fmt == Reversed.name and task in DECIMAL_LSD_FIRST else who
-        rows.append([source, task, f"`{fmt}`", _fit_shift(board, task, label), *_claim_row(a, b, (fmt, PLAIN))])
+        rows.append([source, task, f"`{fmt}`", _fit_shift(board, fits, task, label), *_claim_row(a, b, (fmt, PLAIN))])
         both = [m for m in a if m in b]
         if fmt == "scratchpad" and both:
             pooled[task] = ([x for m in both for x in a[m]], [x for m in both for x in b[m]])
@@ -732,7 +747,8 @@ def formats_report(records: list[RunRecord]) -> str:
               "format beats a seed of plain with the method as the stratum (stratified bootstrap, 95%). The last "
               "row takes the task as the unit (per task, every fit method's seeds together). Seeds fit: over the "
               "methods that ran in both formats, how many seeds fit the training lengths in plain and in the format "
-              "(a format can make a task learnable at all; no interval). Published: "
+              "(a format can make a task learnable at all), with the permutation p of that shift (within each "
+              "method, the seeds' fit exchanged between the two formats, every way; no interval). Published: "
               f"{published.FORMATS_ADDITION_CLAIM} (Zhou et al.; each format is tested alone here, not their "
               f"combination); {published.SCRATCHPAD_CLAIM}. {SIGN_TURNED} {VERDICT_RULE}", "",
               *markdown_table(["source", "task", "format", "seeds fit: plain → format", "methods (both fit)",

@@ -378,16 +378,16 @@ def test_formats_report_tests_each_format_against_plain_method_by_method():
     text = formats_report(records)
     # reversed: differences .4, .3, .4 over three methods: mean 36.7, sd 5.77, t(0.975, 2) = 4.303; three methods
     # can't decide the difference (sign-flip p = 2/8), the seeds within them decide P
-    assert ("| Zhou et al. (sign turned) | addition | `reversed` | 6/6 → 6/6 | 3 | +36.7 [+22.3, +51.0], p 0.25 | 1.00 [1.00, "
+    assert ("| Zhou et al. (sign turned) | addition | `reversed` | 6/6 → 6/6, p 1 | 3 | +36.7 [+22.3, +51.0], p 0.25 | 1.00 [1.00, "
             "1.00], p 0.0093: reversed better | not told apart |") in text
     # plain addition is already Zhou et al.'s reversed order (least significant digit first): the report says so
     assert "so their finding predicts `plain` above `reversed`" in text
     # index hints: fire did not fit, so one method (rope: 40 against 30): no interval, no verdict either way;
     # P: 40 beats 20 and ties 40
-    assert ("| Zhou et al. | addition | `index-hints` | 4/4 → 2/4 | 1 | +10.0 | 0.75 [0.50, 1.00], p 1: not told apart | not "
+    assert ("| Zhou et al. | addition | `index-hints` | 4/4 → 2/4, p 0.33 | 1 | +10.0 | 0.75 [0.50, 1.00], p 1: not told apart | not "
             "told apart |") in text  # seeds fit over rope and fire, the methods that ran in both
     assert "| addition | index-hints | `transformer/fire` | 0/2 | 100.0 ± 0.0 (did not fit) |" in text
-    assert "| Anil et al. | parity_check | `scratchpad` | 2/4 → 4/4 | 1 | +30.0 |" in text  # fire fit only here
+    assert "| Anil et al. | parity_check | `scratchpad` | 2/4 → 4/4, p 0.33 | 1 | +30.0 |" in text  # fire fit only here
     # across tasks, the task the unit: +30 (parity) and 0 (addition): t(0.975, 1) = 12.7, interval clipped to +-100
     assert ("| Anil et al. | every task above, the task as the unit | `scratchpad` |  | 2 | +15.0 [-100.0, +100.0], "
             "p 1 |") in text
@@ -397,6 +397,22 @@ def test_formats_report_tests_each_format_against_plain_method_by_method():
     assert "generalization length | chance (%, test band) |" in text and 30 < float(scratchpad[0].split("|")[-2]) < 70
     with pytest.raises(InputError, match="no task written in a format other than plain"):
         formats_report([r for r in records if "+" not in r.task and r.task != "addition-index-hints"])
+
+
+def test_formats_report_tests_whether_a_format_changes_which_seeds_fit():
+    """A format no seed fits in, where every seed fits in plain: no pair to compare on generalization, but the
+    shift in seeds that fit has its stratified permutation p (within each method the six seeds' fit exchanged
+    between the formats: all three methods at the extreme, p = 2 / 20^3); one method alone cannot decide
+    (p = 2/20)."""
+    from lengthbench.leaderboard.reproduction import formats_report
+
+    methods = ("rope", "fire", "randomized-rope")
+    records = [_banded(task, f"transformer/{e}", s, 1.0, 0.5, fit=1.0 if task == "addition" else 0.5)
+               for task in ("addition", "addition+reversed") for e in methods for s in range(3)]
+    text = formats_report(records)
+    assert "| Zhou et al. (sign turned) | addition | `reversed` | 9/9 → 0/9, p < 0.001 | 0 |" in text
+    one = [r for r in records if r.encoding == "rope"]
+    assert "| Zhou et al. (sign turned) | addition | `reversed` | 3/3 → 0/3, p 0.1 | 0 |" in formats_report(one)
 
 
 def test_looped_report_pairs_looped_and_fixed_depth_by_task():
