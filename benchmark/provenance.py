@@ -40,12 +40,28 @@ def write_run_provenance(out_dir: Path, command: str, seconds: float, records: l
     another command (a second preset run into the same folder, as the format
     and looped cells join a reference) is kept beside it as
     ``provenance-<its finish time>.json``, so a folder's README still counts
-    every command that made its records."""
+    every command that made its records. It says how many runs it finished
+    (``runs_finished_this_invocation``), as an interrupted sitting's does."""
     path = Path(out_dir) / "provenance.json"
     earlier = _readable(path)
     if earlier is not None and earlier.get("command") != command:
         path.replace(_free_name(path, _stamp(earlier.get("finished_at"))))
-    return write_provenance(out_dir, command, seconds, records)
+    return write_provenance(out_dir, command, seconds, records,
+                            runs_finished_this_invocation=_started_since(records, seconds))
+
+
+def _started_since(records: list[RunRecord], seconds: float) -> int:
+    """How many of ``records`` started in the last ``seconds`` (the runs this
+    invocation trained, or saw another process train, rather than reused);
+    a record whose start time does not read counts as reused."""
+    since = datetime.now(timezone.utc).timestamp() - seconds - 1  # started_at is rounded down to the second
+    count = 0
+    for record in records:
+        try:
+            count += datetime.fromisoformat(str(record.started_at)).timestamp() >= since
+        except ValueError:
+            continue
+    return count
 
 
 def _stamp(finished_at) -> str:

@@ -54,9 +54,11 @@ def _machine(provenance: dict) -> str:
 
 
 def _runs(provenance: dict) -> str:
-    """A provenance's run count; an interrupted sitting's says so, with what it finished."""
+    """A provenance's run count, with what its sitting finished where it says (an
+    interrupted sitting's always does, a complete one's since that was recorded)."""
     if not provenance.get("interrupted"):
-        return str(provenance.get("runs", ""))
+        finished = provenance.get("runs_finished_this_invocation")
+        return f"{provenance.get('runs', '')}" + ("" if finished is None else f" ({finished} finished in this sitting)")
     return (f"{provenance.get('runs', '')} of {provenance.get('runs_in_grid', '?')} when interrupted "
             f"({provenance.get('runs_finished_this_invocation', '?')} finished in this sitting)")
 

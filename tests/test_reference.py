@@ -3,6 +3,7 @@ every record passes validation and the tables rebuild byte for byte."""
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -208,3 +209,23 @@ def test_an_earlier_commands_provenance_is_kept_under_its_finish_time_never_over
     write_run_provenance(tmp_path, "lengthbench run --preset b", 2.0, [])  # the same command: replaced, not kept
     assert len(list(tmp_path.glob("provenance*.json"))) == 4
     assert json.loads((tmp_path / "provenance.json").read_text())["wall_time_s_this_invocation"] == 2.0
+
+
+def test_a_complete_runs_provenance_counts_the_runs_it_finished(tmp_path):
+    """Runs that started during the invocation are its own; a reused record started before it (or its start
+    does not read) is not; the README's table says it as an interrupted sitting's does."""
+    from datetime import datetime, timedelta, timezone
+
+    from lengthbench.benchmark.provenance import write_run_provenance
+    from lengthbench.leaderboard.reference_notes import _runs
+
+    def started(seconds_ago):
+        when = datetime.now(timezone.utc) - timedelta(seconds=seconds_ago)
+        return SimpleNamespace(started_at=when.isoformat(timespec="seconds"), wall_time_s=1.0, code_version="v")
+
+    records = [started(5), started(50), started(150), started(5000),
+               SimpleNamespace(started_at="", wall_time_s=1.0, code_version="v")]
+    provenance = json.loads(write_run_provenance(tmp_path, "lengthbench run", 100.0, records).read_text())
+    assert provenance["runs"] == 5 and provenance["runs_finished_this_invocation"] == 2
+    assert _runs(provenance) == "5 (2 finished in this sitting)"
+    assert _runs({"runs": 1023}) == "1023"  # written before the count was recorded
