@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -35,26 +36,30 @@ def write_provenance(out_dir: Path, command: str, seconds: float | None, records
     })
 
 
-def write_run_provenance(out_dir: Path, command: str, seconds: float, records: list[RunRecord]) -> Path:
+def write_run_provenance(out_dir: Path, command: str, seconds: float, records: list[RunRecord],
+                         started: float | None = None) -> Path:
     """``provenance.json`` of a finished invocation. One already there from
     another command (a second preset run into the same folder, as the format
     and looped cells join a reference) is kept beside it as
     ``provenance-<its finish time>.json``, so a folder's README still counts
     every command that made its records. It says how many runs it finished
-    (``runs_finished_this_invocation``), as an interrupted sitting's does."""
+    (``runs_finished_this_invocation``: those that started after ``started``,
+    the invocation's start as POSIX time; by default ``seconds`` ago), as an
+    interrupted sitting's does."""
     path = Path(out_dir) / "provenance.json"
     earlier = _readable(path)
     if earlier is not None and earlier.get("command") != command:
         path.replace(_free_name(path, _stamp(earlier.get("finished_at"))))
     return write_provenance(out_dir, command, seconds, records,
-                            runs_finished_this_invocation=_started_since(records, seconds))
+                            runs_finished_this_invocation=_started_since(records, started if started is not None
+                                                                         else time.time() - seconds))
 
 
-def _started_since(records: list[RunRecord], seconds: float) -> int:
-    """How many of ``records`` started in the last ``seconds`` (the runs this
+def _started_since(records: list[RunRecord], started: float) -> int:
+    """How many of ``records`` started at or after ``started`` (the runs this
     invocation trained, or saw another process train, rather than reused);
     a record whose start time does not read counts as reused."""
-    since = datetime.now(timezone.utc).timestamp() - seconds - 1  # started_at is rounded down to the second
+    since = started - 1  # started_at is rounded down to the second
     count = 0
     for record in records:
         try:

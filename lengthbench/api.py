@@ -314,9 +314,10 @@ def _with_outcome(board: pd.DataFrame, records: list[RunRecord], written: dict) 
 
 def _run_grid_to_leaderboard(grid: Preset, plugin_files: list, *, command: str, **options) -> pd.DataFrame:
     """Run a grid, then write its leaderboard files and provenance."""
+    started = time.time()  # the runs that start after it are this invocation's (building the board takes a while)
     records, out, seconds = _run_grid(grid, plugin_files, command=command, **options)
     board, paths = build_leaderboard(records, out)
-    paths["provenance"] = write_run_provenance(out, command, seconds, records)
+    paths["provenance"] = write_run_provenance(out, command, seconds, records, started=started)
     return _with_outcome(board, records, paths)
 
 

@@ -40,6 +40,7 @@ def test_run_returns_the_leaderboard_it_wrote(tiny_run):
     provenance = json.loads(written["provenance"].read_text())
     assert provenance["command"] == f"lengthbench.run('tiny', seeds=[0, 1], results={results!r})"
     assert len(list(results.glob("*__seed*__*.json"))) == 8
+    assert provenance["runs"] == provenance["runs_finished_this_invocation"] == 8  # the first runs too
 
 
 def test_a_second_grid_run_into_the_folder_keeps_the_first_runs_provenance(tiny_run, tmp_path):
@@ -57,6 +58,25 @@ def test_a_second_grid_run_into_the_folder_keeps_the_first_runs_provenance(tiny_
     assert json.loads(kept.read_text()) == earlier and kept.name.startswith("provenance-20")
     latest = json.loads((results / "provenance.json").read_text())
     assert latest["command"].startswith("lengthbench.run('tiny', seeds=[0],")
+    assert latest["runs_finished_this_invocation"] == 0  # every record reused
+
+
+def test_a_runs_provenance_counts_its_first_runs_however_long_the_board_takes(tmp_path, monkeypatch):
+    """The runs an invocation finished are those that started after it began, not in the last
+    ``seconds`` before the provenance is written: building the board comes between."""
+    import time
+
+    import lengthbench.api as api
+
+    build = api.build_leaderboard
+    monkeypatch.setattr(api, "build_leaderboard", lambda *a, **k: (time.sleep(3), build(*a, **k))[1])
+    register_preset(make_tiny_preset())
+    try:
+        board = lengthbench.run("tiny", seeds=[0], results=tmp_path / "r", progress=False)
+    finally:
+        PRESETS.remove("tiny")
+    provenance = json.loads(board.attrs["written"]["provenance"].read_text())
+    assert provenance["runs"] == provenance["runs_finished_this_invocation"] == 4
 
 
 def test_run_refuses_an_unknown_preset_naming_the_valid_ones(tmp_path):
