@@ -113,6 +113,11 @@ def selection_texts(selection: dict | None) -> dict:
                                   f"{','.join(map(str, selection['seeds']))})"}
 
 
+def fits_training(runs: pd.DataFrame) -> pd.Series:
+    """Whether each run of ``runs_frame`` fit its training lengths (its fit score reaches its threshold)."""
+    return runs.fit_score.astype(float) >= runs.fit_threshold
+
+
 def fit_status(n_fit: int, n_seeds: int) -> str:
     """``fit`` (every seed fit its training lengths), ``partly_fit`` or ``not_fit``."""
     return "fit" if n_fit == n_seeds else ("partly_fit" if n_fit else "not_fit")
@@ -215,7 +220,7 @@ def leaderboard_frame(records: list[RunRecord]) -> pd.DataFrame:
         scored = pd.concat([clean, failed.assign(**{k: 0.0 for k in (*SUMMARY_FIELDS, "fit_score") if clean[k].notna().any()})]) if len(clean) else clean
         na = (cell.status == "not_applicable").all()
         train_length = int(cell.train_length.iloc[0])
-        n_fit = int((scored.fit_score.astype(float) >= scored.fit_threshold).sum()) if len(scored) else 0
+        n_fit = int(fits_training(scored).sum()) if len(scored) else 0
         row = {
             "schema_version": SCHEMA_VERSION, "task": task, "format": split_label(task)[1], "level": _level(task),
             "method": method, "model": cell.model.iloc[0], "encoding": cell.encoding.iloc[0],

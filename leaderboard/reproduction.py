@@ -33,14 +33,15 @@ from lengthbench.benchmark.records import RunRecord, length_frame
 from lengthbench.errors import InputError
 from lengthbench.leaderboard import published
 from lengthbench.leaderboard.aggregate import (
+    fits_training,
     judged,
     leaderboard_frame,
     method_order,
     runs_frame,
     test_band_chance,
 )
-from lengthbench.leaderboard.statistics import generalization_length, paired_difference, probability_of_improvement
 from lengthbench.leaderboard.reference_notes import budget_text
+from lengthbench.leaderboard.statistics import generalization_length, paired_difference, probability_of_improvement
 from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.models.encodings import ENCODINGS, encoding_kind
 from lengthbench.models.families import TRANSFORMER, ModelSize, describe_size
@@ -217,21 +218,22 @@ def _interval(test: dict) -> str:
 
 def _seed_scores(records: list[RunRecord], metric: str) -> dict[tuple[str, str], list[float]]:
     """(task, method) -> every seed's test-band score (a failed seed counts 0)."""
-    return _seed_values(records, lambda run: float(getattr(run, metric)))
+    return _seed_values(records, lambda runs: runs[metric])
 
 
 def _seed_fits(records: list[RunRecord]) -> dict[tuple[str, str], list[float]]:
-    """(task, method) -> 1 for each seed that fit its training lengths, else 0 (the board's ``n_fit`` rule)."""
-    return _seed_values(records, lambda run: float(float(run.fit_score) >= run.fit_threshold))
+    """(task, method) -> 1 for each seed that fit its training lengths, else 0 (the board's ``n_fit``)."""
+    return _seed_values(records, fits_training)
 
 
-def _seed_values(records: list[RunRecord], value) -> dict[tuple[str, str], list[float]]:
-    """(task, method) -> ``value(run)`` for every seed that ran (a failed seed counts 0)."""
+def _seed_values(records: list[RunRecord], values) -> dict[tuple[str, str], list[float]]:
+    """(task, method) -> ``values(runs)``'s entry for every seed that ran (a failed seed counts 0)."""
     runs = runs_frame(records)
     runs = runs[runs.status.isin(["ok", "diverged"])]
+    runs = runs.assign(value=values(runs).astype(float).where(~runs.failed.astype(bool), 0.0))
     scores: dict[tuple[str, str], list[float]] = {}
     for r in runs.itertuples():
-        scores.setdefault((r.task, r.method), []).append(0.0 if r.failed else value(r))
+        scores.setdefault((r.task, r.method), []).append(float(r.value))
     return scores
 
 
@@ -678,8 +680,6 @@ def _fit_shift(board: pd.DataFrame, fits: dict, plain: str, label: str) -> str:
     methods = set(ran[ran.task == plain].method) & set(ran[ran.task == label].method)
     cells = [ran[(ran.task == t) & ran.method.isin(methods)] for t in (plain, label)]
     shift = " → ".join(f"{int(c.n_fit.sum())}/{int(c.n_seeds.sum())}" for c in cells)
-    if not methods:
-        return shift
     test = probability_of_improvement(*({m: fits.get((t, m), []) for m in methods} for t in (label, plain)))
     return f"{shift}, {_p_text(test['p_value'])}" if test["n_tasks"] else shift
 
