@@ -17,7 +17,9 @@ present; each as run-steps/s, real (non-padding) tokens/s, useful GFLOP/s
 (the FLOPs of real tokens only) and its share of the matmul peak, and its
 padding share;
 the data-generation share of a solo step; and evaluation seconds and peak memory at task lengths 100 and
-500 (512 samples, the paper's protocol), each in a fresh process.
+500 (512 samples, the paper's protocol), each in a fresh process. With ``--methods``, each method's
+training step at ``quick``'s shapes against the rotary transformer's (a new mechanism or family states its
+cost there).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.runner import execute_run
 from lengthbench.benchmark.train import batch_tensors, train_run
-from lengthbench.models.families import ModelSize
+from lengthbench.models.families import ModelSize, method_parts
 from lengthbench.tasks import IGNORE, get_task, make_batch
 
 DEVICE = default_device()
@@ -203,9 +205,11 @@ def eval_seconds(config: RunConfig, length: int, samples: int = 512) -> tuple[fl
 
 
 def measure(configs: list[str], steps: int, eval_lengths: tuple[int, ...], bf16: bool = False,
-            rounds: int = 2) -> dict:
+            rounds: int = 2, methods: tuple[str, ...] = ()) -> dict:
     report = {"torch": torch.__version__, "device": device_description(DEVICE),
               "threads": torch.get_num_threads(), "matmul_peak_gflops": matmul_peak(), "configs": {}}
+    if methods:
+        report["methods"] = method_step_ratios(list(methods), steps)
     peak = report["matmul_peak_gflops"]
     for name in configs:
         config = perf_configs()[name]
@@ -235,6 +239,29 @@ def measure(configs: list[str], steps: int, eval_lengths: tuple[int, ...], bf16:
     return report
 
 
+PERF_BASELINE = "transformer/rope"  # what ``--methods`` times each method against
+
+
+def method_config(method: str) -> RunConfig:
+    """``quick``'s copy run (its model, batch and lengths) with another method."""
+    family, encoding = method_parts(method)
+    return get_preset("quick").run_config("copy", encoding, 0, family)
+
+
+def method_step_ratios(methods: list[str], steps: int, rounds: int = 3) -> dict:
+    """Seconds per training step (``train_run``, data included) of each
+    method at ``quick``'s shapes beside ``PERF_BASELINE``'s, interleaved (A B
+    A B), medians; the ratio is the method's step time over the baseline's."""
+    sides = dict.fromkeys([PERF_BASELINE, *methods])
+    seconds = {m: [] for m in sides}
+    for _ in range(rounds):
+        for method in sides:
+            seconds[method].append(trainer_seconds(method_config(method), steps))
+    base = statistics.median(seconds[PERF_BASELINE])
+    return {m: {"seconds_per_step": statistics.median(s), "vs_baseline": statistics.median(s) / base}
+            for m, s in seconds.items()}
+
+
 def format_report(report: dict) -> str:
     lines = [f"fp32 matmul peak: {report['matmul_peak_gflops']:.0f} GFLOP/s "
              f"(torch {report['torch']}, {report['device']})", ""]
@@ -254,6 +281,12 @@ def format_report(report: dict) -> str:
         for length, ev in e.get("eval", {}).items():
             lines.append(f"  eval 512 samples at length {length}: {ev['seconds']:.1f} s, "
                          f"peak RSS {ev['peak_rss_mb']:.0f} MB")
+        lines.append("")
+    if "methods" in report:
+        lines.append(f"training step at quick's shapes (copy 1..8, batch 64, d=64 x 2 layers) against "
+                     f"{PERF_BASELINE}, interleaved, medians:")
+        lines += [f"  {m:32s} {1000 * e['seconds_per_step']:8.1f} ms/step  {e['vs_baseline']:5.2f}x"
+                  for m, e in report["methods"].items()]
         lines.append("")
     check = report.get("bf16_accuracy_check")
     if check:

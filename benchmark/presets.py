@@ -83,6 +83,13 @@ def randomized_range(max_len: int) -> dict:
     return {name: {"max_len": max_len} for name, entry in ENCODINGS.items() if entry.base is not None}
 
 
+# The suite and the zoo the shipped references (`full`, `horizon` and their views) were built from: the
+# 2025-26 mechanisms and state-tracking tasks join them in `horizon-zoo` (below), so those grids stay as built.
+ZOO_ENCODINGS = ("forget", "stick-breaking", "path", "ssmax", "ssmax-rope", "rnope")
+STATIC_ENCODINGS = tuple(name for name in ENCODINGS.names() if name not in ZOO_ENCODINGS)
+STATE_TASKS = tuple(name for name in task_labels() if get_task(name).level == "state")
+SUITE_TASKS = tuple(name for name in task_labels() if name not in STATE_TASKS)
+
 PRESETS: Registry[Preset] = Registry("preset")
 
 
@@ -156,8 +163,8 @@ register_preset(Preset(
     description="the complete reference: every task x every built-in encoding, the recurrent families and the "
                 "state-space baseline x 3 seeds, trained until fit (at most 1500 steps) at a laptop budget (--plan on 2 idle "
                 "CPU cores: at most 6.5 h)",
-    tasks=tuple(task_labels()),
-    encodings=tuple(ENCODINGS.names()),
+    tasks=SUITE_TASKS,
+    encodings=STATIC_ENCODINGS,
     seeds=(0, 1, 2),
     model=ModelSize(d_model=64, n_layers=2, n_heads=4, d_ff=256),
     # One model and schedule for every task and method: nothing here was tuned per task or method. The
@@ -181,7 +188,7 @@ def _part_of_full(name: str, description: str, tasks, encodings, families=("tran
 
 register_preset(_part_of_full(
     "suite", "every task x 8 encodings (the 5 core ones, xpos, cope, abacus) x 3 seeds: part of `full` "
-    "(hours on 2 CPU cores: --plan)", task_labels(), (*CORE_ENCODINGS, "xpos", "cope", "abacus")))
+    "(hours on 2 CPU cores: --plan)", SUITE_TASKS, (*CORE_ENCODINGS, "xpos", "cope", "abacus")))
 CHOMSKY_TASKS = tuple(name for name in task_labels() if get_task(name).level in ("R", "DCF", "CS"))
 # Deletang et al.'s five encodings ("relative" there is Transformer-XL's; we have none of that
 # family, so learned absolute positions stand in, as in Ruoss et al.'s list) and Ruoss et al.'s
@@ -202,11 +209,11 @@ register_preset(_part_of_full(
 COPY_TASKS = ("copy", "duplicate_string", "reverse_string")
 register_preset(_part_of_full(
     "copying", "Jelassi et al. 2024's question at the laptop budget: the copying tasks x every encoding, the recurrent "
-    "families and the state-space baseline x 3 seeds: part of `full`", COPY_TASKS, ENCODINGS.names(),
+    "families and the state-space baseline x 3 seeds: part of `full`", COPY_TASKS, STATIC_ENCODINGS,
     ("transformer", *RECURRENT_FAMILIES, "ssm")))
 register_preset(_part_of_full(
     "coupling", "Cho et al. reproduction at the laptop budget: addition and Nx2 multiplication x every encoding x "
-    "3 seeds: part of `full`", ("addition", "multiplication"), ENCODINGS.names()))
+    "3 seeds: part of `full`", ("addition", "multiplication"), STATIC_ENCODINGS))
 
 
 # Protocol v2, `horizon`: a reference that measures length generalization at a horizon the papers
@@ -250,7 +257,7 @@ register_preset(Preset(
     name="horizon-pilot",
     description="protocol v2's pilot: every task x 3 encodings and the baseline families x 1 pilot seed (never "
                 "reported), 4000 steps with the fit logged every 250: chooses horizon's budget per task",
-    tasks=tuple(task_labels()),
+    tasks=SUITE_TASKS,
     encodings=PILOT_ENCODINGS,
     seeds=PILOT_SEEDS,
     model=HORIZON_MODEL,
@@ -274,7 +281,7 @@ HORIZON_FIT_CHECK_EVERY = 500
 # claim about them concerns, and the costliest tasks that no pilot method fit, down to the methods a
 # claim names.
 OWN_RANDOMIZED = ("randomized-t5", "randomized-kerple-log", "randomized-kerple-power", "randomized-fire")
-NON_CHOMSKY_TASKS = tuple(name for name in task_labels() if name not in CHOMSKY_TASKS)
+NON_CHOMSKY_TASKS = tuple(name for name in SUITE_TASKS if name not in CHOMSKY_TASKS)
 HORIZON_CUTS = (
     Cut("randomized variants that no published claim is about (Ruoss et al. randomize sinusoidal, learned, "
         "rotary, ALiBi and Transformer-XL's relative positions, not T5's buckets, KERPLE or FIRE)",
@@ -282,7 +289,7 @@ HORIZON_CUTS = (
     Cut("the recurrent families' published claims (Deletang et al.) are about the Chomsky tasks",
         methods=RECURRENT_FAMILIES, tasks=NON_CHOMSKY_TASKS),
     Cut("the state-space claim (Jelassi et al.) is about copying", methods=("ssm",),
-        tasks=tuple(name for name in task_labels() if name not in COPY_TASKS)),
+        tasks=tuple(name for name in SUITE_TASKS if name not in COPY_TASKS)),
     Cut("no pilot method fit it (nope, rope, alibi: 0 exact match at lengths 13-16 after 4000 steps), a run "
         "costs about 10 minutes, and index hints are a data format of addition, not a task of their own",
         methods=(), tasks=("addition-index-hints",), only=True),
@@ -311,7 +318,7 @@ register_preset(replace(
     description="protocol v2's reference: train 1..16, test 21..64 (4x), one budget (4000 steps) for every method, "
                 "3 seeds, families matched in parameters per task; breadth cut to fit a day on 2 CPU cores "
                 "(cuts listed)",
-    encodings=tuple(ENCODINGS.names()),
+    encodings=STATIC_ENCODINGS,
     seeds=(0, 1, 2),
     settings=HORIZON_SETTINGS | dict(steps=HORIZON_STEPS, fit_check_every=HORIZON_FIT_CHECK_EVERY, fit_patience=0),
     cuts=HORIZON_CUTS,
@@ -383,16 +390,16 @@ def _part_of_horizon(name: str, about: str, tasks, encodings, families=("transfo
 
 for _view in (
         _part_of_horizon("horizon-suite", "every task x 8 encodings (the 5 core ones, xpos, cope, abacus) x 3 seeds",
-                         task_labels(), SUITE_ENCODINGS),
+                         SUITE_TASKS, SUITE_ENCODINGS),
         _part_of_horizon("horizon-chomsky", "the Deletang/Ruoss reproduction: 15 Chomsky tasks x (9 encodings + "
                          "rnn, lstm, stack-rnn, tape-rnn) x 3 seeds", CHOMSKY_TASKS, CHOMSKY_ENCODINGS,
                          ("transformer", *RECURRENT_FAMILIES)),
         _part_of_horizon("horizon-nope", "the Kazemnejad et al. reproduction: 4 tasks x their 5 encodings x 3 seeds",
                          NOPE_TASKS, NOPE_PAPER_ENCODINGS),
         _part_of_horizon("horizon-coupling", "the Cho et al. reproduction: addition and Nx2 multiplication x every "
-                         "encoding x 3 seeds", ("addition", "multiplication"), ENCODINGS.names()),
+                         "encoding x 3 seeds", ("addition", "multiplication"), STATIC_ENCODINGS),
         _part_of_horizon("horizon-copying", "Jelassi et al.'s question: the copying tasks x every encoding, the "
-                         "recurrent families and ssm x 3 seeds", COPY_TASKS, ENCODINGS.names(),
+                         "recurrent families and ssm x 3 seeds", COPY_TASKS, STATIC_ENCODINGS,
                          ("transformer", *RECURRENT_FAMILIES, "ssm"))):
     register_preset(_view)
 
@@ -442,3 +449,53 @@ PAPER_PRESETS = ("chomsky-paper", "nope-paper", "coupling-paper")
 
 def get_preset(name: str) -> Preset:
     return PRESETS[name]
+
+
+# The 2025-26 zoo under `horizon`'s protocol (train 1..16, test 21..64, 4000 steps of 64 for every method, 3
+# seeds; the same settings, so its cells already run are horizon's own records and the rest join that
+# folder): the data-dependent position mechanisms on horizon's tasks, the delta-rule families on the Chomsky,
+# copying and state-tracking tasks, and horizon's methods on the state-tracking tasks. The state-tracking
+# tasks take horizon's one budget, the pilot's ceiling, as every task does there (no budget is chosen per
+# task). Sized with `--plan` to about a third of horizon's summed run time; each cut says why.
+DELTA_FAMILIES = ("deltanet", "deltanet-negative", "gated-deltanet", "gated-deltanet-negative")
+# Widths matching the transformer's parameters within 10% on every task of the grid (`python -m
+# lengthbench.benchmark.matching --preset horizon-zoo`); S5's 120-symbol vocabulary weighs more in a recurrent
+# cell's input and output layers, so the recurrent families are narrower there.
+DELTA_SIZES = {"deltanet": 64, "deltanet-negative": 64, "gated-deltanet": 56, "gated-deltanet-negative": 56}
+GATED_TASKS = ("parity_check", "cycle_navigation", "modular_arithmetic", *COPY_TASKS)
+# No transformer encoding of horizon fit these at 13..16 (0 of 21, 3 seeds each): a data-dependent mechanism's
+# length generalization cannot be read there, and report 3 compares mechanisms only where both fit.
+UNFIT_TASKS = ("modular_arithmetic", "modular_arithmetic_brackets", "solve_equation", "compute_sqrt",
+               "binary_multiplication")
+ZOO_CUTS = (
+    *(cut for cut in HORIZON_CUTS if cut.tasks != NON_CHOMSKY_TASKS and cut.methods != ("ssm",)),
+    Cut("the recurrent families' published claims are about the Chomsky tasks (Deletang et al.) and state tracking "
+        "(Merrill et al., Liu et al.)", methods=RECURRENT_FAMILIES, tasks=("addition", "multiplication", "copy")),
+    Cut("the state-space claims are about copying (Jelassi et al.) and state tracking (Merrill et al.)",
+        methods=("ssm",), tasks=tuple(t for t in SUITE_TASKS if t not in COPY_TASKS)),
+    Cut("the delta rule's claims are about state tracking, the Chomsky tasks and copying (Grazzi et al., Yang et "
+        "al.), not decimal arithmetic", methods=DELTA_FAMILIES, tasks=("addition", "multiplication")),
+    Cut("no transformer encoding of horizon fit these tasks at lengths 13..16 (0 of 21, 3 seeds each): there is "
+        "no length generalization of a mechanism to read", methods=tuple(f"transformer/{e}" for e in ZOO_ENCODINGS),
+        tasks=UNFIT_TASKS),
+    Cut("compute (a third of horizon's run time): the gated variants (Yang et al. 2025) are trained where the "
+        "claims are, the state-tracking tasks, the regular tasks of Grazzi et al.'s claim (parity and modular "
+        "counting) and the copying tasks; the ungated delta rule covers the other Chomsky tasks",
+        methods=("gated-deltanet", "gated-deltanet-negative"),
+        tasks=tuple(t for t in CHOMSKY_TASKS if t not in GATED_TASKS)),
+)
+register_preset(replace(
+    PRESETS["horizon"],
+    name="horizon-zoo",
+    description="the 2025-26 zoo at protocol v2: data-dependent positions (forget, stick-breaking, path, ssmax, "
+                "rnope) on horizon's tasks, the delta-rule families on the Chomsky, copying and state-tracking tasks, "
+                "horizon's methods on the state-tracking tasks x 3 seeds (horizon's cells: its own records)",
+    tasks=(*SUITE_TASKS, *STATE_TASKS),
+    encodings=(*STATIC_ENCODINGS, *ZOO_ENCODINGS),
+    families=(*HORIZON_FAMILIES, *DELTA_FAMILIES),
+    family_settings={f: {"model": {"d_model": size}} for f, size in (HORIZON_SIZES | DELTA_SIZES).items()},
+    cell_settings=HORIZON_WIDTHS | {"word_problem_s5": {f: {"model": {"d_model": w}} for f, w in
+                                                        {"rnn": 184, "lstm": 104, "stack-rnn": 184,
+                                                         "tape-rnn": 184}.items()}},
+    cuts=ZOO_CUTS,
+))

@@ -1,17 +1,26 @@
 """Any lengthbench encoding inside your own PyTorch transformer.
 
-An encoding is an ``nn.Module`` with five hooks, each the identity unless the
-encoding overrides it; a plain causal self-attention applies all five in a
-few lines, so FIRE, ALiBi, RoPE, CoPE, KERPLE or a randomized variant drops
-into a model you already have:
+An encoding is an ``nn.Module`` with eight hooks, each the identity (or
+plain softmax) unless the encoding overrides it; a plain causal
+self-attention applies them all in a few lines, so FIRE, ALiBi, RoPE, CoPE,
+KERPLE, a randomized variant, the Forgetting Transformer's gates, PaTH,
+stick-breaking or scalable softmax drops into a model you already have:
 
 1. ``positions(ids, ctx)``: the positions every other hook sees (randomized
    encodings draw sorted random ones while training);
 2. ``embed(h, pos)``: absolute encodings add to the token embeddings;
-3. ``rotate(q, k, pos)``: rotary encodings turn queries and keys;
-4. ``bias(pos, pos)``: distance biases (ALiBi, T5, KERPLE, FIRE) add to the
+3. ``bias(pos, pos)``: distance biases (ALiBi, T5, KERPLE, FIRE) add to the
    attention logits, once per forward, shared by the layers;
-5. ``content_bias(q, k, pos)``: query/key-dependent biases (CoPE), per layer.
+4. ``layer(index, n_layers)``: the encoding one attention layer uses, asked
+   once when the model is built (a new module, with that layer's own
+   parameters, for the Forgetting Transformer, PaTH and SSMax; a rotary or
+   a position-free one per layer for ``rnope``); hooks 5 to 8 are called on it;
+5. ``rotate(q, k, pos)``: rotary encodings turn queries and keys;
+6. ``content_bias(q, k, pos)``: query/key-dependent biases (CoPE);
+7. ``input_bias(x, q, k, pos)``: biases from the layer's input (forget
+   gates, Householder products);
+8. ``attention_weights(logits)``: the weights from the logits, softmax
+   unless replaced (stick-breaking, scalable softmax).
 
 The model below is a nanoGPT-style decoder written from scratch; with the
 same weights it computes exactly what lengthbench's own transformer computes
@@ -32,31 +41,34 @@ from lengthbench.models.encodings import PositionContext, build_encoding
 
 
 class Attention(nn.Module):
-    def __init__(self, d_model: int, n_heads: int):
+    def __init__(self, d_model: int, n_heads: int, encoding, index: int, n_layers: int):
         super().__init__()
         self.n_heads = n_heads
         self.qkv, self.out = nn.Linear(d_model, 3 * d_model), nn.Linear(d_model, d_model)
+        own = encoding.layer(index, n_layers)  # hook 4
+        self.position = None if own is encoding else own  # this layer's own part, if it has one
 
     def forward(self, x, encoding, pos, bias):
         b, t, d = x.shape
+        encoding = self.position if self.position is not None else encoding
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
-        q, k = encoding.rotate(q, k, pos)  # hook 3
+        q, k = encoding.rotate(q, k, pos)  # hook 5
         logits = (q @ k.transpose(-1, -2)) * q.shape[-1] ** -0.5
         if bias is not None:
-            logits = logits + bias  # hook 4, computed once per forward
-        extra = encoding.content_bias(q, k, pos)  # hook 5
-        if extra is not None:
-            logits = logits + extra
+            logits = logits + bias  # hook 3, computed once per forward
+        for extra in (encoding.content_bias(q, k, pos), encoding.input_bias(x, q, k, pos)):  # hooks 6, 7
+            if extra is not None:
+                logits = logits + extra
         causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
-        y = logits.masked_fill(~causal, float("-inf")).softmax(-1) @ v
+        y = encoding.attention_weights(logits.masked_fill(~causal, float("-inf"))) @ v  # hook 8
         return self.out(y.transpose(1, 2).reshape(b, t, d))
 
 
 class Block(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, d_ff: int):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, encoding, index: int, n_layers: int):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.attn = Attention(d_model, n_heads)
+        self.attn = Attention(d_model, n_heads, encoding, index, n_layers)
         self.mlp_in, self.mlp_out = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
 
     def forward(self, h, encoding, pos, bias):
@@ -72,7 +84,8 @@ class TinyDecoder(nn.Module):
         super().__init__()
         self.token_embedding = nn.Embedding(vocab_size, d_model)
         self.encoding = build_encoding(encoding, d_model, n_heads)
-        self.blocks = nn.ModuleList(Block(d_model, n_heads, d_ff) for _ in range(n_layers))
+        self.blocks = nn.ModuleList(Block(d_model, n_heads, d_ff, self.encoding, index, n_layers)
+                                    for index in range(n_layers))
         self.ln_f, self.head = nn.LayerNorm(d_model), nn.Linear(d_model, vocab_size)
 
     def forward(self, tokens: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -80,7 +93,7 @@ class TinyDecoder(nn.Module):
         ids = torch.arange(t, device=tokens.device)[None]
         pos = self.encoding.positions(ids, PositionContext(b, t, None, self.training, generator))  # hook 1
         h = self.encoding.embed(self.token_embedding(tokens), pos)  # hook 2
-        bias = self.encoding.bias(pos, pos)  # hook 4: (B|1, H|1, T, T) or None
+        bias = self.encoding.bias(pos, pos)  # hook 3: (B|1, H|1, T, T) or None
         for block in self.blocks:
             h = block(h, self.encoding, pos, bias)
         return self.head(self.ln_f(h))

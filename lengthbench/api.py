@@ -73,7 +73,7 @@ from lengthbench.leaderboard.submission import ranking_text, write_submission
 from lengthbench.leaderboard.tables import to_markdown as leaderboard_markdown
 from lengthbench.models.contract import CheckShape, ContractReport
 from lengthbench.models.encodings import ENCODINGS
-from lengthbench.models.families import FAMILIES
+from lengthbench.models.families import FAMILIES, family_entry, method_parts
 from lengthbench.models.plugins import (
     PluginFile,
     check_plugins,
@@ -601,17 +601,27 @@ def perf_configs() -> list[str]:
 
 def perf(configs: Sequence[str] = ("reference", "quick"), *, steps: int = 10,
          eval_lengths: Sequence[int] = (100, 500), bf16: bool = False,
-         out: PathLike | None = "results/perf.json") -> str:
+         out: PathLike | None = "results/perf.json", methods: Sequence[str] = ()) -> str:
     """Training and evaluation speed on this machine (``benchmark/perf.py``),
-    as the printed table; the full report goes to ``out`` as JSON."""
+    as the printed table; the full report goes to ``out`` as JSON. ``methods``
+    (``transformer/forget``, ``deltanet``, ...) are timed at quick's shapes
+    against the rotary transformer."""
     if not configs:
         raise InputError(f"--configs: the list is empty; give some of {', '.join(perf_configs())}")
     for name in configs:
         if name not in perf_configs():
             raise UnknownNameError("perf configuration", name, perf_configs())
+    for method in methods:
+        family, encoding = method_parts(method)
+        FAMILIES[family]
+        if family_entry(family).takes_encoding != bool(encoding):
+            raise InputError(f"--methods: {method!r}: " + (f"family {family!r} takes an encoding "
+                             f"({family}/ENCODING)" if encoding == "" else f"family {family!r} takes no encoding"))
+        if encoding:
+            ENCODINGS[encoding]
     if out:
         ensure_output_dir(Path(out).parent, "--out (its folder)")
-    report = perf_bench.measure(list(configs), steps, tuple(eval_lengths), bf16)
+    report = perf_bench.measure(list(configs), steps, tuple(eval_lengths), bf16, methods=tuple(methods))
     text = perf_bench.format_report(report)
     return text + (f"\nwrote {write_json(out, report)}" if out else "")
 

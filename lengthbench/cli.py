@@ -194,7 +194,7 @@ def cmd_bench_generation(args) -> int:
 
 def cmd_perf(args) -> int:
     print(api.perf(args.configs, steps=args.steps, eval_lengths=args.eval_lengths,
-                   bf16=args.bf16, out=args.out))
+                   bf16=args.bf16, out=args.out, methods=args.methods))
     return EXIT_OK
 
 
@@ -366,6 +366,8 @@ def _add_benchmarks(sub) -> None:
                      help="task lengths to time evaluation at (default 100,500)")
     prf.add_argument("--bf16", action="store_true",
                      help="also time the trainer under bfloat16 autocast and compare smoke's metrics to fp32")
+    prf.add_argument("--methods", type=_csv, default=[],
+                     help="methods to time at quick's shapes against transformer/rope (transformer/forget,deltanet,...)")
     prf.add_argument("--out", default="results/perf.json", help="JSON report (default results/perf.json)")
     prf.set_defaults(func=cmd_perf)
 

@@ -1,7 +1,9 @@
-"""The model families (transformer, recurrent baselines) and the
+"""The model families (transformer, recurrent, state-space and delta-rule baselines) and the
 position-encoding registry."""
 
-from lengthbench.models import looped, recurrent, state_space, transformer  # noqa: F401  (they register their families)
+from lengthbench.models import (  # noqa: F401  (they register their families)
+    delta_rule, looped, recurrent, state_space, transformer,
+)
 from lengthbench.models.encodings import build_encoding, encoding_entry, encoding_names
 from lengthbench.models.families import (FAMILIES, ModelSize, RunModel, build_model, family_entry, family_names,
                                          method_name)

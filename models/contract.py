@@ -26,9 +26,11 @@ from lengthbench.models.encodings.base import (
     PositionsOutOfRange,
     build_encoding,
     encoding_entry,
+    encoding_parameter_count,
+    layer_encodings,
 )
 from lengthbench.models.families import TRANSFORMER, ModelSize, RunModel, build_model, family_entry
-from lengthbench.models.transformer import Transformer, encoding_not_applicable
+from lengthbench.models.transformer import Transformer, encoding_not_applicable, position_parameters
 from lengthbench.tasks import IGNORE, get_task, make_batch
 
 VOCAB = 16
@@ -151,12 +153,35 @@ def check_hook_shapes(encoding: PositionEncoding, size: ModelSize, t: int = 9) -
         ok = bias.dim() == 4 and bias.shape[2:] == (t, t) and bias.shape[0] in (1, b) and bias.shape[1] in (1, h)
         if not ok:
             raise AssertionError(f"bias returned shape {tuple(bias.shape)}; expected (1 or {b}, 1 or {h}, {t}, {t})")
-    content = encoding.content_bias(rq, rk, pos)
-    if content is not None and content.shape != (b, h, t, t):
-        raise AssertionError(f"content_bias returned shape {tuple(content.shape)}; expected {(b, h, t, t)}")
+    layer_biases = [check_layer_hook_shapes(own, x, q, k, pos) for own in layer_encodings(encoding, size.n_layers)]
     return f"positions {tuple(pos.shape)}, embed/rotate keep shapes" + (
-        f", bias {tuple(bias.shape)}" if bias is not None else ", no bias") + (
-        f", content bias {tuple(content.shape)}" if content is not None else "")
+        f", bias {tuple(bias.shape)}" if bias is not None else ", no bias") + "".join(
+        f", {what} {(b, h, t, t)}" for what in dict.fromkeys(w for found in layer_biases for w in found))
+
+
+def check_layer_hook_shapes(encoding: PositionEncoding, x, q, k, pos) -> list[str]:
+    """One layer's hooks (``layer``) return what the model expects; returns
+    the names of the ``(B, H, T, T)`` terms it gives."""
+    b, h, t, _ = q.shape
+    rq, rk = encoding.rotate(q, k, pos)
+    if rq.shape != q.shape or rk.shape != k.shape:
+        raise AssertionError(f"a layer's rotate returned shapes {tuple(rq.shape)}, {tuple(rk.shape)}; "
+                             f"expected {tuple(q.shape)} each")
+    found = []
+    for what, extra in (("content bias", encoding.content_bias(rq, rk, pos)),
+                        ("input bias", encoding.input_bias(x, rq, rk, pos))):
+        if extra is not None and extra.shape != (b, h, t, t):
+            raise AssertionError(f"{what.replace(' ', '_')} returned shape {tuple(extra.shape)}; "
+                                 f"expected {(b, h, t, t)}")
+        found += [what] if extra is not None else []
+    logits = (rq @ rk.transpose(-1, -2)).masked_fill(~torch.ones(t, t, dtype=torch.bool).tril(), float("-inf"))
+    weights = encoding.attention_weights(logits)
+    if weights.shape != (b, h, t, t) or not torch.isfinite(weights).all():
+        raise AssertionError(f"attention_weights returned shape {tuple(weights.shape)} (expected {(b, h, t, t)}) or "
+                             "non-finite weights")
+    if weights.triu(1).abs().max() > 0:
+        raise AssertionError("attention_weights gives weight to a key the query may not see (-inf logit)")
+    return found + (["attention weights"] if "attention_weights" in encoding.layer_hooks() else [])
 
 
 def check_forward_backward(name: str, size: ModelSize, lengths: list[int]) -> str:
@@ -313,9 +338,9 @@ def check_shift_invariance(encoding: PositionEncoding, size: ModelSize, t: int =
     q, k = torch.randn(1, h, t, dh, generator=gen), torch.randn(1, h, t, dh, generator=gen)
     x = torch.randn(1, t, size.d_model, generator=gen)
 
-    def logits(pos):
-        rq, rk = encoding.rotate(q, k, pos)
-        scores = rq @ rk.transpose(-1, -2)
+    def logits(pos):  # every layer's, stacked
+        scores = torch.stack([rq @ rk.transpose(-1, -2) for rq, rk in
+                              (own.rotate(q, k, pos) for own in layer_encodings(encoding, size.n_layers))])
         bias = encoding.bias(pos, pos)
         return scores if bias is None else scores + bias
 
@@ -341,7 +366,7 @@ def check_gradients(name: str, shape: CheckShape) -> str:
     else:
         return "no task of this shape's preset can run it; nothing to check"
     model = _model(name, shape.size, vocab=task.vocab_size).train()
-    learned = [(n, p) for n, p in model.encoding.named_parameters() if p.requires_grad]
+    learned = [(n, p) for n, p in position_parameters(model) if p.requires_grad]
     if not learned:
         return "no learned parameters"
     rng, generator = np.random.default_rng(0), torch.Generator().manual_seed(0)
@@ -353,7 +378,7 @@ def check_gradients(name: str, shape: CheckShape) -> str:
         F.cross_entropy(logits.flatten(0, 1), tensors["targets"].flatten(), ignore_index=IGNORE).backward()
         dead = [n for n, p in learned if p.grad is None or not bool(p.grad.abs().sum() > 0)]
         if not dead:
-            frozen = sum(1 for p in model.encoding.parameters() if not p.requires_grad)
+            frozen = sum(1 for _, p in position_parameters(model) if not p.requires_grad)
             return (f"all {len(learned)} learned parameter(s) get a gradient from {used} training batch(es) of "
                     f"{task_name}" + (f"; {frozen} frozen (requires_grad=False) left out" if frozen else ""))
     raise AssertionError(f"learned parameter(s) {', '.join(dead)} got no gradient from {GRADIENT_BATCHES} training "
@@ -413,7 +438,7 @@ def check_encoding(name: str, shapes: Sequence[CheckShape]) -> ContractReport:
                                               "not a PositionEncoding"))
             return report
     first = built[shapes[0]]
-    report.n_parameters = sum(p.numel() for p in first.parameters())
+    report.n_parameters = encoding_parameter_count(first, shapes[0].size.n_layers)
     report.hooks = first.hooks_used()
     report.results.append(CheckResult("builds", True, f"{type(first).__name__} with {first.params} at "
                                       + "; ".join(s.describe() for s in shapes)))

@@ -109,7 +109,8 @@ class FamilyEntry:
 
 
 # Leaderboard row order of the built-in families; third-party families follow as they register.
-FAMILY_ORDER = (TRANSFORMER, "looped", "rnn", "lstm", "stack-rnn", "tape-rnn", "ssm")
+FAMILY_ORDER = (TRANSFORMER, "looped", "rnn", "lstm", "stack-rnn", "tape-rnn", "ssm", "deltanet", "deltanet-negative",
+                "gated-deltanet", "gated-deltanet-negative")
 FAMILIES: Registry[FamilyEntry] = Registry("model family", order=FAMILY_ORDER)
 
 

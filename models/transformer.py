@@ -4,8 +4,11 @@ positions, for one run (as nanoGPT writes it, plus the encoding's hooks).
 Token embedding, then the encoding's ``embed`` (additive absolute
 encodings); per block, causal multi-head self-attention whose queries and
 keys the encoding's ``rotate`` turns and whose logits its ``bias`` (and a
-query/key-dependent ``content_bias``) shift, then a GELU MLP, each as
-``x + f(LayerNorm(x))``; a final LayerNorm and the head.
+query/key-dependent ``content_bias``, an input-dependent ``input_bias``)
+shift, weighted by softmax or the encoding's ``attention_weights``, then a
+GELU MLP, each as ``x + f(LayerNorm(x))``; a final LayerNorm and the head.
+Each layer calls the per-layer hooks on the encoding ``encoding.layer``
+gives it (the encoding itself, unless it has parts per layer).
 
 Attention is ``scaled_dot_product_attention`` with a causal mask (``attend``); an
 encoding's logit bias is folded into a float mask computed once per forward
@@ -67,14 +70,15 @@ def attention_mask(encoding: PositionEncoding, pos: torch.Tensor, t: int, dtype,
     return bias.to(dtype).masked_fill(~allowed_keys(t, pos.device, segments), float("-inf"))
 
 
-def with_content_bias(encoding: PositionEncoding, q: torch.Tensor, k: torch.Tensor, pos: torch.Tensor,
-                      mask: torch.Tensor | None) -> torch.Tensor | None:
-    """``mask`` plus the encoding's query/key-dependent bias (CoPE), or
-    ``mask`` itself for an encoding without one."""
-    extra = encoding.content_bias(q, k, pos)
-    if extra is None:
-        return mask
-    return additive_mask(mask, q.shape[-2], q.device, q.dtype) + extra.to(q.dtype)
+def with_layer_biases(encoding: PositionEncoding, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                      pos: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor | None:
+    """``mask`` plus the layer's biases that depend on its queries and keys
+    (``content_bias``: CoPE) or its input (``input_bias``: forget gates,
+    Householder products), or ``mask`` itself for an encoding without them."""
+    for extra in (encoding.content_bias(q, k, pos), encoding.input_bias(x, q, k, pos)):
+        if extra is not None:
+            mask = additive_mask(mask, q.shape[-2], q.device, q.dtype) + extra.to(q.dtype)
+    return mask
 
 
 def additive_mask(mask: torch.Tensor | None, t: int, device, dtype) -> torch.Tensor:
@@ -87,6 +91,15 @@ def additive_mask(mask: torch.Tensor | None, t: int, device, dtype) -> torch.Ten
 
 
 WRITTEN_OUT_MAX_LENGTH = 128  # longer training rows always go through the attention kernel
+
+
+def attend_with_weights(encoding: PositionEncoding, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                        mask: torch.Tensor | None, dropout: float) -> torch.Tensor:
+    """Attention whose weights the encoding computes from the scaled logits
+    (``attention_weights``: stick-breaking, scalable softmax) instead of softmax."""
+    scores = (q * q.shape[-1] ** -0.5) @ k.transpose(-1, -2)
+    weights = encoding.attention_weights(scores + additive_mask(mask, q.shape[-2], q.device, q.dtype))
+    return (F.dropout(weights, dropout) if dropout else weights) @ v
 
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
@@ -112,29 +125,41 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
 
 
 class Attention(nn.Module):
-    """Causal multi-head self-attention with the encoding's rotation and biases."""
+    """Causal multi-head self-attention with the encoding's rotation and biases.
 
-    def __init__(self, size: ModelSize):
+    The layer calls the per-layer hooks on the encoding ``encoding.layer``
+    gives it when it is built; a new module from there (its own parameters)
+    is this layer's ``position``, the shared encoding is passed at every call."""
+
+    def __init__(self, size: ModelSize, encoding: PositionEncoding, index: int = 0):
         super().__init__()
         self.n_heads, self.dropout = size.n_heads, size.dropout
         self.qkv, self.out = nn.Linear(size.d_model, 3 * size.d_model), nn.Linear(size.d_model, size.d_model)
+        own = encoding.layer(index, size.n_layers)
+        self.position = None if own is encoding else own
+        self.weights_hook = "attention_weights" in own.layer_hooks()
 
     def forward(self, x, encoding: PositionEncoding, pos, mask):
         b, t, d = x.shape
+        encoding = self.position if self.position is not None else encoding
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)  # (B, H, T, Dh)
         q, k = encoding.rotate(q, k, pos)
-        mask = with_content_bias(encoding, q, k, pos, mask)
-        y = attend(q, k, v, mask, self.dropout if self.training else 0.0)
+        mask = with_layer_biases(encoding, x, q, k, pos, mask)
+        dropout = self.dropout if self.training else 0.0
+        if self.weights_hook:
+            y = attend_with_weights(encoding, q, k, v, mask, dropout)
+        else:
+            y = attend(q, k, v, mask, dropout)
         return self.out(y.transpose(1, 2).reshape(b, t, d))
 
 
 class Block(nn.Module):
     """``x + attention(ln1(x))``, then ``x + mlp(ln2(x))`` (GELU)."""
 
-    def __init__(self, size: ModelSize):
+    def __init__(self, size: ModelSize, encoding: PositionEncoding, index: int = 0):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(size.d_model), nn.LayerNorm(size.d_model)
-        self.attn = Attention(size)
+        self.attn = Attention(size, encoding, index)
         self.mlp_in, self.mlp_out = nn.Linear(size.d_model, size.d_ff), nn.Linear(size.d_ff, size.d_model)
         self.dropout = nn.Dropout(size.dropout)
 
@@ -157,7 +182,7 @@ class Transformer(RunModel):
         super().__init__()
         self.token_embedding = nn.Embedding(vocab_size, size.d_model)
         self.encoding = encoding
-        self.blocks = nn.ModuleList(Block(size) for _ in range(size.n_layers))
+        self.blocks = nn.ModuleList(Block(size, encoding, index) for index in range(size.n_layers))
         self.ln_f = nn.LayerNorm(size.d_model)
         self.head = nn.Linear(size.d_model, vocab_size)
         self.dropout = nn.Dropout(size.dropout)
@@ -173,6 +198,13 @@ class Transformer(RunModel):
         for block in self.blocks:
             h = block(h, self.encoding, positions, mask)
         return self.head(self.ln_f(h))
+
+
+def position_parameters(model: nn.Module):
+    """``(name, parameter)`` of a transformer's encoding (named as in the
+    encoding) and of the parts of it its layers own (``blocks.0.attn.position.gate.weight``)."""
+    return [(name.removeprefix("encoding."), p) for name, p in model.named_parameters()
+            if name.startswith("encoding.") or ".attn.position." in name]
 
 
 def transformer_flops(token_lengths, size: ModelSize, vocab: int) -> float:

@@ -1,6 +1,8 @@
 """Task registry and generators; importing this package registers every task."""
 
-from lengthbench.tasks import arithmetic, context_free, context_sensitive, regular, sequence  # noqa: F401
+from lengthbench.tasks import (  # noqa: F401
+    arithmetic, context_free, context_sensitive, regular, sequence, state_tracking,
+)
 from lengthbench.tasks.base import (
     BOS,
     EOS,

@@ -22,7 +22,7 @@ N_SPECIAL = len(SPECIAL_TOKENS)
 IGNORE = -1  # target value for positions that carry no loss
 WHOLE_SPACE_MAX = 1 << 16  # the most inputs ``Task.whole_space`` lists at one length
 
-LEVELS = ("R", "DCF", "CS", "arithmetic", "sequence")
+LEVELS = ("R", "DCF", "CS", "arithmetic", "sequence", "state")
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class Task:
         return " ".join(self.symbols[s] for s in symbols)
 
 
-# Every built-in task in leaderboard order: by level (R, DCF, CS, arithmetic, sequence), then as
+# Every built-in task in leaderboard order: by level (R, DCF, CS, arithmetic, sequence, state), then as
 # its module defines them. Registering a new task means adding its name here.
 TASK_ORDER = (
     "even_pairs", "parity_check", "cycle_navigation", "modular_arithmetic",
@@ -132,6 +132,7 @@ TASK_ORDER = (
     "compute_sqrt", "bucket_sort",
     "addition", "multiplication",
     "copy",
+    "word_problem_s5", "word_problem_s3", "flip_flop",
 )
 TASKS: Registry[type[Task]] = Registry("task", order=TASK_ORDER)
 FORMAT_SEPARATOR = "+"  # a task label ``TASK+FORMAT`` names a task written in a data format (``tasks.formats``)

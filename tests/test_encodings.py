@@ -351,14 +351,14 @@ def _example(name: str):
 @pytest.mark.parametrize("name", [n for n in encoding_names() if not build_encoding(n, 64, 4).uses_task_positions])
 def test_an_encoding_in_your_own_transformer_computes_what_ours_does(name):
     """The recipe in examples/encoding_in_your_transformer.py: a decoder
-    written from scratch that applies the five hooks gives, with the same
+    written from scratch that applies the eight hooks gives, with the same
     weights, the logits of lengthbench's transformer, in evaluation and in
     training (randomized positions drawn from the same generator)."""
-    from lengthbench.models.transformer import Transformer
+    from lengthbench.models.transformer import Transformer, position_parameters
 
     theirs = _example("encoding_in_your_transformer").TinyDecoder(12, name)
     with torch.no_grad():  # away from any zero initialization (CoPE's position table), so every hook counts
-        for p in theirs.encoding.parameters():
+        for _, p in position_parameters(theirs):  # the encoding's and its layers' own
             p.normal_(generator=torch.Generator().manual_seed(3))
     ours = Transformer(12, ModelSize(), build_encoding(name, 64, 4))
     ours.load_state_dict(theirs.state_dict())

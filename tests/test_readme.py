@@ -171,3 +171,13 @@ def test_the_three_jobs_say_what_is_true():
     shapes = {(s.d_model, s.n_heads) for s in check_shapes([PRESETS["quick"]])}
     assert shapes == {(64, 4)} and "for `quick`, 64 with\n   4 heads" in PAGES["submit.md"]
     assert "from lengthbench.models.encodings import PositionEncoding, register_encoding" in README
+
+
+def test_the_counts_the_front_page_states_are_the_registrys():
+    """"N exact tasks x M encodings and K other model families" on the README and the docs' index."""
+    from lengthbench.tasks import task_names
+
+    for text in (README, PAGES["index.md"]):
+        found = re.search(r"(\d+) exact tasks ×\s+(\d+) encodings and (\d+) other model families", text)
+        assert found, "the front page's counts are missing"
+        assert tuple(map(int, found.groups())) == (len(task_names()), len(encoding_names()), len(family_names()) - 1)

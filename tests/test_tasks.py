@@ -250,3 +250,54 @@ def test_oracle_at_fixed_lengths(name, offset):
     task = get_task(name)
     length = task.min_length + offset if offset < 2 else 1 + offset
     assert_matches_oracle(task, length, seed=length, batch_size=4)
+
+
+def test_word_problem_composes_left_to_right():
+    """S3: swap(0 1) then swap(1 2) maps 0->2, 1->0, 2->1 ("201"); the first permutation acts first."""
+    task = get_task("word_problem_s3")
+    index = {name: i for i, name in enumerate(task.symbols)}
+    assert task.decode(task.solve([index["102"], index["021"]])) == "201"
+    assert task.decode(task.solve([index["021"], index["102"]])) == "120"  # not abelian
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), length=st.integers(1, 30), name=st.sampled_from(["word_problem_s3",
+                                                                                          "word_problem_s5"]))
+def test_word_problem_identity_and_inverses(seed, length, name):
+    """Appending the identity changes nothing; a word followed by its inverse (reversed, each inverted) is the identity."""
+    from itertools import permutations
+
+    task = get_task(name)
+    elements = list(permutations(range(task.degree)))
+    word = list(np.random.default_rng(seed).integers(0, len(elements), length))
+    identity = elements.index(tuple(range(task.degree)))
+    inverse = [elements.index(tuple(np.argsort(elements[g]))) for g in reversed(word)]
+    assert task.solve(word + [identity]) == task.solve(word)
+    assert task.solve(word + inverse) == [identity]
+
+
+def test_word_problem_s5_answers_are_uniform():
+    """The product of uniform group elements is uniform: every one of the 120 answers appears."""
+    sample = get_task("word_problem_s5").sample(np.random.default_rng(0), 9, 12000)
+    counts = np.bincount(sample.outputs[:, 0], minlength=120)
+    assert counts.min() > 50 and counts.max() < 160
+
+
+def test_flip_flop_strings_are_in_the_language():
+    """Starts with a write, ends with a read whose bit is the answer; every
+    earlier read carries the last written bit; ignores at about p = 0.8."""
+    task = get_task("flip_flop")
+    sample = task.sample(np.random.default_rng(0), 64, 200)
+    w, i, r = 0, 1, 2
+    assert task.input_length(64) == 127 and sample.inputs.shape == (200, 127)
+    for x, answer in zip(sample.inputs, sample.outputs[:, 0]):
+        ops, bits = x[0::2], x[1::2]
+        assert ops[0] == w and ops[-1] == r
+        last = None
+        for op, bit in zip(ops[:-1], bits):
+            last = bit if op == w else last
+            assert op != r or bit == last
+        assert answer == last
+    middle = sample.inputs[:, 2:-1:2]
+    assert abs((middle == i).mean() - 0.8) < 0.02 and abs((middle == w).mean() - 0.1) < 0.02
+    assert task.decode(task.solve([w, 3, i, 4, r, 3, w, 4, i, 3, r])) == "1"

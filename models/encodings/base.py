@@ -1,16 +1,32 @@
 """The position-encoding contract and registry.
 
-Every encoding is one ``PositionEncoding`` module with five hooks; the model
-calls all five and each encoding overrides only what it needs:
+Every encoding is one ``PositionEncoding`` module with eight hooks; the model
+calls them all and each encoding overrides only what it needs. Once per
+forward pass, for the whole model:
 
 * ``positions(pos, ctx)``: which positions the other hooks see (randomized
   sampling, training offsets); identity by default;
 * ``embed(h, pos)``: additive absolute encodings on the token embeddings;
+* ``bias(q_pos, k_pos)``: additive attention-logit biases ``(B|1, H, Tq, Tk)``.
+
+Once per attention layer, on the encoding that layer uses (``layer``):
+
+* ``layer(index, n_layers)``: the encoding the layer uses, called once per
+  layer when the model is built; the encoding itself by default. A
+  mechanism with parameters of its own in every layer (the Forgetting
+  Transformer's gates, PaTH's projections, SSMax's scales) or a choice per
+  layer (``rnope``) returns a new module, which the layer owns;
 * ``rotate(q, k, pos)``: rotary encodings on queries and keys;
-* ``bias(q_pos, k_pos)``: additive attention-logit biases ``(B|1, H, Tq, Tk)``;
 * ``content_bias(q, k, pos)``: an additive logit bias that also depends on
   the queries and keys of the layer (CoPE), ``(B, H, T, T)``; ``None`` by
-  default.
+  default;
+* ``input_bias(x, q, k, pos)``: an additive logit bias computed from the
+  layer's input ``x (B, T, D)`` (data-dependent position: forget gates,
+  Householder products), ``(B, H, T, T)``; ``None`` by default;
+* ``attention_weights(logits)``: the weights from the scaled logits
+  (``-inf`` where a key is not visible); softmax by default, replaced by
+  stick-breaking and scalable softmax. The model runs PyTorch's attention
+  kernel unless a layer's encoding overrides it.
 
 Names are leaderboard row keys, so they are stable once registered.
 """
@@ -59,6 +75,8 @@ class PositionEncoding(nn.Module):
     uses_task_positions: bool = False
     #: True when the encoding claims attention depends only on i - j.
     shift_invariant: bool = False
+    #: the kind a leaderboard groups it under (``encoding_kind``), where the hooks it overrides do not say
+    kind: str | None = None
 
     def __init__(self, d_model: int, n_heads: int, **params):
         super().__init__()
@@ -83,6 +101,33 @@ class PositionEncoding(nn.Module):
         diagonal are masked afterwards and must not feed the others."""
         return None
 
+    def layer(self, index: int, n_layers: int) -> PositionEncoding:
+        """The encoding attention layer ``index`` of ``n_layers`` uses (its
+        per-layer hooks are called on it); this encoding by default. A new
+        module returned here is created with the model, in layer order, and
+        owned by the layer (its parameters are the layer's)."""
+        return self
+
+    def input_bias(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                   pos: torch.Tensor) -> torch.Tensor | None:
+        """A logit bias ``(B, H, T, T)`` from the layer's (normalized) input
+        ``x (B, T, D)`` and its rotated ``q, k``; causal as ``content_bias``.
+        In a packed row (several examples end to end) a key of another
+        example is masked, but the bias of (i, j) must depend only on the
+        tokens from j to i."""
+        return None
+
+    def attention_weights(self, logits: torch.Tensor) -> torch.Tensor:
+        """The attention weights ``(B, H, T, T)`` from the scaled logits, in
+        which a key the query may not see is ``-inf``: softmax."""
+        return logits.softmax(-1)
+
+    def layer_hooks(self) -> list[str]:
+        """Names of the per-layer hooks this (layer's) encoding overrides; a
+        layer's part of a shared encoding (``LayerEncoding``) has those it
+        adds and those of the encoding it shares."""
+        return [h for h in LAYER_HOOKS if getattr(type(self), h) is not getattr(PositionEncoding, h)]
+
     def not_applicable(self, task) -> str | None:
         """Why this encoding cannot run on ``task`` (its cells are recorded
         "n/a", not trained), or None; by default, an encoding that consumes
@@ -96,7 +141,51 @@ class PositionEncoding(nn.Module):
         return [h for h in HOOKS if getattr(type(self), h) is not getattr(PositionEncoding, h)]
 
 
-HOOKS = ("positions", "embed", "rotate", "bias", "content_bias")
+HOOKS = ("positions", "embed", "rotate", "bias", "content_bias", "layer", "input_bias", "attention_weights")
+LAYER_HOOKS = ("rotate", "content_bias", "input_bias", "attention_weights")
+
+
+def layer_encodings(encoding: PositionEncoding, n_layers: int) -> list[PositionEncoding]:
+    """The encoding each of ``n_layers`` attention layers uses (``layer``)."""
+    return [encoding.layer(index, n_layers) for index in range(n_layers)]
+
+
+def encoding_parameter_count(encoding: PositionEncoding, n_layers: int) -> int:
+    """The parameters an encoding adds to a model of ``n_layers`` attention
+    layers: its own and those of the modules it makes per layer (each once)."""
+    parameters = {id(p): p for m in [encoding, *layer_encodings(encoding, n_layers)] for p in m.parameters()}
+    return sum(p.numel() for p in parameters.values())
+
+
+class LayerEncoding(PositionEncoding):
+    """One layer's part of a shared encoding: the shared encoding's per-layer
+    hooks, plus what this layer adds (its own parameters, its own hooks).
+    The shared encoding is held outside this module's tree (the model owns
+    it), unless ``owned``: a module made for this layer alone, whose
+    parameters are then this layer's."""
+
+    def __init__(self, shared: PositionEncoding, owned: bool = False):
+        super().__init__(shared.d_model, shared.n_heads, **shared.params)
+        if owned:
+            self.shared = shared
+        else:
+            self.__dict__["shared"] = shared
+
+    def rotate(self, q, k, pos):
+        return self.shared.rotate(q, k, pos)
+
+    def content_bias(self, q, k, pos):
+        return self.shared.content_bias(q, k, pos)
+
+    def input_bias(self, x, q, k, pos):
+        return self.shared.input_bias(x, q, k, pos)
+
+    def attention_weights(self, logits):
+        return self.shared.attention_weights(logits)
+
+    def layer_hooks(self):
+        own = [h for h in LAYER_HOOKS if getattr(type(self), h) is not getattr(LayerEncoding, h)]
+        return [h for h in LAYER_HOOKS if h in own or h in self.shared.layer_hooks()]
 
 
 @dataclass(frozen=True)
@@ -116,6 +205,7 @@ BUILT_IN_ORDER = (
     "randomized-learned", "randomized-sinusoidal", "randomized-rope", "randomized-alibi", "randomized-t5",
     "randomized-kerple-log", "randomized-kerple-power", "randomized-fire",
     "coupled", "abacus",
+    "forget", "stick-breaking", "path", "ssmax", "ssmax-rope", "rnope",
 )
 ENCODINGS: Registry[EncodingEntry] = Registry("encoding", order=BUILT_IN_ORDER)
 def check_encoding_name(name) -> str:
@@ -140,12 +230,14 @@ def register_encoding(name: str, *, defaults: dict | None = None, description: s
 
 
 # The kind of position information an encoding gives, by the hook its class overrides
-# (first match); a leaderboard groups and filters encodings by it.
-ENCODING_KINDS = {"content_bias": "contextual", "rotate": "rotary", "bias": "relative bias", "embed": "absolute"}
+# (first match), unless the class names its ``kind``; a leaderboard groups and filters encodings by it.
+ENCODING_KINDS = {"input_bias": "data-dependent", "attention_weights": "attention normalization",
+                  "content_bias": "contextual", "rotate": "rotary", "bias": "relative bias", "embed": "absolute"}
 
 
 def encoding_kind(name: str) -> str:
-    """``randomized``, ``task-structured`` (uses the task's coupled ids),
+    """``randomized``, ``task-structured`` (uses the task's coupled ids), the
+    class's own ``kind``, ``data-dependent``, ``attention normalization``,
     ``contextual``, ``rotary``, ``relative bias``, ``absolute`` or ``none``;
     ``other`` for a name not registered here or a factory that is not a class."""
     entry = ENCODINGS.get(name)
@@ -156,6 +248,8 @@ def encoding_kind(name: str) -> str:
     cls = entry.factory
     if cls.uses_task_positions:
         return "task-structured"
+    if cls.kind is not None:
+        return cls.kind
     return next((kind for hook, kind in ENCODING_KINDS.items()
                  if getattr(cls, hook) is not getattr(PositionEncoding, hook)), "none")
 

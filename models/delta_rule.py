@@ -1,0 +1,229 @@
+"""``deltanet`` and ``gated-deltanet``: linear recurrences that update their
+state by the delta rule, with the negative-eigenvalue option.
+
+Each layer keeps, per head, a matrix state ``S`` (``d_head x d_head``) and
+updates it once per token (Schlag et al. 2021; Yang et al. 2024):
+
+    S_t = alpha_t S_{t-1} (I - beta_t k_t k_tᵀ) + beta_t v_t k_tᵀ,      o_t = S_t q_t / sqrt(d_head),
+
+with ``k_t`` and ``q_t`` of unit norm, ``beta_t = sigmoid(W_b x_t)`` in
+(0, 1) and, in ``gated-deltanet`` (Yang et al., ICLR 2025), a
+data-dependent decay ``alpha_t = exp(-exp(A) softplus(W_a x_t + dt))`` in
+(0, 1) (Mamba-2's; ``deltanet``: alpha_t = 1). The ``-negative`` variants
+take ``beta_t = 2 sigmoid(W_b x_t)`` in (0, 2) (Grazzi et al., ICLR 2025):
+the transition ``I - beta_t k_t k_tᵀ`` then has the eigenvalue ``1 -
+beta_t`` in (-1, 1), which parity and modular counting need and (0, 1) does
+not give.
+
+The layer, as the authors' models have it (``flash-linear-attention``'s
+DeltaNet and GatedDeltaNet): q, k, v from linear maps, each through a
+causal depthwise convolution of width 4 and SiLU; per-head L2 norm of q
+and k; the output per head RMS-normalized (gated-deltanet: times
+SiLU(W_g x)) and projected back. A residual block is ``x + mixer(LN(x))``
+then ``x + MLP(LN(x))`` (the transformer's GELU MLP), so the family differs
+from the transformer in its token mixer only; widths are matched to the
+transformer's parameters per task (``benchmark.matching``).
+
+The recurrence runs chunk by chunk (``chunked_delta_rule``, the WY/UT form
+of Yang et al. 2024): inside a chunk of up to ``CHUNK`` tokens all at once
+(two triangular solves), between chunks by carrying ``S``; it equals the
+token-by-token recurrence (``delta_rule_recurrence``, tested in float64).
+Differences from the authors' layers: no fused kernel, the MLP is the
+transformer's (theirs: SwiGLU), weight decay on every weight.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lengthbench.models.families import ModelSize, RunModel, register_family
+
+CONV = 4  # causal convolution width on q, k, v (the authors' default)
+CHUNK = 64
+RMS_EPS = 1e-6
+DT_MIN, DT_MAX = 1e-3, 1e-1  # gated-deltanet's initial steps, log-uniform (Mamba-2's default)
+A_MIN, A_MAX = 1.0, 16.0
+
+
+def delta_rule_recurrence(q, k, v, beta, log_alpha=None):
+    """The definition, one token at a time: ``q, k, v (B, H, T, D)`` (q
+    already scaled), ``beta (B, H, T)``, ``log_alpha (B, H, T)`` or None;
+    ``S_t = alpha_t S_{t-1} (I - beta_t k_t k_tᵀ) + beta_t v_t k_tᵀ``, ``o_t = S_t q_t``."""
+    b, h, t, d = q.shape
+    state, out = q.new_zeros(b, h, v.shape[-1], d), []
+    eye = torch.eye(d, dtype=q.dtype, device=q.device)
+    for i in range(t):
+        decay = 1.0 if log_alpha is None else torch.exp(log_alpha[:, :, i])[..., None, None]
+        kk = k[:, :, i, :, None] * k[:, :, i, None, :]
+        state = decay * state @ (eye - beta[:, :, i, None, None] * kk) + beta[:, :, i, None, None] * (
+            v[:, :, i, :, None] * k[:, :, i, None, :])
+        out.append((state @ q[:, :, i, :, None])[..., 0])
+    return torch.stack(out, dim=2)
+
+
+def chunked_delta_rule(q, k, v, beta, log_alpha=None, segments=None, chunk: int = CHUNK):
+    """``delta_rule_recurrence``'s outputs, chunk by chunk. Inside a chunk
+    from state ``S`` (``g`` the running sum of ``log alpha``, ``Γ_ij =
+    exp(g_i - g_j)``): ``L = I + strictly_lower(beta_i (k_i . k_j) Γ_ij)``,
+    ``U = L⁻¹(beta V) - L⁻¹(beta e^g K) Sᵀ`` (the chunk's delta updates),
+    ``O = e^g Q Sᵀ + lower(Q Kᵀ Γ) U``, then ``S <- e^{g_C} S + Uᵀ (e^{g_C - g} K)``.
+    The first chunk starts from ``S = 0``, so its terms in ``S`` are skipped.
+    With ``segments (B, T)`` (examples packed end to end in a row) the state
+    starts from zero at each example: pairs of tokens of different examples
+    are masked out of ``L`` and ``O``, the state reaches only the tokens of
+    the example it was carried in, and is carried on only by that example's tokens."""
+    t, dv = q.shape[2], v.shape[-1]
+    state, out = None, []
+    for start in range(0, t, chunk):
+        part = slice(start, min(start + chunk, t))
+        qc, kc, vc, bc = q[:, :, part], k[:, :, part], v[:, :, part], beta[:, :, part, None]
+        c = qc.shape[2]
+        causal = torch.ones(c, c, dtype=torch.bool, device=q.device).tril()
+        within = (kc @ kc.transpose(-1, -2), qc @ kc.transpose(-1, -2))
+        if log_alpha is not None:
+            g = log_alpha[:, :, part].cumsum(-1)
+            gamma = torch.exp((g[..., :, None] - g[..., None, :]).masked_fill(~causal, float("-inf")))
+            within = tuple(w * gamma for w in within)
+        if segments is not None:
+            seg = segments[:, None, part]  # (B, 1, C)
+            same = (seg[..., :, None] == seg[..., None, :]).to(q.dtype)
+            within = tuple(w * same for w in within)
+        lower = torch.eye(c, dtype=q.dtype, device=q.device) + (bc * within[0]).tril(-1)
+        if state is None:
+            updates = torch.linalg.solve_triangular(lower, bc * vc, upper=False, unitriangular=True)
+            out.append(within[1].tril() @ updates)
+        else:
+            rise = 1.0 if log_alpha is None else torch.exp(g)[..., None]
+            if segments is not None:  # the carried state reaches the tokens of its own example only
+                rise = rise * (seg == carried_in)[..., None].to(q.dtype)
+            solved = torch.linalg.solve_triangular(lower, torch.cat([bc * vc, bc * rise * kc], dim=-1), upper=False,
+                                                   unitriangular=True)
+            updates = solved[..., :dv] - solved[..., dv:] @ state.transpose(-1, -2)
+            out.append(rise * qc @ state.transpose(-1, -2) + within[1].tril() @ updates)
+        if part.stop < t:
+            fall = 1.0 if log_alpha is None else torch.exp(g[..., -1:] - g)[..., None]
+            keep = 1.0 if log_alpha is None else torch.exp(g[..., -1:, None])
+            if segments is not None:  # the last token's example carries the state on
+                fall = fall * (seg == seg[..., -1:])[..., None].to(q.dtype)
+                if state is not None:
+                    keep = keep * (carried_in[..., -1:] == seg[..., -1:])[..., None].to(q.dtype)
+                carried_in = seg[..., -1:]
+            carried = updates.transpose(-1, -2) @ (fall * kc)
+            state = carried if state is None else keep * state + carried
+    return torch.cat(out, dim=2)
+
+
+def causal_conv(x: torch.Tensor, conv: nn.Conv1d, segments: torch.Tensor | None = None) -> torch.Tensor:
+    """``conv`` (depthwise, width ``CONV``) over ``x (B, T, C)`` looking back
+    only: what ``conv(x.transpose(1, 2))`` with the tail cut gives, as shifted
+    multiply-adds (faster on a CPU than the convolution's backward pass).
+    With ``segments (B, T)``, a token looks back within its own example only."""
+    t, padded = x.shape[1], F.pad(x, (0, 0, CONV - 1, 0))
+    if segments is not None:
+        own = F.pad(segments, (CONV - 1, 0), value=-2)  # -2: no example (padding is -1)
+    out = conv.bias.expand(x.shape)
+    for k in range(CONV):  # weight k multiplies the token CONV - 1 - k back
+        shifted = padded[:, k:k + t]
+        if segments is not None and k < CONV - 1:
+            shifted = shifted * (own[:, k:k + t] == segments)[..., None].to(x.dtype)
+        out = torch.addcmul(out, conv.weight[:, 0, k], shifted)
+    return out
+
+
+class DeltaMixer(nn.Module):
+    """One layer's delta-rule token mixer (its input is already normalized)."""
+
+    def __init__(self, size: ModelSize, gated: bool, beta_range: float):
+        super().__init__()
+        d, heads = size.d_model, size.n_heads
+        if d % heads:
+            raise ValueError(f"the delta rule splits d_model {d} into {heads} heads: it must divide")
+        self.heads, self.gated, self.beta_range = heads, gated, beta_range
+        self.qkv = nn.Linear(d, 3 * d, bias=False)
+        self.conv = nn.Conv1d(3 * d, 3 * d, CONV, groups=3 * d)  # its weights; applied by ``causal_conv``
+        self.per_head = nn.Linear(d, 2 * heads if gated else heads)  # beta's logits[, the decay's]
+        self.norm = nn.Parameter(torch.ones(d // heads))
+        if gated:
+            dt = torch.exp(torch.rand(heads) * (np.log(DT_MAX) - np.log(DT_MIN)) + np.log(DT_MIN))
+            self.dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))  # softplus(dt_bias) = dt
+            self.A_log = nn.Parameter(torch.log(torch.empty(heads).uniform_(A_MIN, A_MAX)))
+            self.gate = nn.Linear(d, d, bias=False)
+        self.out = nn.Linear(d, d, bias=False)
+
+    def forward(self, x: torch.Tensor, segments: torch.Tensor | None = None) -> torch.Tensor:
+        b, t, d = x.shape
+        mixed = F.silu(causal_conv(self.qkv(x), self.conv, segments))
+        q, k, v = (part.reshape(b, t, self.heads, -1).transpose(1, 2) for part in mixed.split(d, dim=-1))
+        q, k = F.normalize(q, dim=-1) * q.shape[-1] ** -0.5, F.normalize(k, dim=-1)
+        beta, *decay = self.per_head(x).transpose(1, 2).split(self.heads, dim=1)
+        beta = self.beta_range * torch.sigmoid(beta)
+        log_alpha = None
+        if self.gated:
+            log_alpha = -torch.exp(self.A_log)[:, None] * F.softplus(decay[0] + self.dt_bias[:, None])
+        o = F.rms_norm(chunked_delta_rule(q, k, v, beta, log_alpha, segments), (d // self.heads,), self.norm,
+                       RMS_EPS)
+        o = o.transpose(1, 2).reshape(b, t, d)
+        return self.out(o * F.silu(self.gate(x)) if self.gated else o)
+
+
+class DeltaNet(RunModel):
+    """``forward(tokens (B, T), positions, segments=None) -> logits (B, T, V)``;
+    positions are ignored. It packs sequences: with ``segments``, each
+    example in a row starts from a zero state and an empty convolution window."""
+
+    packs_sequences = True
+
+    def __init__(self, vocab_size: int, size: ModelSize, gated: bool, beta_range: float):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, size.d_model)
+        self.mixers = nn.ModuleList(DeltaMixer(size, gated, beta_range) for _ in range(size.n_layers))
+        self.mlps = nn.ModuleList(nn.Sequential(nn.LayerNorm(size.d_model), nn.Linear(size.d_model, size.d_ff),
+                                                nn.GELU(), nn.Linear(size.d_ff, size.d_model))
+                                  for _ in range(size.n_layers))
+        self.norms = nn.ModuleList(nn.LayerNorm(size.d_model) for _ in range(size.n_layers))
+        self.norm = nn.LayerNorm(size.d_model)
+        self.head = nn.Linear(size.d_model, vocab_size)
+
+    def forward(self, tokens: torch.Tensor, positions=None, segments: torch.Tensor | None = None) -> torch.Tensor:
+        h = self.embedding(tokens)
+        for norm, mixer, mlp in zip(self.norms, self.mixers, self.mlps):
+            h = h + mixer(norm(h), segments)
+            h = h + mlp(h)
+        return self.head(self.norm(h))
+
+
+def delta_rule_flops(token_lengths, size: ModelSize, vocab: int, gated: bool = False) -> float:
+    """Forward FLOPs of sequences of the given token lengths, counted as the
+    recurrence does them: per token and layer the projections (q, k, v,
+    beta, out; gated: decay and gate), the convolution, per head the state
+    update (``S k``, the rank-one update, decay) and read-out, the MLP; then the head."""
+    n = np.asarray(token_lengths, dtype=float)
+    d, f, heads = size.d_model, size.d_ff, size.n_heads
+    dh = d // heads
+    projections = 2 * d * (3 * d + heads + d) + (2 * d * (heads + d) if gated else 0)
+    recurrence = heads * (2 * dh * dh + 3 * dh * dh + 2 * dh * dh)
+    per_layer = projections + 2 * CONV * 3 * d + recurrence + 4 * d * f
+    return float((n * (size.n_layers * per_layer + 2 * d * vocab)).sum())
+
+
+def _register(name: str, gated: bool, negative: bool) -> None:
+    beta_range = 2.0 if negative else 1.0
+    what = ("gated delta rule (Yang et al. 2025)" if gated else "delta rule (Schlag et al. 2021, Yang et al. 2024)") + (
+        ", beta in (0, 2): negative eigenvalues (Grazzi et al. 2025)" if negative else ", beta in (0, 1)")
+
+    def build(vocab_size: int, size: ModelSize) -> DeltaNet:
+        return DeltaNet(vocab_size, size, gated, beta_range)
+
+    def flops(token_lengths, size, vocab):
+        return delta_rule_flops(token_lengths, size, vocab, gated)
+
+    register_family(name, flops=flops, description=f"linear recurrence with a matrix state per head, {what}; "
+                    "d_model wide, n_layers deep, n_heads heads")(build)
+
+
+for _name, _gated, _negative in (("deltanet", False, False), ("deltanet-negative", False, True),
+                                 ("gated-deltanet", True, False), ("gated-deltanet-negative", True, True)):
+    _register(_name, _gated, _negative)
