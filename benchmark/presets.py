@@ -499,3 +499,22 @@ register_preset(replace(
                                                          "tape-rnn": 184}.items()}},
     cuts=ZOO_CUTS,
 ))
+
+
+def _part_of_zoo(name: str, about: str, tasks, encodings, families) -> Preset:
+    """A preset whose every cell is a cell of ``horizon-zoo`` (the same config, so the same record)."""
+    return replace(PRESETS["horizon-zoo"], name=name, description=f"{about}: part of `horizon-zoo` (protocol v2)",
+                   tasks=tuple(tasks), encodings=tuple(encodings), families=tuple(families))
+
+
+# The views the zoo's three reports read (`lengthbench reproduce negative|state|mechanisms`).
+for _view in (
+        _part_of_zoo("horizon-negative", "Grazzi et al.'s claim: the delta rule with beta in (0, 1) and (0, 2) on "
+                     "parity, modular counting and arithmetic, and the state-tracking tasks x 3 seeds",
+                     ("parity_check", "cycle_navigation", "modular_arithmetic", *STATE_TASKS), (), DELTA_FAMILIES),
+        _part_of_zoo("horizon-state", "Merrill et al.'s and Liu et al.'s claims: the state-tracking tasks x every "
+                     "encoding and family x 3 seeds", STATE_TASKS, (*STATIC_ENCODINGS, *ZOO_ENCODINGS),
+                     (*HORIZON_FAMILIES, *DELTA_FAMILIES)),
+        _part_of_zoo("horizon-mechanisms", "the data-dependent mechanisms against the static encodings on horizon's "
+                     "tasks x 3 seeds", SUITE_TASKS, (*STATIC_ENCODINGS, *ZOO_ENCODINGS), ("transformer",))):
+    register_preset(_view)

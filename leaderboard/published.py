@@ -74,6 +74,22 @@ SCRATCHPAD_CLAIM = ('scratchpad prompting "results in a dramatic improvement in 
 LOOPED_CLAIM = ('looped transformers with an adaptive number of steps "significantly improve length generalization" '
                 "over fixed-depth ones on tasks with a known iterative solution (parity, copy and addition among them)")
 
+GRAZZI = "Grazzi et al. 2025 (ICLR), Unlocking State-Tracking in Linear RNNs Through Negative Eigenvalues"
+# The abstract and Figure 1's caption; the per-task table could not be sourced here.
+NEGATIVE_CLAIM = ("extending the eigenvalue range of the state transition from [0, 1] to [-1, 1] lets DeltaNet and "
+                  "Mamba solve parity (from random guessing to a perfect score) and \"consistently improves their "
+                  "performance on state-tracking tasks\" such as modular counting")
+MERRILL = 'Merrill et al. 2024 (ICML), "The Illusion of State in State-Space Models"'
+LIU_AUTOMATA = 'Liu et al. 2023 (ICLR), "Transformers Learn Shortcuts to Automata"'
+LIU_FLIPFLOP = 'Liu et al. 2023 (NeurIPS), "Exposing Attention Glitches with Flip-Flop Language Modeling"'
+STATE_CLAIM = ("the word problem of S5 (non-solvable: NC1-complete) cannot be solved at arbitrary length by "
+               "transformers or diagonal state-space models of fixed depth, which nonlinear RNNs solve; solvable "
+               "groups have constant-depth shortcuts (their figures only: no number in the text)")
+FLIPFLOP_CLAIM = ("transformers make rare, sporadic errors on flip-flop strings, more as the strings grow sparse and "
+                  "long; a 1-layer LSTM makes none")
+ZOO_CLAIM = ("No published claim compares these mechanisms with static encodings on these algorithmic tasks "
+             "(their papers measure language modelling, retrieval and state tracking): this is the board's finding")
+
 # Each paper's horizon and budget (REFERENCES: the papers' protocol sections), set beside ours in every report.
 PAPER_PROTOCOLS = {
     "chomsky": "Deletang et al.: train 1..40, test 41..500 (12.5x), 1,000,000 steps of 128 for every model, a "
@@ -84,4 +100,8 @@ PAPER_PROTOCOLS = {
     "coupling": "Cho et al.: addition trained on 1..30 digits, tested to 200 (6.7x), a 1-layer d 512 decoder, 50k "
                 "steps of 1000 (1M examples), lr 1e-4, medians of 8 runs; N x 2 multiplication trained on 1..40",
     "copying": "Jelassi et al.: their training lengths and budget could not be sourced here",
+    "negative": "Grazzi et al.: trained on lengths up to 40, tested on 40..256 (6.4x), 3 seeds (Figure 1's caption); "
+                "their budget could not be sourced here",
+    "state": "Merrill et al. and Liu et al. (automata): fixed lengths, the depth a model needs measured, not length "
+             "generalization; Liu et al. (flip-flop): strings of 512 tokens, the sparseness of reads varied",
 }

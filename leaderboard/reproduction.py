@@ -20,7 +20,13 @@ Each report is computed from run records with the paper's own aggregation
   and Anil et al.'s scratchpad on parity and addition, each format against
   plain with the method as the unit (the task across tasks);
 * ``looped``: Fan et al.: the looped transformer against the fixed-depth
-  one with the same encoding, the task as the unit.
+  one with the same encoding, the task as the unit;
+* ``negative``: Grazzi et al.: the delta rule with beta in (0, 2) against
+  (0, 1) on parity and modular counting, the task the unit;
+* ``state``: Merrill et al. and Liu et al.: who tracks the state of S5, S3
+  and the flip-flop language past the training lengths;
+* ``mechanisms``: the data-dependent position mechanisms against the static
+  encodings where both fit (no published claim: the board's finding).
 """
 
 from __future__ import annotations
@@ -49,11 +55,12 @@ from lengthbench.models.looped import LOOPED
 from lengthbench.tasks import get_task
 from lengthbench.tasks.formats import PLAIN, Reversed, split_label, task_label, task_order_key
 
-PAPERS = ("chomsky", "nope", "coupling", "copying", "formats", "looped")
+PAPERS = ("chomsky", "nope", "coupling", "copying", "formats", "looped", "negative", "state", "mechanisms")
+HORIZON_STUDIES = ("formats", "looped", "negative", "state", "mechanisms")  # their records are horizon's
 # the preset whose records each report reads, and the shipped folder that holds them
-SOURCE_PRESET = {paper: paper for paper in PAPERS} | {"formats": "horizon-formats", "looped": "horizon-looped"}
+SOURCE_PRESET = {paper: paper for paper in PAPERS} | {paper: f"horizon-{paper}" for paper in HORIZON_STUDIES}
 REFERENCE_RECORDS = ({paper: f"leaderboard/reference/{paper}/records" for paper in PAPERS}
-                     | {paper: "leaderboard/reference/horizon/records" for paper in ("formats", "looped")})
+                     | {paper: "leaderboard/reference/horizon/records" for paper in HORIZON_STUDIES})
 
 NOT_FIT = "did not fit (no verdict)"
 # beside test exact match: the share of the test band's examples whose answer is their length's most frequent one
@@ -807,5 +814,196 @@ def looped_report(records: list[RunRecord]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _cells_table(board: pd.DataFrame, tasks, methods) -> list[str]:
+    """Per task and method that ran: seeds fit, test exact match, generalization length and the task's chance."""
+    rows = [[task, f"`{method}`", *_cell(board, task, method), _chance_of(board, task)]
+            for task in tasks for method in methods if not board[(board.task == task) & (board.method == method)].empty]
+    return markdown_table(["task", "method", "seeds fit", "test exact match (%)", "generalization length",
+                           CHANCE_COLUMN], rows)
+
+
+def _judged_seeds(records: list[RunRecord]) -> dict[tuple[str, str], list[float]]:
+    """(task, method) -> test exact match of every seed, for the cells judged on length generalization only."""
+    fit = _judged_runs(records)
+    return {cell: v for cell, v in _seed_scores(records, "ood_exact_match").items() if cell in fit}
+
+
+def _by_task(seeds: dict, method: str) -> dict[str, list[float]]:
+    return {task: v for (task, m), v in seeds.items() if m == method}
+
+
+NEGATIVE_TASKS = ("parity_check", "cycle_navigation", "modular_arithmetic")  # parity, modular counting, arithmetic
+NEGATIVE_PAIRS = (("deltanet-negative", "deltanet"), ("gated-deltanet-negative", "gated-deltanet"))
+
+
+def negative_report(records: list[RunRecord]) -> str:
+    """Grazzi et al.: the delta rule with beta in (0, 2) (negative
+    eigenvalues) against beta in (0, 1), the same family otherwise, on the
+    regular tasks of their claim (the task the unit), with the shift in
+    seeds that fit (a variant that cannot learn a task does not fit it)."""
+    families = {r.config.family for r in records}
+    pairs = [(a, b) for a, b in NEGATIVE_PAIRS if a in families and b in families]
+    if not pairs:
+        raise InputError("these records hold no pair of delta-rule runs with beta in (0, 1) and (0, 2); run "
+                         "`lengthbench run --preset horizon-negative` (into the records of `horizon`)")
+    methods = [m for pair in pairs for m in pair]
+    records = [r for r in records if r.method in methods]
+    board = leaderboard_frame(records)
+    tasks = sorted({r.task for r in records}, key=task_order_key)
+    claim_tasks = [t for t in NEGATIVE_TASKS if t in tasks]
+    seeds, fits = _judged_seeds(records), _seed_fits(records)
+    lines = ["# Negative eigenvalues in the delta rule (Grazzi et al. 2025)", "", _setup(records), "",
+             _horizon(records, "negative"), "",
+             "Score: test-band exact match, mean ± std over seeds; generalization length as in the leaderboard. "
+             f"{FIT_RULE} Source: {published.GRAZZI}. Published: {published.NEGATIVE_CLAIM}.", "",
+             "## Per task", "", *_cells_table(board, tasks, methods), ""]
+    rows = []
+    for negative, positive in pairs:
+        shift = _fit_shift_between(board, fits, claim_tasks, positive, negative)
+        rows.append([f"`{negative}` against `{positive}`", shift,
+                     *_claim_row(_by_task(seeds, negative), _by_task(seeds, positive), ("(0, 2)", "(0, 1)"))])
+    lines += ["## Beta in (0, 2) against (0, 1)", "",
+              f"On the tasks of the claim ({', '.join(claim_tasks) or 'none here'}): the seeds that fit their training "
+              "lengths with beta in (0, 1) and in (0, 2), with the stratified permutation p of that shift (the task "
+              "the stratum); then, where both fit, (0, 2) minus (0, 1) in test exact match (points), paired by task "
+              "(each task's seed means), with its 95% Student-t interval, and the probability that a (0, 2) seed beats "
+              f"a (0, 1) seed, the task the stratum (stratified bootstrap, 95%). {VERDICT_RULE}", "",
+              *markdown_table(["variants", "seeds fit: (0, 1) → (0, 2)", "tasks (both fit)",
+                               "(0, 2) − (0, 1) [95% interval], p", "P((0, 2) > (0, 1)) [95% interval], p", "verdict"],
+                              rows), ""]
+    return "\n".join(lines) + "\n"
+
+
+def _fit_shift_between(board: pd.DataFrame, fits: dict, tasks, before: str, after: str) -> str:
+    """Seeds of ``before`` and of ``after`` that fit, over ``tasks`` where both ran, with the permutation p
+    of the shift (within each task the seeds' fit exchanged between the two: ``0/9 → 9/9, p 0.004``)."""
+    ran = board[(board.status == "ok") & board.task.isin(tasks)]
+    both = set(ran[ran.method == before].task) & set(ran[ran.method == after].task)
+    cells = [ran[(ran.method == m) & ran.task.isin(both)] for m in (before, after)]
+    shift = " → ".join(f"{int(c.n_fit.sum())}/{int(c.n_seeds.sum())}" for c in cells)
+    test = probability_of_improvement(*({t: fits.get((t, m), []) for t in both} for m in (after, before)))
+    return f"{shift}, {_p_text(test['p_value'])}" if test["n_tasks"] else shift
+
+
+STATE_GROUPS = (("transformer (every encoding)", lambda m: m.startswith(f"{TRANSFORMER}/")),
+                ("diagonal state space (`ssm`)", lambda m: m == "ssm"),
+                ("nonlinear RNNs (`rnn`, `lstm`)", lambda m: m in ("rnn", "lstm")),
+                ("RNNs with a stack or tape", lambda m: m in ("stack-rnn", "tape-rnn")),
+                ("delta rule, beta in (0, 1)", lambda m: m in ("deltanet", "gated-deltanet")),
+                ("delta rule, beta in (0, 2)", lambda m: m in ("deltanet-negative", "gated-deltanet-negative")))
+
+
+def state_report(records: list[RunRecord]) -> str:
+    """Merrill et al. / Liu et al.: on the word problem of S5 (and of S3,
+    the solvable contrast) and the flip-flop language, which methods track
+    the state past the training lengths: per method, then per group of
+    families, and the nonlinear RNNs against each group with one task the
+    stratum (its seeds are the replicates)."""
+    tasks = sorted({r.task for r in records if get_task(r.task).level == "state"}, key=task_order_key)
+    if not tasks:
+        raise InputError("these records hold no state-tracking task (word_problem_s5, word_problem_s3, flip_flop); run "
+                         "`lengthbench run --preset horizon-state` (into the records of `horizon`)")
+    records = [r for r in records if r.task in tasks]
+    board = leaderboard_frame(records)
+    methods = method_order(board.method.unique())
+    train = max(r.config.train_length for r in records)
+    lines = ["# State tracking (Merrill et al. 2024; Liu et al. 2023)", "", _setup(records), "",
+             _horizon(records, "state"), "",
+             "Score: test-band exact match, mean ± std over seeds; generalization length as in the leaderboard. "
+             f"{FIT_RULE} Sources: {published.MERRILL}; {published.LIU_AUTOMATA}; {published.LIU_FLIPFLOP}. "
+             f"Published: {published.STATE_CLAIM}; {published.FLIPFLOP_CLAIM}.", "",
+             "## Per task", "", *_cells_table(board, tasks, methods), ""]
+    ran = board[board.status == "ok"]
+    rows = []
+    for name, member in STATE_GROUPS:
+        for task in tasks:
+            cells = ran[(ran.task == task) & ran.method.map(member)]
+            if cells.empty:
+                continue
+            fit = cells[judged(cells)]
+            scores = fit.ood_exact_match_mean
+            reach = fit.generalization_length_exact_match.dropna()
+            rows.append([name, task, f"{len(fit)}/{len(cells)}",
+                         f"{_pct(scores.min())}–{_pct(scores.max())}" if len(fit) else "",
+                         str(int((reach >= 2 * train).sum())), _chance_of(board, task)])
+    lines += ["## Who tracks the state past the training lengths", "",
+              f"Per group of methods and task: the cells that fit their training lengths, the lowest and highest "
+              f"test exact match among them, and how many of them score ≥ 90% at every test length up to 2× the "
+              f"longest training length ({2 * train}).", "",
+              *markdown_table(["methods", "task", "cells fit", "fit cells' test exact match (%)",
+                               f"cells that reach {2 * train}", CHANCE_COLUMN], rows), ""]
+    seeds = _seed_scores(records, "ood_exact_match")
+    fit = _judged_runs(records)
+    rows = []
+    rnns = [m for m in methods if m in ("rnn", "lstm")]
+    for task in tasks:
+        mine = {task: [x for m in rnns if (task, m) in fit for x in seeds[(task, m)]]}
+        for name, member in STATE_GROUPS[:2] + STATE_GROUPS[3:]:
+            theirs = {task: [x for m in methods if member(m) and (task, m) in fit for x in seeds[(task, m)]]}
+            if mine[task] and theirs[task]:
+                rows.append([task, name, _claim_row(mine, theirs, ("nonlinear RNN", "them"))[2]])
+    lines += ["## Nonlinear RNNs against each group", "",
+              "On each task, the seeds of the nonlinear RNNs that fit (`rnn`, `lstm` together) against those of a "
+              "group's fit cells: the probability that an RNN seed beats a group seed, with its stratified bootstrap "
+              "interval (95%) and permutation p. One task is one stratum: these are descriptions of that task, not "
+              "findings across tasks." + ("" if rows else " No nonlinear RNN cell fit a state-tracking task here."),
+              "", *(markdown_table(["task", "against", "P(nonlinear RNN > them) [95% interval], p: verdict"], rows)
+                    if rows else []), ""]
+    return "\n".join(lines) + "\n"
+
+
+def mechanisms_report(records: list[RunRecord]) -> str:
+    """The data-dependent position mechanisms against the static encodings
+    on the tasks where both fit, the task the unit: each mechanism against
+    ``rope`` and ``nope``, and every mechanism against every static encoding
+    (seeds together per task)."""
+    zoo = [e for e in ENCODINGS.names() if encoding_kind(e) in DATA_DEPENDENT_KINDS]
+    ran = {r.encoding for r in records if r.config.family == TRANSFORMER}
+    mechanisms = [e for e in zoo if e in ran]
+    if not mechanisms:
+        raise InputError("these records hold no run of a data-dependent mechanism (forget, stick-breaking, path, ssmax, "
+                         "ssmax-rope, rnope); run `lengthbench run --preset horizon-mechanisms` (into the records of "
+                         "`horizon`)")
+    records = [r for r in records if r.config.family == TRANSFORMER and get_task(r.task).level != "state"]
+    static = sorted(ran - set(zoo), key=ENCODINGS.names().index)
+    board = leaderboard_frame(records)
+    seeds = _judged_seeds(records)
+    lines = ["# Data-dependent positions against static encodings", "", _setup(records), "", _horizon(records), "",
+             f"Score: test-band exact match, mean ± std over seeds. {FIT_RULE} {published.ZOO_CLAIM}.", "",
+             "## Per task", "", *_cells_table(board, sorted(set(board.task), key=task_order_key),
+                                              [f"{TRANSFORMER}/{e}" for e in mechanisms]), ""]
+    rows = []
+    for mechanism in mechanisms:
+        for baseline in ("rope", "nope"):
+            if baseline in static:
+                rows.append([f"`{mechanism}`", f"`{baseline}`",
+                             *_claim_row(_by_task(seeds, f"{TRANSFORMER}/{mechanism}"),
+                                         _by_task(seeds, f"{TRANSFORMER}/{baseline}"), (mechanism, baseline))])
+    pooled = [_pooled(seeds, names) for names in (mechanisms, static)]
+    rows.append(["every mechanism", "every static encoding", *_claim_row(*pooled, ("data-dependent", "static"))])
+    lines += ["## Against the static encodings", "",
+              "Each mechanism minus a static encoding in test exact match (points), paired by task where both fit (each "
+              "task's seed means), with its 95% Student-t interval over the tasks, and the probability that a seed of "
+              "the mechanism beats one of the encoding, the task the stratum (stratified bootstrap, 95%); the last "
+              "row pools every mechanism's and every static encoding's fit seeds per task. Every encoding was trained "
+              f"for the same budget at the same size; nothing was chosen on the test band. {VERDICT_RULE}", "",
+              *markdown_table(["mechanism", "against", "tasks (both fit)", "mechanism − encoding [95% interval], p",
+                               "P(mechanism > encoding) [95% interval], p", "verdict"], rows), ""]
+    return "\n".join(lines) + "\n"
+
+
+DATA_DEPENDENT_KINDS = ("data-dependent", "attention normalization", "hybrid")
+
+
+def _pooled(seeds: dict, encodings) -> dict[str, list[float]]:
+    """task -> the judged seeds of every encoding in ``encodings`` together."""
+    pooled: dict[str, list[float]] = {}
+    for (task, method), values in seeds.items():
+        if method.partition("/")[2] in encodings:
+            pooled.setdefault(task, []).extend(values)
+    return pooled
+
+
 REPORTS = {"chomsky": chomsky_report, "nope": nope_report, "coupling": coupling_report, "copying": copying_report,
-           "formats": formats_report, "looped": looped_report}
+           "formats": formats_report, "looped": looped_report, "negative": negative_report, "state": state_report,
+           "mechanisms": mechanisms_report}

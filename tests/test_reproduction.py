@@ -455,3 +455,69 @@ def test_the_setting_states_a_fixed_budget_when_the_fit_is_only_logged():
               "batch_size": 64, "lr": 1e-3, "fit_check_every": 500, "fit_patience": 0}
     assert "test 21..64, 4000 steps of batch 64" in _describe(config)
     assert "until fit, at most 4000 steps" in _describe(config | {"fit_patience": 2})
+
+
+def test_negative_report_pairs_the_eigenvalue_ranges_by_task_and_tests_the_fit_shift():
+    """Grazzi et al.'s claim: beta in (0, 2) against (0, 1), the same family, on parity and modular counting.
+    (0, 1) fits parity on no seed (the claim: it cannot learn it): the fit shift 2/4 → 4/4 carries its
+    permutation p; where both fit (cycle_navigation) the difference is one task's."""
+    from lengthbench.leaderboard.reproduction import negative_report
+
+    scores = {("parity_check", "deltanet"): (0.5, 0.5), ("parity_check", "deltanet-negative"): (1.0, 1.0),
+              ("cycle_navigation", "deltanet"): (0.4, 0.6), ("cycle_navigation", "deltanet-negative"): (0.9, 0.9),
+              ("word_problem_s5", "deltanet-negative"): (0.2, 0.2)}
+    unfit = {("parity_check", "deltanet")}
+    records = [_banded(task, m, s, 1.0, x, fit=0.5 if (task, m) in unfit else 1.0)
+               for (task, m), seeds in scores.items() for s, x in enumerate(seeds)]
+    text = negative_report(records)
+    assert "# Negative eigenvalues in the delta rule (Grazzi et al. 2025)" in text
+    assert "| `deltanet-negative` against `deltanet` | 2/4 → 4/4, p 0.33 | 1 | +40.0 | 1.00 [1.00, 1.00]" in text
+    assert "| parity_check | `deltanet` | 0/2 | 50.0 ± 0.0 (did not fit) |" in text
+    assert "The paper's: Grazzi et al.: trained on lengths up to 40" in text
+    assert "gated-deltanet" not in text.split("## Beta in")[1]  # no gated pair ran: no row for it
+    with pytest.raises(InputError, match="no pair of delta-rule runs"):
+        negative_report([r for r in records if r.config.family == "deltanet"])
+
+
+def test_state_report_says_who_tracks_the_state_past_the_training_lengths():
+    """S5: the LSTM fits and reaches past 2x on both seeds, the transformer fits and fails, ssm does not fit."""
+    from lengthbench.leaderboard.reproduction import state_report
+
+    records = [record("word_problem_s5", m, s, [1, 1, 1, t, t], validation_length=3)
+               for m, t in (("lstm", 1.0), ("transformer/rope", 0.1), ("transformer/forget", 0.2)) for s in range(2)]
+    records += [record("word_problem_s5", "ssm", s, [0.5, 0.5, 0.5, 0.1, 0.1], validation_length=3) for s in range(2)]
+    records += [record("word_problem_s5", "rnn", s, [1, 1, 1, 1, 0.1], validation_length=3) for s in range(2)]
+    # S3: the fit lstm loses to the transformer; an rnn that did not fit (with a test score of 100) enters no comparison
+    records += [record("word_problem_s3", m, s, [f, f, f, t, t], validation_length=3)
+                for m, f, t in (("lstm", 1, 0.1), ("rnn", 0.5, 1.0), ("transformer/rope", 1, 0.5)) for s in range(2)]
+    records += [record("copy", "lstm", s, [1, 1, 1, 1, 1], validation_length=3) for s in range(2)]  # not a state task
+    text = state_report(records)
+    assert "| transformer (every encoding) | word_problem_s5 | 2/2 | 10.0–20.0 | 0 |" in text
+    # rnn reaches exactly 4 (2x the training length 2): it counts, as lstm (5) does
+    assert "| nonlinear RNNs (`rnn`, `lstm`) | word_problem_s5 | 2/2 | 55.0–100.0 | 2 |" in text
+    assert "| word_problem_s3 | transformer (every encoding) | 0.00 [0.00, 0.00]" in text
+    assert "| diagonal state space (`ssm`) | word_problem_s5 | 0/1 |  | 0 |" in text
+    # 4 RNN seeds (100, 100, 55, 55) against 4 transformer seeds (10, 10, 20, 20): every pair won
+    assert "| word_problem_s5 | transformer (every encoding) | 1.00 [1.00, 1.00], p 0.029: nonlinear RNN better |" in text
+    assert "| copy |" not in text
+    with pytest.raises(InputError, match="no state-tracking task"):
+        state_report([r for r in records if r.task == "copy"])
+
+
+def test_mechanisms_report_pairs_each_mechanism_with_rope_and_nope_where_both_fit():
+    from lengthbench.leaderboard.reproduction import mechanisms_report
+
+    scores = {("copy", "forget"): (0.9, 0.7), ("copy", "rope"): (0.5, 0.5), ("copy", "nope"): (0.6, 0.6),
+              ("parity_check", "forget"): (0.6, 0.6), ("parity_check", "rope"): (0.5, 0.5),
+              ("parity_check", "nope"): (0.5, 0.5), ("parity_check", "path"): (0.9, 0.9)}
+    unfit = {("parity_check", "path")}
+    records = [_banded(task, f"transformer/{e}", s, 1.0, x, fit=0.5 if (task, e) in unfit else 1.0)
+               for (task, e), seeds in scores.items() for s, x in enumerate(seeds)]
+    text = mechanisms_report(records)
+    # forget - rope: copy +30, parity +10: mean 20, sd 14.1, t(0.975, 1) = 12.7: the interval clipped to +-100
+    assert "| `forget` | `rope` | 2 | +20.0 [-100.0, +100.0], p 0.5 | 1.00 [1.00, 1.00], p 0.056: not told apart |" in text
+    assert "| `path` | `rope` | 0 |  |  | not tested: no cell pair where both fit |" in text
+    assert "| every mechanism | every static encoding | 2 |" in text
+    assert "No published claim compares these mechanisms" in text
+    with pytest.raises(InputError, match="no run of a data-dependent mechanism"):
+        mechanisms_report([r for r in records if r.encoding in ("rope", "nope")])
