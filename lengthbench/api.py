@@ -71,7 +71,7 @@ from lengthbench.leaderboard.schema import COLUMN_NAMES, read_leaderboard
 from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION
 from lengthbench.leaderboard.submission import ranking_text, write_submission
 from lengthbench.leaderboard.tables import to_markdown as leaderboard_markdown
-from lengthbench.models.contract import CheckShape, ContractReport
+from lengthbench.models.contract import CheckShape, ContractReport, check_encoding, check_family
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import FAMILIES, family_entry, method_parts
 from lengthbench.models.plugins import (
@@ -212,10 +212,15 @@ def check(path: PathLike, preset: str = "quick", all_presets: bool = False) -> l
     """Run every encoding and model family the file ``path`` registers through
     its contract at ``preset``'s shapes (every built-in preset's with
     ``all_presets``); one report per name (``report.passed``,
-    ``report.format()``)."""
+    ``report.format()``). ``path`` may instead be the name of a registered
+    encoding or family (``forget``, ``deltanet``), which is checked as it is."""
     load_entry_points()
     presets = list(PRESETS.values()) if all_presets else [PRESETS[preset]]
-    return check_plugins([PluginFile(str(path))], check_shapes(presets))[1]
+    shapes = check_shapes(presets)
+    name = str(path)
+    if not Path(name).exists() and (name in ENCODINGS or name in FAMILIES):
+        return [(check_family if name in FAMILIES else check_encoding)(name, shapes)]
+    return check_plugins([PluginFile(name)], shapes)[1]
 
 
 def check_shapes(presets: Iterable[Preset]) -> list[CheckShape]:

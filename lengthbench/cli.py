@@ -297,7 +297,7 @@ def _add_records_commands(sub) -> None:
 
     chk = sub.add_parser("check", help="run the encodings and model families a Python file registers through their contracts")
     chk.add_argument("path", help="Python file that registers encodings (@register_encoding) or model families "
-                                  "(@register_family)")
+                                  "(@register_family), or the name of a registered one (forget, deltanet)")
     chk.add_argument("--preset", default="quick",
                      help=f"check at this preset's shapes and lengths: one of {', '.join(api.PRESETS)} (default quick)")
     chk.add_argument("--all-presets", action="store_true",

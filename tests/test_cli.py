@@ -100,3 +100,13 @@ def test_a_reader_that_stops_early_ends_the_command_quietly():
     proc.stdout.close()
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 0 and "Broken pipe" not in err and "Traceback" not in err, err
+
+
+def test_check_takes_the_name_of_a_registered_encoding_or_family(capsys):
+    """The built-ins (here the 2025-26 ones) pass the contract users' files are held to."""
+    assert main(["check", "stick-breaking"]) == 0
+    assert "encoding 'stick-breaking' (built-in): PASS" in capsys.readouterr().out
+    assert main(["check", "deltanet-negative"]) == 0
+    assert "model family 'deltanet-negative' (built-in): PASS" in capsys.readouterr().out
+    assert main(["check", "no-such-encoding"]) == 2  # neither a file nor a registered name
+    assert "no-such-encoding" in capsys.readouterr().err
