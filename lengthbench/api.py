@@ -673,7 +673,8 @@ def encodings_text() -> str:
 
 
 def models_text() -> str:
-    """Every model family."""
-    return "\n".join(f"{name:12s} {entry.description}  ["
+    """Every model family, the descriptions in one column."""
+    width = max(12, *(len(name) for name in FAMILIES.names()))
+    return "\n".join(f"{name:{width}s} {entry.description}  ["
                      + (f"takes an encoding (method {name}/<encoding>)" if entry.takes_encoding else "no encoding")
                      + f"; shaped by {', '.join(entry.size_fields)}]" for name, entry in FAMILIES.items())
