@@ -36,17 +36,15 @@ from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import FAMILIES
 from lengthbench.tasks import TASKS
 from lengthbench.tasks.formats import FORMATS, label_versions, split_label
-
 TRAINER_VERSION = 2  # 2: one plain model per run, rotary pairs interleaved
 
-ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = Path(sys.modules["lengthbench"].__file__).parent  # the installed package (a clone: its links)
 TABLE = Path(__file__).with_name("code_digests.json")
 HARNESS = "benchmark/runner.py"  # what executes a run: everything it imports may decide the result
 # Modules the harness imports that decide no result: where and how files are written and claimed,
 # which device, error types, the registry type, version strings and this guard itself.
 NOT_RESULT_SOURCES = ("benchmark/claims.py", "benchmark/device.py", "benchmark/files.py", "benchmark/store.py",
-                      "benchmark/version.py", "benchmark/versions.py", "lengthbench/__init__.py", "lengthbench/errors.py",
-                      "lengthbench/registry.py")
+                      "benchmark/version.py", "benchmark/versions.py", "__init__.py", "errors.py", "registry.py")
 
 
 def code_versions(task: str, encoding: str | None, family: str = "transformer") -> dict[str, int]:
@@ -59,50 +57,59 @@ def code_versions(task: str, encoding: str | None, family: str = "transformer") 
     return {k: v for k, v in versions.items() if v != 1}
 
 
-def _source(obj) -> Path:
-    """The repository file that defines ``obj`` (through the package's links)."""
-    return Path(inspect.getfile(obj)).resolve()
+# Sources are named by their place in the package (``models/encodings/rope.py``, ``errors.py``), the
+# same from a clone (whose package links to the top-level folders), an editable install and a wheel,
+# so the digests are the same wherever lengthbench is installed from.
+
+def source_file(source: str) -> Path:
+    """The file of a source named by its place in the package."""
+    return (PACKAGE / source).resolve()
 
 
-def _module_files(module: str) -> list[Path]:
-    """The repository files that importing ``module`` (``lengthbench.x.y``)
-    executes: its own and its packages' ``__init__``s."""
-    parts, files = module.split(".")[1:], []
+def _source(obj) -> str:
+    """The source that defines ``obj`` (a class or function), by its module's place in the package."""
+    init = Path(inspect.getfile(obj)).name == "__init__.py"
+    return "/".join(obj.__module__.split(".")[1:]) + ("/__init__.py" if init else ".py")
+
+
+def _module_sources(module: str) -> list[str]:
+    """The sources that importing ``module`` (``lengthbench.x.y``) executes:
+    its own and its packages' ``__init__``s."""
+    parts, sources = module.split(".")[1:], []
     for depth in range(len(parts) + 1):
-        base = ROOT / "lengthbench" / Path(*parts[:depth]) if depth else ROOT / "lengthbench"
-        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-            if candidate.is_file():
-                files.append(candidate.resolve())
-    return files
+        base = "/".join(parts[:depth])
+        for candidate in ((f"{base}.py", f"{base}/__init__.py") if depth else ("__init__.py",)):
+            if (PACKAGE / candidate).is_file():
+                sources.append(candidate)
+    return sources
 
 
-def imported_sources(entry: Path) -> set[Path]:
-    """``entry`` and every repository file it imports, directly or not (from
-    the import statements, wherever they stand in a file)."""
-    seen, todo = set(), [entry.resolve()]
+def imported_sources(entry: str) -> set[str]:
+    """``entry`` and every source of the package it imports, directly or not
+    (from the import statements, wherever they stand in a file)."""
+    seen, todo = set(), [entry]
     while todo:
-        path = todo.pop()
-        if path in seen:
+        source = todo.pop()
+        if source in seen:
             continue
-        seen.add(path)
-        for node in ast.walk(ast.parse(path.read_text())):
+        seen.add(source)
+        for node in ast.walk(ast.parse(source_file(source).read_text())):
             names = ([node.module] + [f"{node.module}.{a.name}" for a in node.names]
                      if isinstance(node, ast.ImportFrom) and node.module else
                      [a.name for a in node.names] if isinstance(node, ast.Import) else [])
-            todo += [f for name in names if name.split(".")[0] == "lengthbench" for f in _module_files(name)]
+            todo += [f for name in names if name.split(".")[0] == "lengthbench" for f in _module_sources(name)]
     return seen
 
 
-def trainer_sources(covered: set[Path]) -> list[Path]:
-    """The harness's result-deciding files that no component digest ``covered``."""
-    skip = covered | {(ROOT / f).resolve() for f in NOT_RESULT_SOURCES}
-    return sorted(imported_sources(ROOT / HARNESS) - skip)
+def trainer_sources(covered: set[str]) -> list[str]:
+    """The harness's result-deciding sources that no component digest ``covered``."""
+    return sorted(imported_sources(HARNESS) - covered - set(NOT_RESULT_SOURCES))
 
 
-def _digest(files: list[Path]) -> str:
+def _digest(sources: list[str]) -> str:
     sha = hashlib.sha256()
-    for path in sorted(set(files)):
-        sha.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    for source in sorted(set(sources)):
+        sha.update(source.encode() + b"\0" + source_file(source).read_bytes())
     return sha.hexdigest()[:16]
 
 
@@ -121,17 +128,17 @@ def components() -> dict[str, dict]:
     for name, entry in sorted(ENCODINGS.items()):
         if entry.source != "built-in":
             continue  # a plugin's file hash is already in its configs (encoding_source)
-        files = [_source(entry.factory), ROOT / "models/encodings/base.py"]
+        sources = [_source(entry.factory), "models/encodings/base.py"]
         if entry.base is not None:
-            files.append(_source(ENCODINGS[entry.base].factory))
-        covered.update(f.resolve() for f in files)
-        table[f"encoding:{name}"] = {"version": entry.version, "digest": _digest(files)}
+            sources.append(_source(ENCODINGS[entry.base].factory))
+        covered.update(sources)
+        table[f"encoding:{name}"] = {"version": entry.version, "digest": _digest(sources)}
     for name, entry in FAMILIES.items():
         if entry.source != "built-in":
             continue  # a plugin's file hash is already in its configs (family_source)
-        files = [_source(entry.build), (ROOT / "models/families.py").resolve()]
-        covered.update(files)
-        table[f"family:{name}"] = {"version": entry.version, "digest": _digest(files)}
+        sources = [_source(entry.build), "models/families.py"]
+        covered.update(sources)
+        table[f"family:{name}"] = {"version": entry.version, "digest": _digest(sources)}
     table["trainer"] = {"version": TRAINER_VERSION, "digest": _digest(trainer_sources(covered))}
     return table
 

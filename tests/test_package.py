@@ -1,7 +1,9 @@
 """The installed package: one ``lengthbench`` namespace, nothing under a generic
-top-level name, its reference records shipped (a real install outside the repository)."""
+top-level name, its reference records shipped, its code digests those of the
+checkout so that it runs (a real install outside the repository)."""
 
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -24,6 +26,13 @@ print(len(runs), len(board), *(name for name in %r if importlib.util.find_spec(n
 """ % (GENERIC,)
 
 
+DIGESTS = """
+import json
+from lengthbench.benchmark.versions import components, unrecorded_changes
+print(json.dumps({"components": components(), "unrecorded": unrecorded_changes()}))
+"""
+
+
 def test_a_fresh_install_is_one_namespace(tmp_path):
     source, site = tmp_path / "source", tmp_path / "site"
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
@@ -44,3 +53,14 @@ def test_a_fresh_install_is_one_namespace(tmp_path):
     cli = subprocess.run([str(site / "bin" / "lengthbench"), "list", "models"], cwd=tmp_path, env=env,
                          capture_output=True, text=True)
     assert cli.returncode == 0 and "lstm" in cli.stdout, cli.stderr
+    # the code digests are the same from the installed wheel as from this checkout (its links aside), so
+    # the installed package's own code_digests.json holds and a run is not refused
+    from lengthbench.benchmark.versions import components
+
+    digests = subprocess.run([sys.executable, "-c", DIGESTS], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert digests.returncode == 0, digests.stderr
+    assert json.loads(digests.stdout) == {"components": components(), "unrecorded": []}
+    run = subprocess.run([str(site / "bin" / "lengthbench"), "run", "--preset", "smoke", "--tasks", "copy",
+                          "--encodings", "nope", "--set", "steps=2", "--results", str(tmp_path / "runs"),
+                          "--no-progress", "--workers", "1"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
