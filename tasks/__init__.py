@@ -14,11 +14,11 @@ from lengthbench.tasks.base import (
     Sample,
     Task,
     assemble_batch,
-    get_task,
     make_batch,
     register_task,
     task_names,
 )
+from lengthbench.tasks.formats import get_task
 
 __all__ = [
     "BOS", "EOS", "IGNORE", "PAD", "SEP", "TASKS", "Batch", "Sample", "Task",

@@ -152,15 +152,6 @@ def register_task(cls: type[Task]) -> type[Task]:
     return TASKS.add(cls.name, cls)
 
 
-def get_task(name: str) -> Task:
-    """The task a task name or label names (``addition``, ``addition+reversed``, an alias)."""
-    if name in TASKS:
-        return TASKS[name]()
-    from lengthbench.tasks.formats import labelled_task  # formats build on this module
-
-    return labelled_task(name)
-
-
 def task_names() -> list[str]:
     """Registered task names in leaderboard order (``TASK_ORDER``)."""
     return TASKS.names()
@@ -232,4 +223,3 @@ def assemble_batch(samples: list[tuple[int, Sample]]) -> Batch:
         row_lengths[r : r + b] = n
         r += b
     return Batch(tokens, targets, scored, position_ids, seq_lens, row_lengths)
-

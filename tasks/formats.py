@@ -358,7 +358,7 @@ def task_label(task: str, fmt: str) -> str:
 
 def split_label(label: str) -> tuple[str, str]:
     """(task, format) of a task label; a bare name is the task in ``plain``.
-    Names are not checked (``labelled_task`` does)."""
+    Names are not checked (``get_task`` does)."""
     if label in TASK_ALIASES:
         return TASK_ALIASES[label]
     task, separator, fmt = label.partition(FORMAT_SEPARATOR)
@@ -395,9 +395,12 @@ def label_not_applicable(label: str) -> str | None:
     return None if reason is None else f"format {fmt.name} {reason}"
 
 
-def labelled_task(label: str) -> Task:
-    """The task a label names (``get_task`` for anything but a bare task name)."""
-    cls, fmt = _parts(label)
+def get_task(name: str) -> Task:
+    """The task a task name or label names (``addition``, ``addition+reversed``, an alias). It lives
+    here, with the labels, so that the task contract (``tasks.base``) imports nothing of the formats."""
+    if name in TASKS:
+        return TASKS[name]()
+    cls, fmt = _parts(name)
     return formatted(cls(), fmt)
 
 

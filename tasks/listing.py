@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from lengthbench.tasks.base import TASKS, get_task, task_names
-from lengthbench.tasks.formats import FORMATS, TASK_ALIASES, label_not_applicable, task_label
+from lengthbench.tasks.base import TASKS, task_names
+from lengthbench.tasks.formats import FORMATS, TASK_ALIASES, get_task, label_not_applicable, task_label
 
 
 def tasks_table() -> str:
