@@ -21,7 +21,7 @@ ranks nothing: at its 30 steps no cell fits.) The second ranks it on all of
 ``quick``'s tasks.
 
 The contract (see ``models/encodings/base.py``): subclass
-``PositionEncoding``, override any of the four hooks, register a factory
+``PositionEncoding``, override any of its hooks, register a factory
 under a new name. The constructor receives ``d_model``, ``n_heads`` and the
 ``defaults`` you register (users can override them per preset).
 """
