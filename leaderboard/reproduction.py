@@ -775,8 +775,7 @@ def looped_report(records: list[RunRecord]) -> str:
     tasks = {r.task for r in records if r.config.family == LOOPED}
     records = [r for r in records if r.task in tasks]
     board = leaderboard_frame(records)
-    seeds = _seed_scores(records, "ood_exact_match")
-    fit = _judged_runs(records)
+    seeds = _judged_seeds(records)
     lines = ["# Looped transformers (Fan et al. 2025)", "", _setup(records), "", _horizon(records), "",
              "Score: test-band exact match, mean ± std over seeds; generalization length as in the leaderboard "
              f"(the longest test length up to which every length scores ≥ 90%). {FIT_RULE} Source: {published.FAN}.",
@@ -789,14 +788,9 @@ def looped_report(records: list[RunRecord]) -> str:
     lines += ["## Per task", "", *markdown_table(
         ["task", "encoding", "fixed depth: seeds fit", "fixed depth (%)", "fixed depth: generalization length",
          "looped: seeds fit", "looped (%)", "looped: generalization length", CHANCE_COLUMN], rows), ""]
-
-    def by_task(method: str) -> dict[str, list[float]]:
-        """task -> seed scores of ``method``'s judged cells (``_effect`` pairs the tasks judged for both)."""
-        return {t: v for (t, m), v in seeds.items() if m == method and (t, m) in fit}
-
     rows, pooled_a, pooled_b = [], {}, {}
     for encoding in sorted(looped):
-        a, b = by_task(f"{LOOPED}/{encoding}"), by_task(f"{TRANSFORMER}/{encoding}")
+        a, b = _by_task(seeds, f"{LOOPED}/{encoding}"), _by_task(seeds, f"{TRANSFORMER}/{encoding}")
         rows.append([f"`{encoding}`", *_claim_row(a, b, ("looped", "fixed depth"))])
         for task in (t for t in a if t in b):
             pooled_a.setdefault(task, []).extend(a[task])
@@ -829,6 +823,7 @@ def _judged_seeds(records: list[RunRecord]) -> dict[tuple[str, str], list[float]
 
 
 def _by_task(seeds: dict, method: str) -> dict[str, list[float]]:
+    """task -> ``method``'s seed scores (``_effect`` pairs the tasks both methods have)."""
     return {task: v for (task, m), v in seeds.items() if m == method}
 
 
