@@ -81,9 +81,9 @@ def chunked_delta_rule(q, k, v, beta, log_alpha=None, segments=None, chunk: int 
         part = slice(start, min(start + chunk, t))
         qc, kc, vc, bc = q[:, :, part], k[:, :, part], v[:, :, part], beta[:, :, part, None]
         c = qc.shape[2]
-        causal = torch.ones(c, c, dtype=torch.bool, device=q.device).tril()
         within = (kc @ kc.transpose(-1, -2), qc @ kc.transpose(-1, -2))
         if log_alpha is not None:
+            causal = torch.ones(c, c, dtype=torch.bool, device=q.device).tril()
             g = log_alpha[:, :, part].cumsum(-1)
             gamma = torch.exp((g[..., :, None] - g[..., None, :]).masked_fill(~causal, float("-inf")))
             within = tuple(w * gamma for w in within)

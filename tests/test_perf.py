@@ -70,3 +70,19 @@ def test_perf_times_protocol_v2s_shapes():
 
     horizon = perf_configs()["horizon"]
     assert (horizon.train_length, horizon.batch_size, horizon.model.d_model, horizon.model.n_layers) == (16, 64, 64, 2)
+
+
+def test_perf_methods_time_each_method_beside_rope_and_refuse_a_bad_name(capsys):
+    """--methods: each method's step at quick's shapes over the rotary transformer's, the ratio of the medians."""
+    from lengthbench.benchmark.perf import PERF_BASELINE, method_config, method_step_ratios
+
+    assert method_config("deltanet").family == "deltanet" and method_config("transformer/path").encoding == "path"
+    ratios = method_step_ratios(["deltanet"], steps=1, rounds=1)
+    assert list(ratios) == [PERF_BASELINE, "deltanet"] and ratios[PERF_BASELINE]["vs_baseline"] == 1.0
+    assert ratios["deltanet"]["vs_baseline"] == pytest.approx(
+        ratios["deltanet"]["seconds_per_step"] / ratios[PERF_BASELINE]["seconds_per_step"])
+    for bad, needle in (("transformer/nosuch", "unknown encoding 'nosuch'"), ("transformer", "takes an encoding"),
+                        ("deltanet/rope", "takes no encoding")):
+        assert main(["perf", "--methods", bad, "--out", ""]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and needle in err, err
