@@ -30,7 +30,7 @@ import torch
 from lengthbench.benchmark.files import atomic_path, file_problem, folder_lock, write_json
 
 log = logging.getLogger(__name__)
-STATE_KEYS = ("step", "model", "optimizer", "data_rng", "position_rng", "losses", "run_ids")
+STATE_KEYS = ("step", "model", "optimizer", "data_rng", "position_rng", "losses")
 
 CHECKPOINT_EVERY_S = 300.0  # a few minutes of work
 FOLDER = "checkpoints"
@@ -42,7 +42,7 @@ class Checkpoint:
 
     def __init__(self, results_dir: Path, run_id: str, every_s: float = CHECKPOINT_EVERY_S):
         self.folder = Path(results_dir) / FOLDER
-        self.run_ids = [run_id]  # a list, as the index file and older checkpoints hold it
+        self.run_id = run_id
         key = hashlib.sha256(run_id.encode()).hexdigest()[:16]
         self.path, self.index = self.folder / f"{key}.pt", self.folder / f"{key}.json"
         self.every_s = every_s
@@ -60,14 +60,16 @@ class Checkpoint:
                 raise ValueError(problem)
             state = torch.load(self.path, map_location="cpu", weights_only=True)
             missing = [k for k in STATE_KEYS if k not in state] if isinstance(state, dict) else ["all"]
+            if not missing and saved_run(state) is None:
+                missing = ["run_id"]
             if missing:
                 raise ValueError(f"it lacks {', '.join(missing)}")
         except Exception as err:  # noqa: BLE001  (any unloadable file: a truncated zip, a refused pickle, ...)
             self.set_aside(f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
             return None
-        if state["run_ids"] != self.run_ids:
-            log.warning("checkpoint %s holds other runs (%s), not this one; training from step 0",
-                        self.path, ", ".join(map(str, state["run_ids"]))[:200])
+        if saved_run(state) != self.run_id:
+            log.warning("checkpoint %s holds another run (%s), not this one; training from step 0",
+                        self.path, str(saved_run(state))[:200])
             return None
         return state
 
@@ -89,9 +91,9 @@ class Checkpoint:
         once, and lets training go on (the next due save tries again)."""
         self.last = time.monotonic()
         try:  # staged in the results folder: another driver may remove the empty checkpoints folder any time
-            write_json(self.index, {"run_ids": self.run_ids}, staging=self.folder.parent)
+            write_json(self.index, {"run_id": self.run_id}, staging=self.folder.parent)
             with atomic_path(self.path, staging=self.folder.parent) as tmp:
-                torch.save({**state, "run_ids": self.run_ids}, tmp)
+                torch.save({**state, "run_id": self.run_id}, tmp)
         except (OSError, RuntimeError) as err:  # torch's writer reports a full disk as a RuntimeError
             if not self.write_failed:
                 self.write_failed = True
@@ -99,8 +101,18 @@ class Checkpoint:
                             "(if any) is kept", self.path, err)
 
 
+def saved_run(saved: dict) -> str | None:
+    """The run a checkpoint or its index holds: ``run_id``, or the one-run
+    ``run_ids`` list that checkpoints of the stacked trainer hold; ``None``
+    when it names no single run."""
+    if isinstance(saved.get("run_id"), str):
+        return saved["run_id"]
+    older = saved.get("run_ids")
+    return older[0] if isinstance(older, list) and len(older) == 1 and isinstance(older[0], str) else None
+
+
 def remove_finished(results_dir: Path, finished: set[str]) -> None:
-    """Delete the checkpoints whose runs all have records now, and the folder
+    """Delete the checkpoints whose runs have records now, and the folder
     once it is empty (another driver may be creating or clearing it too)."""
     folder = Path(results_dir) / FOLDER
     try:
@@ -111,10 +123,10 @@ def remove_finished(results_dir: Path, finished: set[str]) -> None:
         if file_problem(index, 1 << 20):
             continue
         try:
-            run_ids = set(json.loads(index.read_text())["run_ids"])
-        except (OSError, ValueError, KeyError, TypeError):
+            saved = json.loads(index.read_text())
+        except (OSError, ValueError):
             continue
-        if run_ids <= finished:
+        if isinstance(saved, dict) and saved_run(saved) in finished:
             index.with_suffix(".pt").unlink(missing_ok=True)
             index.unlink(missing_ok=True)
     with folder_lock(Path(results_dir), exclusive=True):  # never between a writer's mkdir and its rename

@@ -1,13 +1,13 @@
-"""Where a grid's groups run: in this process or in a local process pool
+"""Where a grid's runs go: this process or a local process pool
 (``local``); ``ray_executor`` adds a Ray cluster.
 
 Every executor has the same small interface (``Executor``): ``submit`` the
-groups, iterate ``completed`` for each group's outcome as it finishes (its
-records and the ids of runs another process holds), ``cancel`` on an
+runs, iterate ``completed`` for each run's ``Outcome`` as it finishes (its
+record, or none when another process holds it), ``cancel`` on an
 interrupt; used as a context manager it cancels when the block raises and
-releases its resources when it ends. Each group runs ``GroupJob``: claim,
-train, evaluate (``runner.run_claimed``). A group whose worker dies yields
-error records, never an exception, so one bad group never stops a grid.
+releases its resources when it ends. Each run is a ``RunJob``: claim,
+train, evaluate (``runner.run_claimed``). A run whose worker dies yields an
+error record, never an exception, so one bad run never stops a grid.
 
 Interrupts: pool workers ignore SIGINT (the driver alone decides), and
 ``cancel`` kills them; they also exit on their own when the driver dies
@@ -38,30 +38,38 @@ from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.models.plugins import load_plugins
 
 PARENT_POLL_S = 0.5  # how often a worker checks that the driver is alive
-Outcome = tuple[list[RunRecord], list[str]]  # a group's records, and the ids of runs another process holds
 
 
 @dataclass(frozen=True)
-class GroupJob:
-    """What every group of a grid runs (picklable: workers receive it)."""
+class Outcome:
+    """One run's outcome: its record when trained here, ``None`` when
+    another process holds the run (or has just finished it)."""
+
+    config: RunConfig
+    record: RunRecord | None
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """What every run of a grid goes through (picklable: workers receive it)."""
 
     folder: ResultsFolder
     force: bool
     checkpoint_every: float
-    plugins: tuple = ()  # ``PluginFile``s a worker loads before its first group
+    plugins: tuple = ()  # ``PluginFile``s a worker loads before its first run
     save_predictions: bool = False
 
-    def __call__(self, group: list[RunConfig], progress_factory=None) -> Outcome:
-        return run_claimed(group, self.folder, self.force, progress_factory, self.checkpoint_every,
-                           self.save_predictions)
+    def __call__(self, config: RunConfig, progress_factory=None) -> Outcome:
+        return Outcome(config, run_claimed(config, self.folder, self.force, progress_factory,
+                                           self.checkpoint_every, self.save_predictions))
 
-    def failed(self, group: list[RunConfig], err: BaseException) -> Outcome:
-        """The outcome of a group whose worker died: an error record per run."""
-        return [error_record(config, err) for config in group], []
+    def failed(self, config: RunConfig, err: BaseException) -> Outcome:
+        """The outcome of a run whose worker died: an error record."""
+        return Outcome(config, error_record(config, err))
 
 
 class Executor(Protocol):
-    def submit(self, groups: list[list[RunConfig]]) -> None: ...
+    def submit(self, configs: list[RunConfig]) -> None: ...
 
     def completed(self) -> Iterator[Outcome]: ...
 
@@ -84,23 +92,23 @@ class ExecutorContext:
 
 
 class SerialExecutor(ExecutorContext):
-    """One group after another in this process, each with its progress bar."""
+    """One run after another in this process, each with its progress bar."""
 
-    def __init__(self, job: GroupJob, progress: bool):
-        self.job, self.progress, self.groups = job, progress, []
+    def __init__(self, job: RunJob, progress: bool):
+        self.job, self.progress, self.configs = job, progress, []
 
-    def submit(self, groups: list[list[RunConfig]]) -> None:
-        self.groups += groups
+    def submit(self, configs: list[RunConfig]) -> None:
+        self.configs += configs
 
     def completed(self) -> Iterator[Outcome]:
-        while self.groups:
-            yield self.job(self.groups.pop(0), _bar_factory(1) if self.progress else None)
+        while self.configs:
+            yield self.job(self.configs.pop(0), _bar_factory(1) if self.progress else None)
 
     def cancel(self) -> None:
-        self.groups = []
+        self.configs = []
 
     def close(self) -> None:
-        self.groups = []
+        self.configs = []
 
 
 def _bar_factory(position: int):
@@ -145,16 +153,16 @@ UNGUARDED_SCRIPT_HINT = ("If the grid was started from a Python script, worker p
 class PoolExecutor(ExecutorContext):
     """``workers`` spawned processes, each with its share of the CPU threads."""
 
-    def __init__(self, job: GroupJob, workers: int):
+    def __init__(self, job: RunJob, workers: int):
         threads = max(1, torch.get_num_threads() // workers)
         self.job, self.futures = job, {}
         self.before = set(multiprocessing.active_children())
         self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                         initializer=_worker_init, initargs=(threads, tuple(job.plugins), os.getpid()))
 
-    def submit(self, groups: list[list[RunConfig]]) -> None:
+    def submit(self, configs: list[RunConfig]) -> None:
         with _SigintIgnored():
-            self.futures |= {self.pool.submit(self.job, group): group for group in groups}
+            self.futures |= {self.pool.submit(self.job, config): config for config in configs}
 
     def completed(self) -> Iterator[Outcome]:
         for future in as_completed(self.futures):
@@ -175,9 +183,9 @@ class PoolExecutor(ExecutorContext):
         self.pool.shutdown()
 
 
-def local_executor(job: GroupJob, *, workers: int, n_groups: int, progress: bool, address: str | None = None):
-    """This machine: in this process for one worker (or one group), else a
-    pool of ``min(workers, n_groups)`` processes."""
-    if workers <= 1 or n_groups <= 1:
+def local_executor(job: RunJob, *, workers: int, n_runs: int, progress: bool, address: str | None = None):
+    """This machine: in this process for one worker (or one run), else a
+    pool of ``min(workers, n_runs)`` processes."""
+    if workers <= 1 or n_runs <= 1:
         return SerialExecutor(job, progress)
-    return PoolExecutor(job, min(workers, n_groups))
+    return PoolExecutor(job, min(workers, n_runs))

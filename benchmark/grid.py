@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S
 from lengthbench.benchmark.config import Preset, RunConfig
 from lengthbench.benchmark.device import default_device
-from lengthbench.benchmark.executors import Executor, GroupJob, local_executor
+from lengthbench.benchmark.executors import Executor, RunJob, local_executor
 from lengthbench.benchmark.ray_executor import RayExecutor, require_ray
 from lengthbench.benchmark.records import RunRecord, UnreadableRecord
 from lengthbench.benchmark.store import ResultsFolder
@@ -37,7 +37,7 @@ CLAIM_POLL_S = 1.0  # how often a driver looks for records of runs another proce
 
 @dataclass(frozen=True)
 class ExecutorEntry:
-    """``make(job, workers=, n_groups=, progress=, address=)`` builds the
+    """``make(job, workers=, n_runs=, progress=, address=)`` builds the
     executor; ``check()`` refuses (an ``InputError``) when it cannot run here."""
 
     make: Callable[..., Executor]
@@ -95,7 +95,7 @@ def grid_configs(preset: Preset) -> list[RunConfig]:
     return configs
 
 
-def _collect_elsewhere(pending: list[RunConfig], folder: ResultsFolder, since: float, job: GroupJob,
+def _collect_elsewhere(pending: list[RunConfig], folder: ResultsFolder, since: float, job: RunJob,
                        finish) -> None:
     """Wait for the records of runs another process claimed (any record
     written since ``since``, this grid's start); train any whose claim went
@@ -112,8 +112,8 @@ def _collect_elsewhere(pending: list[RunConfig], folder: ResultsFolder, since: f
                 finish(stored, trained_here=False)
                 pending.remove(config)
                 continue
-            done, _ = job([config])
-            for record in done:
+            record = job(config).record
+            if record is not None:
                 finish(record)
                 pending.remove(config)
         if pending:
@@ -164,7 +164,7 @@ def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = Fal
     outer = tqdm(total=len(configs), initial=len(records), desc=f"grid {preset.name}",
                  disable=not progress, dynamic_ncols=True)
 
-    elsewhere: list[str] = []
+    elsewhere: list[RunConfig] = []
     trained = []
 
     def finish(record: RunRecord, trained_here=True):
@@ -177,17 +177,16 @@ def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = Fal
         outer.set_postfix_str(f"{record.task}/{record.method}: {record.status}")
         outer.update(1)
 
-    groups = [[config] for config in todo]
-    job = GroupJob(folder, force, checkpoint_every, tuple(plugins), save_predictions)
+    job = RunJob(folder, force, checkpoint_every, tuple(plugins), save_predictions)
     try:
-        with entry.make(job, workers=workers, n_groups=len(groups), progress=progress, address=address) as runner:
-            runner.submit(groups)
-            for done, left in runner.completed():
-                for record in done:
-                    finish(record)
-                elsewhere.extend(left)
-        by_id = {c.run_id: c for c in configs}
-        _collect_elsewhere([by_id[r] for r in elsewhere], folder, started, job, finish)
+        with entry.make(job, workers=workers, n_runs=len(todo), progress=progress, address=address) as runner:
+            runner.submit(todo)
+            for outcome in runner.completed():
+                if outcome.record is None:
+                    elsewhere.append(outcome.config)
+                else:
+                    finish(outcome.record)
+        _collect_elsewhere(elsewhere, folder, started, job, finish)
         log.info("%d runs trained here, %d by another process, %d reused", len(trained),
                  len(todo) - len(trained), stored_count)
     except KeyboardInterrupt:

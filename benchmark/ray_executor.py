@@ -1,13 +1,13 @@
-"""Running a grid's groups on a Ray cluster (``run --executor ray``).
+"""Running a grid's runs on a Ray cluster (``run --executor ray``).
 
-Each group of runs is one Ray task that claims, trains and evaluates it
-(``GroupJob``) and returns its records; the driver writes every record
+Each run is one Ray task that claims, trains and evaluates it (``RunJob``)
+and returns its outcome; the driver writes every record
 atomically as its task finishes, so workers need no shared file system (with
 one, claims and checkpoints are shared too). A task whose worker process dies
 is retried by Ray (``RAY_RETRIES``); the retry takes over the dead worker's
 claim and resumes from its checkpoint when the results folder is shared.
 Tasks ask for one CPU each, and a share of a GPU when the cluster has GPUs,
-so that Ray packs several small groups per GPU. Ray is an optional
+so that Ray packs several small runs per GPU. Ray is an optional
 dependency, imported only when this executor runs.
 
 Ray starts its worker processes at niceness 15, below every ordinary
@@ -28,12 +28,12 @@ from collections.abc import Iterator
 import torch
 
 from lengthbench.benchmark.config import RunConfig
-from lengthbench.benchmark.executors import ExecutorContext, GroupJob, Outcome
+from lengthbench.benchmark.executors import ExecutorContext, RunJob, Outcome
 from lengthbench.errors import InputError
 from lengthbench.models.plugins import load_plugins
 
 RAY_RETRIES = 3  # retries of a task whose worker process died
-GPU_SHARE = 0.25  # of a GPU per group: four small groups share one device
+GPU_SHARE = 0.25  # of a GPU per run: four small runs share one device
 
 
 def require_ray():
@@ -57,18 +57,18 @@ def init_local_ray(ray, **options) -> None:
             del os.environ["RAY_worker_niceness"]
 
 
-def _group_task(job: GroupJob, group: list[RunConfig]) -> Outcome:
+def _run_task(job: RunJob, config: RunConfig) -> Outcome:
     torch.set_num_threads(1)
     load_plugins(job.plugins)
     job.folder.create()  # a node without the shared folder keeps claims locally
-    return job(group)
+    return job(config)
 
 
 class RayExecutor(ExecutorContext):
-    """Groups as Ray tasks on the cluster at ``address``; without one, on a
+    """Runs as Ray tasks on the cluster at ``address``; without one, on a
     local Ray instance it starts (and stops when done)."""
 
-    def __init__(self, job: GroupJob, *, address: str | None = None, **_):
+    def __init__(self, job: RunJob, *, address: str | None = None, **_):
         self.ray, self.job, self.refs = require_ray(), job, {}
         self.started = not self.ray.is_initialized()
         if self.started and address is None:
@@ -76,10 +76,10 @@ class RayExecutor(ExecutorContext):
         elif self.started:
             self.ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
         gpus = GPU_SHARE if self.ray.cluster_resources().get("GPU", 0) > 0 else 0
-        self.task = self.ray.remote(num_cpus=1, num_gpus=gpus, max_retries=RAY_RETRIES)(_group_task)
+        self.task = self.ray.remote(num_cpus=1, num_gpus=gpus, max_retries=RAY_RETRIES)(_run_task)
 
-    def submit(self, groups: list[list[RunConfig]]) -> None:
-        self.refs |= {self.task.remote(self.job, group): group for group in groups}
+    def submit(self, configs: list[RunConfig]) -> None:
+        self.refs |= {self.task.remote(self.job, config): config for config in configs}
 
     def completed(self) -> Iterator[Outcome]:
         pending = list(self.refs)

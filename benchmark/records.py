@@ -81,7 +81,6 @@ class RunRecord:
     status: str = "error"
     wall_time_s: float | None = None
     n_parameters: int | None = None
-    group_size: int | None = None
     training: dict | None = None  # steps_done, stopped, final_loss, loss_curve (and fit_checks)
     per_length: list[dict] | None = None
     summary: dict | None = None

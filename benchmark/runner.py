@@ -1,8 +1,8 @@
 """Executing grid cells into run records; never raises for a bad cell.
 
-``run_claimed`` is the unit of work every executor runs: claim a batch of
-runs (``claims``), train and evaluate the claimed ones one after another
-(``execute_run``), return their records and the ids another process holds.
+``run_claimed`` is the unit of work every executor runs: claim one run
+(``claims``), train and evaluate it (``execute_run``) and return its record,
+or nothing when another process holds it.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def execute_run(config: RunConfig, device: torch.device, progress_factory=None,
         _train_and_evaluate(config, record, device, progress_factory, checkpoint, save_predictions)
     except Exception as err:  # noqa: BLE001  (one bad cell must not stop the grid)
         record.record_error(err)
-    record.wall_time_s, record.group_size = round(time.perf_counter() - start, 3), 1
+    record.wall_time_s = round(time.perf_counter() - start, 3)
     return record
 
 
@@ -84,31 +84,22 @@ def _label(stage: str, config: RunConfig) -> str:
     return f"{stage} {config.task}/{config.method}"
 
 
-def claim_group(group: list[RunConfig], folder: ResultsFolder, force: bool) -> tuple[list[RunConfig], list[str]]:
-    """(the runs of ``group`` this process claimed and must train, the run ids
-    another process holds or has just finished)."""
-    mine, elsewhere = [], []
-    for config in group:
-        if not folder.claim(config.run_id):
-            elsewhere.append(config.run_id)
-        elif not force and folder.finished(config.run_id, set_aside=False) is not None:
-            folder.release(config.run_id)  # finished by another driver since this one started
-            elsewhere.append(config.run_id)
-        else:
-            mine.append(config)
-    return mine, elsewhere
+def _claim(config: RunConfig, folder: ResultsFolder, force: bool) -> bool:
+    """Whether this process claimed ``config``'s run and must train it (not
+    when another process holds it or has just finished it)."""
+    if not folder.claim(config.run_id):
+        return False
+    if not force and folder.finished(config.run_id, set_aside=False) is not None:
+        folder.release(config.run_id)  # finished by another driver since this one started
+        return False
+    return True
 
 
-def run_claimed(group: list[RunConfig], folder: ResultsFolder, force: bool, progress_factory=None,
-                checkpoint_every: float = CHECKPOINT_EVERY_S,
-                save_predictions: bool = False) -> tuple[list[RunRecord], list[str]]:
-    """Claim, train and evaluate a batch of runs: (records of the runs
-    trained here, ids of runs left to another process). Claims stay fresh
-    while it works."""
-    mine, elsewhere = claim_group(group, folder, force)
-    if not mine:
-        return [], elsewhere
-    device = default_device()
-    with Heartbeat([folder.claim_path(c.run_id) for c in mine]):
-        return [execute_run(c, device, progress_factory, folder, checkpoint_every, save_predictions)
-                for c in mine], elsewhere
+def run_claimed(config: RunConfig, folder: ResultsFolder, force: bool, progress_factory=None,
+                checkpoint_every: float = CHECKPOINT_EVERY_S, save_predictions: bool = False) -> RunRecord | None:
+    """Claim, train and evaluate one run: its record, or ``None`` when the
+    run is left to another process. The claim stays fresh while it works."""
+    if not _claim(config, folder, force):
+        return None
+    with Heartbeat([folder.claim_path(config.run_id)]):
+        return execute_run(config, default_device(), progress_factory, folder, checkpoint_every, save_predictions)

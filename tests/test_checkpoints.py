@@ -103,28 +103,30 @@ class Pickled:
     """Not a tensor: the safe loader refuses it (it would run code on load)."""
 
 
-def _damage(kind: str, path: Path, ids: list[str]) -> None:
+def _damage(kind: str, path: Path, run_id: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if kind == "truncated":
-        torch.save({"step": 5, "model": {}, "run_ids": ids}, path)
+        torch.save({"step": 5, "model": {}, "run_id": run_id}, path)
         path.write_bytes(path.read_bytes()[:40])
     elif kind == "not-torch":
         path.write_text("this is not a checkpoint\n")
     elif kind == "missing-keys":
-        torch.save({"step": 5, "run_ids": ids}, path)
+        torch.save({"step": 5, "run_id": run_id}, path)
+    elif kind == "no-run":
+        torch.save({k: [] for k in ("step", "model", "optimizer", "data_rng", "position_rng", "losses")}, path)
     elif kind == "refused-pickle":
-        torch.save({"step": 5, "run_ids": ids, "payload": Pickled()}, path)
+        torch.save({"step": 5, "run_id": run_id, "payload": Pickled()}, path)
     elif kind == "bad-state":
-        torch.save({k: ([] if k != "run_ids" else ids) for k in ("step", "model", "optimizer", "data_rng",
-                                                                  "position_rng", "losses", "run_ids")}, path)
+        torch.save({**{k: [] for k in ("step", "model", "optimizer", "data_rng", "position_rng", "losses")},
+                    "run_id": run_id}, path)
 
 
-@pytest.mark.parametrize("kind", ["truncated", "not-torch", "missing-keys", "refused-pickle", "bad-state"])
+@pytest.mark.parametrize("kind", ["truncated", "not-torch", "missing-keys", "no-run", "refused-pickle", "bad-state"])
 def test_an_unloadable_checkpoint_is_set_aside_and_training_starts_over(tmp_path, kind, caplog):
     config = _config()
     clean, _ = _train(config, tmp_path / "clean")
     _, checkpoint = _train(config, tmp_path / "damaged", every_s=1e9)
-    _damage(kind, checkpoint.path, checkpoint.run_ids)
+    _damage(kind, checkpoint.path, checkpoint.run_id)
     with caplog.at_level(logging.WARNING):
         again, _ = _train(config, tmp_path / "damaged")
     assert again.step_losses == clean.step_losses  # from step 0, not an error
@@ -149,7 +151,30 @@ def test_a_checkpoint_of_other_runs_is_ignored_with_a_warning(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         again, _ = _train(config, target)
     assert again.step_losses == clean.step_losses
-    assert any("holds other runs" in r.getMessage() for r in caplog.records)
+    assert any("holds another run" in r.getMessage() for r in caplog.records)
+
+
+def test_a_checkpoint_of_the_stacked_trainer_still_resumes_and_is_removed(tmp_path, caplog):
+    """Checkpoints written before runs stopped being groups hold ``run_ids``,
+    a list of one: the run resumes from it, and its index still lets the
+    finished run's checkpoint be deleted."""
+    from lengthbench.benchmark.checkpoints import FOLDER, remove_finished
+
+    config = _config()
+    whole, _ = _train(config, tmp_path / "whole")
+    (tmp_path / "old").mkdir()
+    _, checkpoint = _train(config, tmp_path / "old", every_s=0)  # saved at every step, the last one kept
+    state = torch.load(checkpoint.path, weights_only=True)
+    state["run_ids"] = [state.pop("run_id")]
+    torch.save(state, checkpoint.path)
+    checkpoint.index.write_text(json.dumps({"run_ids": [config.run_id]}))
+    with caplog.at_level(logging.INFO):
+        again, _ = _train(config, tmp_path / "old")
+    assert not any("cannot be used" in r.getMessage() or "another run" in r.getMessage() for r in caplog.records)
+    assert any(f"resumed from its checkpoint at step {state['step']}" in r.getMessage() for r in caplog.records)
+    assert again.step_losses == whole.step_losses
+    remove_finished(tmp_path / "old", {config.run_id})
+    assert not (tmp_path / "old" / FOLDER).exists()
 
 
 def test_a_checkpoint_that_cannot_be_written_never_loses_the_run(tmp_path):

@@ -182,12 +182,12 @@ def test_dead_worker_is_recorded(tmp_path, tiny_preset, monkeypatch):
         def shutdown(self, *a, **k):
             pass
 
-        def submit(self, job, group):
+        def submit(self, job, config):
             future = Future()
-            if group[0].task == "copy":
+            if config.task == "copy":
                 future.set_exception(RuntimeError("worker killed"))
             else:
-                future.set_result(job(group))
+                future.set_result(job(config))
             return future
 
     monkeypatch.setattr(executors_module, "ProcessPoolExecutor", DyingPool)
