@@ -19,7 +19,7 @@ import torch
 
 from lengthbench.benchmark.seeding import init_seed
 from lengthbench.benchmark.versions import code_versions
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.models.encodings import (PositionEncoding, PositionsOutOfRange, build_encoding, encoding_entry,
                                           resolve_params)
 from lengthbench.models.families import (TRANSFORMER, ModelSize, RunModel, build_model, family_entry, method_name,

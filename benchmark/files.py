@@ -17,7 +17,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from lengthbench.errors import InputError, OutputError
+from lengthbench.core.errors import InputError, OutputError
 
 RENAME_ATTEMPTS = 20  # into a folder that other processes may remove (``atomic_path(staging=)``)
 

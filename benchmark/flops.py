@@ -5,7 +5,7 @@ registry (``FamilyEntry.flops``)."""
 
 from __future__ import annotations
 
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.models.families import FAMILIES, ModelSize
 
 

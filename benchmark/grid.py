@@ -26,9 +26,9 @@ from lengthbench.benchmark.executors import Executor, RunJob, local_executor
 from lengthbench.benchmark.ray_executor import RayExecutor, require_ray
 from lengthbench.benchmark.records import RunRecord, UnreadableRecord
 from lengthbench.benchmark.store import ResultsFolder
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.models.families import method_name
-from lengthbench.registry import Registry
+from lengthbench.core.registry import Registry
 
 log = logging.getLogger(__name__)
 

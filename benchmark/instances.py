@@ -45,7 +45,7 @@ import torch
 from lengthbench.benchmark.config import EVAL_SEED
 from lengthbench.benchmark.evaluate import evaluate_at
 from lengthbench.benchmark.seeding import eval_streams
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.tasks import Task, get_task, make_batch
 from lengthbench.tasks.base import IGNORE, N_SPECIAL, check_lengths
 

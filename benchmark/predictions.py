@@ -33,7 +33,7 @@ import numpy as np
 
 from lengthbench.benchmark.files import atomic_path
 from lengthbench.benchmark.instances import evaluation_instances, scored_positions
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.tasks.formats import PLAIN, label_versions, split_label
 
 PREDICTIONS_FOLDER = "predictions"

@@ -50,7 +50,7 @@ from dataclasses import replace
 from lengthbench.benchmark.config import Cut, Preset
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import ModelSize
-from lengthbench.registry import Registry
+from lengthbench.core.registry import Registry
 from lengthbench.tasks import get_task
 from lengthbench.tasks.formats import task_labels
 
@@ -78,7 +78,7 @@ def randomized_range(max_len: int) -> dict:
     """``max_len`` for every randomized encoding. Our rule, after Ruoss et al. (positions from
     [0, 2048) for test lengths up to 500): about 4x the preset's longest test length, and at
     least its longest sequence. A far wider range spreads neighbours so far apart that distance
-    biases saturate (``python -m lengthbench.benchmark.saturation`` measures it); the same range serves
+    biases saturate (``python -m lengthbench.benchmark.tools.saturation`` measures it); the same range serves
     every base."""
     return {name: {"max_len": max_len} for name, entry in ENCODINGS.items() if entry.base is not None}
 
@@ -241,7 +241,7 @@ HORIZON_ENCODING_PARAMS = randomized_range(512) | {"coupled": {"max_positions": 
 HORIZON_FAMILIES = ("transformer", *RECURRENT_FAMILIES, "ssm")
 # The families' widths: one per family, within 10% of the transformer's parameters on every task but
 # addition with index hints, whose 527-token vocabulary weighs differently per family; there the
-# widths `python -m lengthbench.benchmark.matching --preset horizon-pilot` finds (a test holds every
+# widths `python -m lengthbench.benchmark.tools.matching --preset horizon-pilot` finds (a test holds every
 # (task, family) within 10%).
 HORIZON_SIZES = {"rnn": 224, "lstm": 112, "stack-rnn": 216, "tape-rnn": 216, "ssm": 88}
 HORIZON_WIDTHS = {"addition-index-hints": {f: {"model": {"d_model": w}} for f, w in
@@ -354,7 +354,7 @@ register_preset(replace(
 # Fan et al.'s looped transformer under `horizon`'s protocol, beside the fixed-depth transformer with
 # the same encodings (those cells are horizon's own records): one block (`n_layers` 1) applied once
 # per input token read, plus one, at the width that matches the transformer's parameters on every
-# task (`python -m lengthbench.benchmark.matching`). Tasks: the three of Fan et al. that lengthbench
+# task (`python -m lengthbench.benchmark.tools.matching`). Tasks: the three of Fan et al. that lengthbench
 # has (parity, copy, addition) and the Chomsky tasks closest to them, each an iterated one-symbol
 # step: `cycle_navigation` (a running sum mod 5, parity's update), `binary_addition` (addition in
 # binary), `duplicate_string` (copying twice). A looped run costs 9x (parity) to 19x (addition) a
@@ -459,7 +459,7 @@ def get_preset(name: str) -> Preset:
 # task). Sized with `--plan` to about a third of horizon's summed run time; each cut says why.
 DELTA_FAMILIES = ("deltanet", "deltanet-negative", "gated-deltanet", "gated-deltanet-negative")
 # Widths matching the transformer's parameters within 10% on every task of the grid (`python -m
-# lengthbench.benchmark.matching --preset horizon-zoo`); S5's 120-symbol vocabulary weighs more in a recurrent
+# lengthbench.benchmark.tools.matching --preset horizon-zoo`); S5's 120-symbol vocabulary weighs more in a recurrent
 # cell's input and output layers, so the recurrent families are narrower there.
 DELTA_SIZES = {"deltanet": 64, "deltanet-negative": 64, "gated-deltanet": 56, "gated-deltanet-negative": 56}
 GATED_TASKS = ("parity_check", "cycle_navigation", "modular_arithmetic", *COPY_TASKS)

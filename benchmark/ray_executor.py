@@ -29,7 +29,7 @@ import torch
 
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.executors import ExecutorContext, RunJob, Outcome
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.models.plugins import load_plugins
 
 RAY_RETRIES = 3  # retries of a task whose worker process died

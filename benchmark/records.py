@@ -34,8 +34,8 @@ from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.device import cpu_capability, device_description
 from lengthbench.benchmark.files import file_problem
 from lengthbench.benchmark.version import code_version
-from lengthbench.errors import InputError
-from lengthbench.registry import name_problem
+from lengthbench.core.errors import InputError
+from lengthbench.core.registry import name_problem
 
 # A per-length row's ``examples`` where the run chose them (``benchmark.unseen``): inputs training never
 # drew, or the whole input space of that length; absent: the evaluation stream's first ``n_samples``.

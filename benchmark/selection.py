@@ -23,7 +23,7 @@ from lengthbench.benchmark.config import Preset
 from lengthbench.benchmark.grid import run_grid
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.benchmark.store import SELECTION_FOLDER, ResultsFolder
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 
 SELECTABLE = {"lr": float, "weight_decay": float, "grad_clip": float, "steps": int, "batch_size": int,
               "warmup_steps": int}

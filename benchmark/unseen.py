@@ -26,7 +26,7 @@ from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.records import EXAMPLE_KINDS
 from lengthbench.benchmark.seeding import data_rng, eval_streams
 from lengthbench.benchmark.train import training_batch
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.tasks import SEP, Batch, Task, assemble_batch, get_task, make_batch
 
 CANDIDATES_PER_SAMPLE = 16  # evaluation-stream candidates drawn per example wanted

@@ -31,7 +31,7 @@ import json
 import sys
 from pathlib import Path
 
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import FAMILIES
 from lengthbench.tasks import TASKS
@@ -44,7 +44,8 @@ HARNESS = "benchmark/runner.py"  # what executes a run: everything it imports ma
 # Modules the harness imports that decide no result: where and how files are written and claimed,
 # which device, error types, the registry type, version strings and this guard itself.
 NOT_RESULT_SOURCES = ("benchmark/claims.py", "benchmark/device.py", "benchmark/files.py", "benchmark/store.py",
-                      "benchmark/version.py", "benchmark/versions.py", "__init__.py", "errors.py", "registry.py")
+                      "benchmark/version.py", "benchmark/versions.py", "__init__.py", "core/__init__.py",
+                      "core/errors.py", "core/registry.py")
 
 
 def code_versions(task: str, encoding: str | None, family: str = "transformer") -> dict[str, int]:
@@ -57,7 +58,7 @@ def code_versions(task: str, encoding: str | None, family: str = "transformer") 
     return {k: v for k, v in versions.items() if v != 1}
 
 
-# Sources are named by their place in the package (``models/encodings/rope.py``, ``errors.py``), the
+# Sources are named by their place in the package (``models/encodings/rope.py``, ``core/errors.py``), the
 # same from a clone (whose package links to the top-level folders), an editable install and a wheel,
 # so the digests are the same wherever lengthbench is installed from.
 

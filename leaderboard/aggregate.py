@@ -18,7 +18,7 @@ from lengthbench.benchmark.records import (
     distinct_runs,
     length_frame,
 )
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.leaderboard.schema import COLUMN_NAMES, METRICS, SCHEMA_VERSION
 from lengthbench.leaderboard.statistics import (
     GENERALIZE_THRESHOLD,

@@ -30,7 +30,7 @@ import pandas as pd
 
 from lengthbench.benchmark.config import dotted
 from lengthbench.benchmark.files import save_figure, write_csv, write_text
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.leaderboard.aggregate import judged, method_order
 from lengthbench.leaderboard.plots import SAVE_DPI, method_colors
 from lengthbench.leaderboard.schema import KEY

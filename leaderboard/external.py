@@ -21,7 +21,7 @@ import pandas as pd
 
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.records import RunRecord, summarize
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.leaderboard.aggregate import fit_score, leaderboard_frame, ranked
 from lengthbench.models.families import method_name
 

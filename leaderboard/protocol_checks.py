@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from lengthbench.benchmark.matching import MATCH_TOLERANCE, REFERENCE_ENCODING
+from lengthbench.benchmark.tools.matching import MATCH_TOLERANCE, REFERENCE_ENCODING
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.models.families import TRANSFORMER
 

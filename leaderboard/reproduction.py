@@ -36,7 +36,7 @@ import pandas as pd
 
 from lengthbench.benchmark.presets import COPY_TASKS
 from lengthbench.benchmark.records import RunRecord, length_frame
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.leaderboard import published
 from lengthbench.leaderboard.aggregate import (
     fits_training,

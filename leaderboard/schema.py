@@ -35,9 +35,9 @@ import pandas as pd
 
 from lengthbench.benchmark.files import check_input_file, unguard_formula
 from lengthbench.benchmark.records import METRICS
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD, REACH_FACTORS
-from lengthbench.registry import name_problem
+from lengthbench.core.registry import name_problem
 from lengthbench.tasks.base import LEVELS
 from lengthbench.tasks.formats import split_label
 

@@ -15,7 +15,7 @@ The Python API (``lengthbench.api``; the command line calls the same functions):
 
 The code lives in layers, each importing only those below it (ARCHITECTURE.md):
 ``lengthbench.leaderboard`` -> ``lengthbench.benchmark`` -> ``lengthbench.models``
--> ``lengthbench.tasks``.
+-> ``lengthbench.tasks`` -> ``lengthbench.core`` (the registry type and the errors).
 
 The API and the subpackages are imported on first use (PEP 562), so importing
 one layer (a pool worker does) or running a module as a script
@@ -27,7 +27,7 @@ import importlib
 from lengthbench.benchmark.version import __version__
 
 API = ("run", "load_records", "load_leaderboard", "compare", "generate", "score", "evaluate", "load_predictions")
-SUBPACKAGES = ("api", "cli", "errors", "registry", "tasks", "models", "benchmark", "leaderboard")
+SUBPACKAGES = ("api", "cli", "core", "tasks", "models", "benchmark", "leaderboard")
 __all__ = [*API, "__version__"]
 
 

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from lengthbench.benchmark import bench_generation as generation_bench
-from lengthbench.benchmark import perf as perf_bench
+from lengthbench.benchmark.tools import bench_generation as generation_bench
+from lengthbench.benchmark.tools import perf as perf_bench
 from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S
 from lengthbench.benchmark.config import Preset, dotted, parse_setting
 from lengthbench.benchmark.files import check_input_file, ensure_output_dir, write_csv, write_json, write_text
@@ -59,7 +59,7 @@ from lengthbench.benchmark.selection import SelectionGrid, run_selection
 from lengthbench.benchmark.store import SELECTION_FOLDER, ResultsFolder
 from lengthbench.benchmark.version import __version__
 from lengthbench.benchmark.versions import check_unchanged
-from lengthbench.errors import InputError, UnknownNameError
+from lengthbench.core.errors import InputError, UnknownNameError
 from lengthbench.leaderboard.aggregate import leaderboard_frame, length_frame
 from lengthbench.leaderboard.build import build_leaderboard
 from lengthbench.leaderboard.compare import compare_frames, summary_text, write_compare
@@ -607,7 +607,7 @@ def perf_configs() -> list[str]:
 def perf(configs: Sequence[str] = ("reference", "quick"), *, steps: int = 10,
          eval_lengths: Sequence[int] = (100, 500), bf16: bool = False,
          out: PathLike | None = "results/perf.json", methods: Sequence[str] = ()) -> str:
-    """Training and evaluation speed on this machine (``benchmark/perf.py``),
+    """Training and evaluation speed on this machine (``benchmark/tools/perf.py``),
     as the printed table; the full report goes to ``out`` as JSON. ``methods``
     (``transformer/forget``, ``deltanet``, ...) are timed at quick's shapes
     against the rotary transformer."""

@@ -12,7 +12,7 @@ import sys
 import threading
 
 from lengthbench import api
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 
 EXIT_OK, EXIT_RUNS_FAILED, EXIT_REFUSED, EXIT_INTERRUPTED = 0, 1, 2, 130
 DESCRIPTION = ("Train transformers (and recurrent baselines) on short inputs, test them on longer ones, and rank "

@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from lengthbench.models.encodings.base import PositionEncoding, check_encoding_name
-from lengthbench.registry import Registry
+from lengthbench.core.registry import Registry
 
 TRANSFORMER = "transformer"
 

@@ -30,7 +30,7 @@ length alone). Their addition takes n+1 steps for n-digit operands; here
 an n-digit addition's prompt (``2n+3`` symbols) gets ``2n+4`` passes.
 Parameter matching is by width (a preset's ``family_settings``): one block
 at a larger ``d_model`` against the fixed-depth transformer's layers
-(``python -m lengthbench.benchmark.matching``: 104 against 2 layers of 64).
+(``python -m lengthbench.benchmark.tools.matching``: 104 against 2 layers of 64).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.models.contract import check_encoding, check_family
 from lengthbench.models.encodings.base import (
     ENCODINGS,

@@ -13,8 +13,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from lengthbench.errors import InputError
-from lengthbench.registry import Registry
+from lengthbench.core.errors import InputError
+from lengthbench.core.registry import Registry
 
 PAD, BOS, SEP, EOS = 0, 1, 2, 3
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<sep>", "<eos>")

@@ -38,8 +38,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from lengthbench.errors import InputError, UnknownNameError
-from lengthbench.registry import Registry
+from lengthbench.core.errors import InputError, UnknownNameError
+from lengthbench.core.registry import Registry
 from lengthbench.tasks.base import FORMAT_SEPARATOR, TASKS, Sample, Task
 
 PLAIN = "plain"

@@ -12,7 +12,7 @@ from conftest import make_tiny_preset
 
 import lengthbench
 from lengthbench.benchmark.presets import PRESETS, register_preset
-from lengthbench.errors import InputError, UnknownNameError
+from lengthbench.core.errors import InputError, UnknownNameError
 from lengthbench.leaderboard.schema import read_leaderboard
 
 

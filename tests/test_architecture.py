@@ -2,6 +2,7 @@
 section hold (``lint-imports``), a back-edge breaks them, and the layout's
 one rule holds (each lower layer is a top-level folder that lengthbench/ links)."""
 
+import configparser
 import os
 import shutil
 import subprocess
@@ -11,14 +12,14 @@ from pathlib import Path
 import pytest
 
 import lengthbench
-from lengthbench.errors import InputError, UnknownNameError
+from lengthbench.core.errors import InputError, UnknownNameError
+from lengthbench.core.registry import Registry
 from lengthbench.models import FAMILIES
 from lengthbench.models.encodings import ENCODINGS
-from lengthbench.registry import Registry
 from lengthbench.tasks import TASKS
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ("leaderboard", "benchmark", "models", "tasks")
+LAYERS = ("leaderboard", "benchmark", "models", "tasks", "core")
 LINT = [str(Path(sys.executable).with_name("lint-imports")), "--config", str(ROOT / "setup.cfg"), "--no-cache"]
 
 
@@ -30,23 +31,38 @@ def _lint(package_parent: Path) -> subprocess.CompletedProcess:
 def test_the_layers_hold():
     out = _lint(ROOT)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "3 kept, 0 broken" in out.stdout
+    assert "4 kept, 0 broken" in out.stdout
     modules = sum(1 for folder, _, files in os.walk(ROOT / "lengthbench", followlinks=True)
                   for name in files if name.endswith(".py"))
     assert f"Analyzed {modules} files" in out.stdout  # every layer, through the package's links
 
 
-@pytest.mark.parametrize("statement, broken", [("from lengthbench.leaderboard import tables", "lengthbench.leaderboard.tables"),
-                                               ("from lengthbench.tasks import formats", "lengthbench.tasks.formats")])
-def test_a_back_edge_breaks_the_layers(tmp_path, statement, broken):
-    """tasks importing the leaderboard (inside a function, where it once hid), or the task contract
-    importing the formats built on it (the cycle there once was), fails the check."""
+@pytest.mark.parametrize("module, statement, broken", [
+    ("tasks/base.py", "from lengthbench.leaderboard import tables", "lengthbench.leaderboard.tables"),
+    ("tasks/base.py", "from lengthbench.tasks import formats", "lengthbench.tasks.formats"),
+    ("core/registry.py", "from lengthbench.tasks import base", "lengthbench.tasks.base"),
+    ("benchmark/grid.py", "from lengthbench.benchmark.tools import perf", "lengthbench.benchmark.tools.perf")])
+def test_a_back_edge_breaks_the_layers(tmp_path, module, statement, broken):
+    """tasks importing the leaderboard (inside a function, where it once hid), the task contract
+    importing the formats built on it (the cycle there once was), the foundations importing a layer,
+    or the run path importing a tool: each fails the check."""
     shutil.copytree(ROOT / "lengthbench", tmp_path / "lengthbench", ignore=shutil.ignore_patterns("__pycache__"))
-    base = tmp_path / "lengthbench" / "tasks" / "base.py"
-    base.write_text(base.read_text() + f"\n\ndef _back_edge():\n    {statement}  # noqa: F401\n")
+    source = tmp_path / "lengthbench" / module
+    source.write_text(source.read_text() + f"\n\ndef _back_edge():\n    {statement}  # noqa: F401\n")
     out = _lint(tmp_path)
     assert out.returncode == 1, out.stdout + out.stderr
-    assert f"lengthbench.tasks.base -> {broken}" in out.stdout
+    name = "lengthbench." + module.removesuffix(".py").replace("/", ".")
+    assert f"{name} -> {broken}" in out.stdout
+
+
+def test_the_tools_contract_names_every_module_of_the_run_path():
+    """A module added to benchmark/ is on the run path, so the contract must
+    name it (else it could import a tool unchecked)."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    listed = set(config["importlinter:contract:tools-apart"]["source_modules"].split())
+    run_path = {f"lengthbench.benchmark.{p.stem}" for p in (ROOT / "benchmark").glob("*.py") if p.stem != "__init__"}
+    assert listed == run_path
 
 
 def test_every_lower_layer_is_a_top_level_folder_the_package_links():

@@ -249,7 +249,7 @@ def test_every_built_in_encoding_passes_the_contract(name):
 
 
 def test_saturation_study_counts_identical_pairs(tmp_path):
-    """``python -m lengthbench.benchmark.saturation``: both position ranges run, and a pair counts as identical
+    """``python -m lengthbench.benchmark.tools.saturation``: both position ranges run, and a pair counts as identical
     only when its per-length accuracies all agree."""
     import pandas as pd
 

@@ -16,7 +16,7 @@ from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.runner import execute_run
 from lengthbench.benchmark.seeding import data_rng, eval_streams, fit_check_streams
 from lengthbench.benchmark.train import train_run
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.tasks import get_task, make_batch
 
 CPU = torch.device("cpu")

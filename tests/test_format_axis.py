@@ -17,7 +17,7 @@ from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.versions import check_unchanged, code_versions
 from lengthbench.cli import main
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.leaderboard.schema import LeaderboardFormatError, read_leaderboard
 from lengthbench.tasks import get_task
 

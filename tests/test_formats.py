@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.tasks import TASKS, get_task, make_batch
 from lengthbench.tasks.base import IGNORE, N_SPECIAL
 from lengthbench.tasks.formats import FORMATS, format_names, formatted, get_format

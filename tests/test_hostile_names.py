@@ -14,7 +14,7 @@ import pytest
 from lengthbench.benchmark.files import write_csv
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.records import RecordError, RunRecord, read_record
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.leaderboard.html import render_html
 from lengthbench.leaderboard.schema import LeaderboardFormatError, read_leaderboard
 from lengthbench.leaderboard.tables import markdown_table

@@ -32,7 +32,7 @@ def test_perf_measures_and_writes_json(tmp_path, capsys):
 def test_perf_bf16_times_the_trainer_and_checks_accuracy(tmp_path, monkeypatch, capsys):
     from conftest import make_tiny_preset
 
-    import lengthbench.benchmark.perf as perf
+    import lengthbench.benchmark.tools.perf as perf
 
     monkeypatch.setattr(perf, "get_preset", lambda name: make_tiny_preset() if name == "smoke" else get_preset(name))
     out = tmp_path / "perf.json"
@@ -46,14 +46,14 @@ def test_perf_bf16_times_the_trainer_and_checks_accuracy(tmp_path, monkeypatch, 
 
 
 def test_perf_against_reads_the_solo_trainer_of_either_report_layout():
-    from lengthbench.benchmark.perf_against import solo_steps_per_s
+    from lengthbench.benchmark.tools.perf_against import solo_steps_per_s
 
     assert solo_steps_per_s({"configs": {"quick": {"solo": {"run_steps_per_s": 80.0}}}}, "quick") == 80.0
     assert solo_steps_per_s({"configs": {"quick": {"group_1": {"run_steps_per_s": 50.0}}}}, "quick") == 50.0
 
 
 def test_perf_against_refuses_bad_input_in_one_line(capsys):
-    from lengthbench.benchmark.perf_against import main as perf_against
+    from lengthbench.benchmark.tools.perf_against import main as perf_against
 
     assert perf_against(["no-such-commit"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -66,7 +66,7 @@ def test_perf_against_refuses_bad_input_in_one_line(capsys):
 
 
 def test_perf_times_protocol_v2s_shapes():
-    from lengthbench.benchmark.perf import perf_configs
+    from lengthbench.benchmark.tools.perf import perf_configs
 
     horizon = perf_configs()["horizon"]
     assert (horizon.train_length, horizon.batch_size, horizon.model.d_model, horizon.model.n_layers) == (16, 64, 64, 2)
@@ -74,7 +74,7 @@ def test_perf_times_protocol_v2s_shapes():
 
 def test_perf_methods_time_each_method_beside_rope_and_refuse_a_bad_name(capsys):
     """--methods: each method's step at quick's shapes over the rotary transformer's, the ratio of the medians."""
-    from lengthbench.benchmark.perf import PERF_BASELINE, method_config, method_step_ratios
+    from lengthbench.benchmark.tools.perf import PERF_BASELINE, method_config, method_step_ratios
 
     assert method_config("deltanet").family == "deltanet" and method_config("transformer/path").encoding == "path"
     ratios = method_step_ratios(["deltanet"], steps=1, rounds=1)

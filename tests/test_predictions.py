@@ -17,7 +17,7 @@ from lengthbench.benchmark.evaluate import evaluate_at
 from lengthbench.benchmark.instances import _AnyModel, evaluation_instances, score_predictions
 from lengthbench.benchmark.predictions import read_predictions
 from lengthbench.cli import main
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.tasks import get_task
 
 GRID = dict(tasks=["copy", "parity_check", "addition-index-hints"], encodings=["nope", "coupled"], workers=1,

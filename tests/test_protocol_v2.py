@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 
 from lengthbench.benchmark.config import Cut
 from lengthbench.benchmark.grid import grid_configs
-from lengthbench.benchmark.matching import MATCH_TOLERANCE, mismatches, parameters
+from lengthbench.benchmark.tools.matching import MATCH_TOLERANCE, mismatches, parameters
 from lengthbench.benchmark.presets import COPY_TASKS, get_preset
 from lengthbench.benchmark.records import summarize
 from lengthbench.benchmark.runner import execute_run
 from lengthbench.benchmark.train import train_run
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.leaderboard.aggregate import leaderboard_frame
 from lengthbench.tasks import get_task, make_batch
 
@@ -183,7 +183,7 @@ def test_horizon_families_are_matched_in_parameters_on_every_task():
 def test_the_looped_transformer_is_matched_by_width_at_its_own_depth():
     """One looped layer at width 104 against two fixed-depth layers of 64, on every task of its preset;
     the matching tool searches each family's width at that family's own settings (its one layer)."""
-    from lengthbench.benchmark.matching import matched_widths
+    from lengthbench.benchmark.tools.matching import matched_widths
 
     preset = get_preset("horizon-looped")
     assert mismatches(preset) == []
@@ -229,7 +229,7 @@ def test_the_budget_is_the_fit_plateau_with_its_margin_from_the_pilot():
     """Runs first fit (to stay) at 500 and 1000, one never: as many fit from
     1000 on as at the ceiling, so the budget is 1000 x 1.25 on the check grid.
     A run that fit once and fell back does not count before it stays."""
-    from lengthbench.benchmark.budget import budget_table, pilot_budgets
+    from lengthbench.benchmark.tools.budget import budget_table, pilot_budgets
 
     grid = range(250, 2000, 250)
     records = [
@@ -449,7 +449,7 @@ def test_per_token_chance_is_the_most_frequent_token_at_each_answer_position():
 def test_the_protocol_tools_refuse_bad_input_in_one_line(module, argv, needle, capsys, tmp_path):
     import importlib
 
-    main = importlib.import_module(f"lengthbench.benchmark.{module}").main
+    main = importlib.import_module(f"lengthbench.benchmark.tools.{module}").main
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     err = capsys.readouterr().err

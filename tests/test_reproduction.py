@@ -11,7 +11,7 @@ import pytest
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.cli import main
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.leaderboard.reproduction import chomsky_report, copying_report, nope_report, reciprocal_ranks
 from lengthbench.models import ModelSize
 

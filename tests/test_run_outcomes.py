@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-import lengthbench.benchmark.plan_check as plan_check
+import lengthbench.benchmark.tools.plan_check as plan_check
 import lengthbench.benchmark.runner as runner
 from lengthbench.benchmark.grid import run_grid
 from lengthbench.benchmark.presets import PRESETS

@@ -11,7 +11,7 @@ from test_leaderboard import fake_record
 
 from lengthbench.benchmark.selection import SelectionGrid, choose
 from lengthbench.cli import main
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.leaderboard.schema import read_leaderboard
 
 

@@ -19,7 +19,7 @@ from lengthbench.benchmark.runner import execute_run
 from lengthbench.benchmark.seeding import eval_streams
 from lengthbench.benchmark.train import train_run
 from lengthbench.benchmark.unseen import WHOLE_SPACE, drawn_prompts, drawn_shares, prompts, unseen_batch
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.tasks import get_task, make_batch, task_names
 
 CPU = torch.device("cpu")

@@ -96,5 +96,5 @@ def test_an_edited_harness_module_without_a_bump_makes_run_refuse(source, tmp_pa
 def test_the_harness_imports_are_read_from_its_import_statements():
     sources = versions.imported_sources(versions.HARNESS)
     assert {"benchmark/runner.py", "benchmark/config.py", "benchmark/train.py", "models/transformer.py",
-            "tasks/base.py", "models/encodings/rope.py", "errors.py", "registry.py"} <= sources
+            "tasks/base.py", "models/encodings/rope.py", "core/errors.py", "core/registry.py"} <= sources
     assert not {"leaderboard/aggregate.py", "cli.py", "benchmark/grid.py"} & sources

@@ -39,8 +39,8 @@ from typing import Callable
 import torch
 from torch import nn
 
-from lengthbench.errors import InputError
-from lengthbench.registry import Registry, name_problem
+from lengthbench.core.errors import InputError
+from lengthbench.core.registry import Registry, name_problem
 
 # The scale of the token embeddings (their init std) and of every absolute position embedding
 # added to them: one scale, so that neither signal drowns the other (a unit-amplitude sinusoid

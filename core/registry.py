@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Generic, TypeVar
 
-from lengthbench.errors import InputError, UnknownNameError
+from lengthbench.core.errors import InputError, UnknownNameError
 
 Entry = TypeVar("Entry")
 

@@ -1,6 +1,6 @@
 """How well ``run --plan`` predicts finished runs on this machine.
 
-``python -m lengthbench.benchmark.plan_check --results DIR [--tasks a,b] [--workers N]``
+``python -m lengthbench.benchmark.tools.plan_check --results DIR [--tasks a,b] [--workers N]``
 calibrates every training shape of the finished records in DIR exactly as
 ``--plan`` does (same steps timed, same threads per worker process) and sets
 each record's prediction (the calibrated step time x the steps the run
@@ -27,7 +27,7 @@ import pandas as pd
 from lengthbench.benchmark.grid import resolve_workers
 from lengthbench.benchmark.plan import calibrate, training_shapes, worker_threads
 from lengthbench.benchmark.store import ResultsFolder
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.tasks import get_task
 
 

@@ -1,6 +1,6 @@
 """Do randomized relative biases saturate when positions are spread too far?
 
-``python -m lengthbench.benchmark.saturation [--results DIR]`` trains, at the ``suite``
+``python -m lengthbench.benchmark.tools.saturation [--results DIR]`` trains, at the ``suite``
 budget, the distance-bias encodings (T5 buckets, KERPLE log and power) and
 their randomized variants with positions drawn from [0, 64) (the suite's
 choice, 4x its longest test length) and from [0, 2048) (the
@@ -93,7 +93,7 @@ def readme(command: str, seconds: float, records: list) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lengthbench.benchmark.saturation", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lengthbench.benchmark.tools.saturation", description=__doc__.splitlines()[0])
     parser.add_argument("--results", default="results/saturation", help="records folder (default results/saturation)")
     parser.add_argument("--workers", type=int, default=0, help="parallel run processes (0 = auto)")
     args = parser.parse_args(argv)
@@ -101,7 +101,7 @@ def main(argv: list[str]) -> int:
     frame = measure(Path(args.results), args.workers)
     text = report(frame)
     records = [r for folder in sorted(Path(args.results).glob("max_len_*")) for r in ResultsFolder(folder).records()]
-    command = " ".join(["python -m lengthbench.benchmark.saturation", *argv])
+    command = " ".join(["python -m lengthbench.benchmark.tools.saturation", *argv])
     seconds = time.perf_counter() - start
     write_provenance(Path(args.results), command, seconds, records)
     write_text(Path(args.results) / "report.txt", text + "\n")

@@ -17,7 +17,7 @@ held-out examples of the trained lengths the fit is judged on) every
   (no evidence that fewer steps would do), and the table says so; at this
   model size and ceiling its reported cells are expected not to fit.
 
-``python -m lengthbench.benchmark.budget --results DIR`` prints the per-task
+``python -m lengthbench.benchmark.tools.budget --results DIR`` prints the per-task
 table (markdown, the evidence a reference's README shows) and the budgets as a
 Python dict for the preset.
 """
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.benchmark.store import ResultsFolder
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 
 MARGIN = 1.25
 
@@ -104,7 +104,7 @@ def budget_table(budgets: list[TaskBudget]) -> str:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lengthbench.benchmark.budget",
+    parser = argparse.ArgumentParser(prog="python -m lengthbench.benchmark.tools.budget",
                                      description="per-task training budgets from a pilot's records")
     parser.add_argument("--results", required=True, type=Path, help="the pilot's records folder")
     results = parser.parse_args(argv).results

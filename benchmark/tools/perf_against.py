@@ -1,4 +1,4 @@
-"""``python -m lengthbench.benchmark.perf_against COMMIT``: this checkout's
+"""``python -m lengthbench.benchmark.tools.perf_against COMMIT``: this checkout's
 trainer speed against another commit's, measured in one run on this machine.
 
 It unpacks ``git archive COMMIT`` into a temporary folder and runs
@@ -22,7 +22,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def solo_steps_per_s(report: dict, config: str) -> float:
@@ -90,7 +90,7 @@ def measure(argv=None) -> int:
     parser.add_argument("--steps", type=_positive, default=60, help="timed trainer steps per measurement (default 60)")
     args = parser.parse_args(argv)
     configs = args.configs.split(",")
-    from lengthbench.benchmark.perf import perf_configs  # torch: only once the arguments parsed
+    from lengthbench.benchmark.tools.perf import perf_configs  # torch: only once the arguments parsed
 
     unknown = [c for c in configs if c not in perf_configs()]
     if unknown:

@@ -7,7 +7,7 @@ cell's input and output layers, a 527-token vocabulary with index hints).
 ``matched_widths`` finds, for every task and family, the width (``d_model``)
 whose parameter count is nearest the reference transformer's on that task.
 
-``python -m lengthbench.benchmark.matching --preset NAME`` prints the table a
+``python -m lengthbench.benchmark.tools.matching --preset NAME`` prints the table a
 preset holds and how far each entry is from its target; a test holds every
 shipped preset's entries within ``MATCH_TOLERANCE``.
 """
@@ -18,7 +18,7 @@ import argparse
 import sys
 from dataclasses import replace
 
-from lengthbench.errors import InputError
+from lengthbench.core.errors import InputError
 from lengthbench.models.encodings import build_encoding
 from lengthbench.models.families import TRANSFORMER, ModelSize, build_model, family_entry, n_parameters
 from lengthbench.tasks import get_task
@@ -81,7 +81,7 @@ def mismatches(preset) -> list[str]:
 def main(argv=None) -> None:
     from lengthbench.benchmark.presets import get_preset
 
-    parser = argparse.ArgumentParser(prog="python -m lengthbench.benchmark.matching", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m lengthbench.benchmark.tools.matching", description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", required=True)
     try:
         preset = get_preset(parser.parse_args(argv).preset)

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from lengthbench.benchmark.perf import median_seconds, plain_loop_seconds
+from lengthbench.benchmark.tools.perf import median_seconds, plain_loop_seconds
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.tasks import get_task, make_batch, task_names
 
