@@ -6,10 +6,17 @@ refuses a name twice and answers an unknown one with the valid choices and
 the closest match. Its order is explicit: the names given as ``order`` come
 first, in that order, then the others (third-party entries) as registered;
 nothing depends on the order modules happen to be imported in.
+
+A registry may name modules that ``discover`` its entries: imported by name,
+once, the first time a name is missing or every name is listed. The studies
+(``lengthbench.studies``) register their presets so, as a plugin would: a
+layer below them (a tool under ``benchmark/``) can run a study's grid by name
+without importing the layer above it.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Iterator, Sequence
 from typing import Generic, TypeVar
@@ -38,10 +45,18 @@ def name_problem(name) -> str | None:
 class Registry(Generic[Entry]):
     """``kind`` names what it holds in messages ("encoding", "preset")."""
 
-    def __init__(self, kind: str, order: Sequence[str] = ()):
+    def __init__(self, kind: str, order: Sequence[str] = (), discover: Sequence[str] = ()):
         self.kind = kind
         self._order = tuple(order)
         self._entries: dict[str, Entry] = {}
+        self._discover = tuple(discover)
+
+    def _discovered(self) -> None:
+        """Import the discovering modules, once (the list is emptied first, so
+        a lookup made while they import does not import them again)."""
+        modules, self._discover = self._discover, ()
+        for module in modules:
+            importlib.import_module(module)
 
     def add(self, name: str, entry: Entry, where: str = "") -> Entry:
         """Register ``entry`` under a new ``name``; ``where`` says where the
@@ -61,19 +76,26 @@ class Registry(Generic[Entry]):
         self._entries.pop(name, None)
 
     def __getitem__(self, name: str) -> Entry:
+        if self._discover and isinstance(name, str) and name not in self._entries:
+            self._discovered()
         try:
             return self._entries[name]
         except (KeyError, TypeError):
             raise UnknownNameError(self.kind, name, self._entries) from None
 
     def get(self, name: str, default=None):
-        return self._entries.get(name, default) if isinstance(name, str) else default
+        return self[name] if name in self else default
 
     def __contains__(self, name) -> bool:
-        return isinstance(name, str) and name in self._entries
+        if not isinstance(name, str):
+            return False
+        if self._discover and name not in self._entries:
+            self._discovered()
+        return name in self._entries
 
     def names(self) -> list[str]:
         """Every name: those of ``order`` first, in that order, then the rest as registered."""
+        self._discovered()
         first = [n for n in self._order if n in self._entries]
         return first + [n for n in self._entries if n not in self._order]
 
@@ -81,7 +103,7 @@ class Registry(Generic[Entry]):
         return iter(self.names())
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self.names())
 
     def items(self) -> list[tuple[str, Entry]]:
         return [(n, self._entries[n]) for n in self.names()]

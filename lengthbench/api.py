@@ -66,7 +66,6 @@ from lengthbench.leaderboard.compare import compare_frames, summary_text, write_
 from lengthbench.leaderboard.external import external_row, with_external
 from lengthbench.leaderboard.compare import to_markdown as compare_markdown
 from lengthbench.leaderboard.reference_notes import reference_readme
-from lengthbench.leaderboard.reproduction import REFERENCE_RECORDS, REPORTS, SOURCE_PRESET
 from lengthbench.leaderboard.schema import COLUMN_NAMES, read_leaderboard
 from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION
 from lengthbench.leaderboard.submission import ranking_text, write_submission
@@ -80,13 +79,14 @@ from lengthbench.models.plugins import (
     contract_failure,
     load_entry_points,
 )
+from lengthbench.studies import STUDIES
 from lengthbench.tasks import TASKS
 from lengthbench.tasks.listing import formats_table, tasks_table
 
 PathLike = str | Path
 
 __all__ = [
-    "CHECKPOINT_EVERY_S", "CORRECTIONS", "DEFAULT_CORRECTION", "EXECUTORS", "METRICS", "PRESETS", "REPORTS",
+    "CHECKPOINT_EVERY_S", "CORRECTIONS", "DEFAULT_CORRECTION", "EXECUTORS", "METRICS", "PRESETS", "STUDIES",
     "GridInterrupted", "InputError", "bench_generation", "check", "compare", "compare_text", "encodings_text",
     "evaluate", "generate", "leaderboard_text", "load_leaderboard", "load_records", "models_text", "parse_setting",
     "load_predictions", "perf", "perf_configs", "plan", "presets_text", "reproduce", "run", "score", "submit",
@@ -562,41 +562,61 @@ def evaluate(model, task: str, lengths: Sequence[int] | None = None, *, samples:
     return table
 
 
-def reproduce(paper: str, results: PathLike, out: PathLike | None = None, preset: str | None = None) -> str:
-    """The published-vs-ours report of a founding paper (``REPORTS``) from the
-    records in ``results`` (of ``preset``'s grid only, when given); written to
-    ``out`` (default: ``results``) as ``reproduction.md``, whose path is the
-    text's last line, beside ``reproduction.json`` (which paper, which records,
-    which preset: what a rebuild needs, as a view's folder name need not be the
-    paper's)."""
-    if paper not in REPORTS:
-        raise UnknownNameError("paper", paper, REPORTS)
+def reproduce(study: str, results: PathLike, out: PathLike | None = None, preset: str | None = None) -> str:
+    """The published-vs-ours report of a study (``STUDIES``: ``lengthbench
+    list studies``) from the records in ``results`` (of ``preset``'s grid
+    only, when given); written to ``out`` (default: ``results``) as
+    ``reproduction.md``, whose path is the text's last line, beside
+    ``reproduction.json`` (which study, which records, which preset: what a
+    rebuild needs, as a view's folder name need not be the study's)."""
+    entry = STUDIES[study]
+    if entry.report is None:
+        raise InputError(f"study {study!r} has no report: it tests no published claim (its board is the finding: "
+                         f"lengthbench leaderboard --results {entry.records}); studies with a report: "
+                         f"{', '.join(n for n, s in STUDIES.items() if s.report is not None)}")
     folder = Path(results)
-    source = f"`lengthbench run --preset {SOURCE_PRESET[paper]}`"
+    source = f"`lengthbench run --preset {entry.preset}`"
     if not folder.is_dir():
         raise InputError(f"--results {str(results)!r} is not a folder of run records; give the records of "
-                         f"{source} (or {REFERENCE_RECORDS[paper]})")
+                         f"{source} (or {entry.records})")
     records = ResultsFolder(folder).records()
     if not records:
         raise InputError(f"--results {str(results)!r} holds no run records; run {source} first")
     records = of_preset(records, preset, results)
-    view = PRESETS[preset or SOURCE_PRESET[paper]]  # the grid whose cells the report expects
+    view = PRESETS[preset or entry.preset]  # the grid whose cells the report expects
     if not set(view.tasks) & {r.task for r in records}:
-        raise InputError(f"--results {str(results)!r} holds no record of the {paper} report's tasks "
+        raise InputError(f"--results {str(results)!r} holds no record of the {study} report's tasks "
                          f"({', '.join(view.tasks)}); run {source} first")
     target = ensure_output_dir(out, "--out") if out else ensure_output_dir(folder, "--results")
-    text = REPORTS[paper](records)
+    text = entry.report(records)
     cells = {(c.task, c.method) for c in grid_configs(view)}
     missing = sorted(cells - {(r.task, r.method) for r in records})
     if missing:  # said in the report itself: its empty rows are missing runs, not results
         shown = ", ".join(f"{t}/{m}" for t, m in missing[:4]) + (", ..." if len(missing) > 4 else "")
         text += (f"Missing: {len(missing)} of the {len(cells)} cells of `{view.name}` have no record here ({shown}); "
                  "their rows are empty and no verdict rests on them.\n\n")
-    rebuild = (f"lengthbench reproduce {paper} --results {results}" + (f" --out {out}" if out else "")
+    rebuild = (f"lengthbench reproduce {study} --results {results}" + (f" --out {out}" if out else "")
                + (f" --preset {preset}" if preset else ""))
-    write_json(target / "reproduction.json", {"paper": paper, "records": os.path.relpath(folder, target),
+    write_json(target / "reproduction.json", {"paper": study, "records": os.path.relpath(folder, target),
                                               "preset": preset, "rebuild": rebuild})
     return text + f"wrote reproduction: {write_text(target / 'reproduction.md', text)}"
+
+
+def study_names() -> list[str]:
+    """Every registered study (``reproduce`` takes one)."""
+    return STUDIES.names()
+
+
+def studies_text() -> str:
+    """Every study: its presets, the papers it tests, its report and where its reference records are."""
+    lines = []
+    for name, study in STUDIES.items():
+        lines += [f"{name}: {study.about}",
+                  f"    presets: {', '.join(study.presets)}; report: "
+                  + (f"lengthbench reproduce {name}" if study.report else "none (no published claim: the board)")
+                  + f"; reference records: {study.records}"]
+        lines += [f"    source: {source}" for source in study.sources]
+    return "\n".join(lines)
 
 
 def perf_configs() -> list[str]:

@@ -123,7 +123,7 @@ def cmd_list(args) -> int:
         print(api.presets_text(as_json=args.json))
         return EXIT_OK
     print({"tasks": api.tasks_table, "formats": api.formats_table, "encodings": api.encodings_text,
-           "models": api.models_text}[args.what]())
+           "models": api.models_text, "studies": api.studies_text}[args.what]())
     return EXIT_OK
 
 
@@ -136,7 +136,7 @@ def cmd_leaderboard(args) -> int:
 
 
 def cmd_reproduce(args) -> int:
-    print(api.reproduce(args.paper, args.results, args.out, preset=args.preset))
+    print(api.reproduce(args.study, args.results, args.out, preset=args.preset))
     return EXIT_OK
 
 
@@ -266,17 +266,16 @@ def _add_submit(sub, grid) -> None:
 
 def _add_records_commands(sub) -> None:
     """``list``, ``reproduce``, ``leaderboard``, ``check``: read the registry or records, train nothing."""
-    lst = sub.add_parser("list", help="list tasks, data formats, encodings, model families or presets")
-    lst.add_argument("what", choices=("tasks", "formats", "encodings", "models", "presets"),
-                     help="what to list: tasks, formats (the data formats), encodings, models (the model families) "
-                          "or presets")
+    lst = sub.add_parser("list", help="list tasks, data formats, encodings, model families, presets or studies")
+    lst.add_argument("what", choices=("tasks", "formats", "encodings", "models", "presets", "studies"),
+                     help="what to list: tasks, formats (the data formats), encodings, models (the model families), "
+                          "presets or studies (each with its presets, sources, report and reference records)")
     lst.add_argument("--json", action="store_true", help="with presets: every setting of every preset, as JSON")
     lst.set_defaults(func=cmd_list)
 
-    rep = sub.add_parser("reproduce", help="published-vs-ours table of a founding paper from run records")
-    rep.add_argument("paper", choices=tuple(api.REPORTS),
-                     help="chomsky (Deletang/Ruoss), nope (Kazemnejad), coupling (Cho), copying (Jelassi), formats "
-                          "(Zhou, Anil), looped (Fan)")
+    rep = sub.add_parser("reproduce", help="published-vs-ours report of a study from run records")
+    rep.add_argument("study", choices=api.study_names(), metavar="STUDY",
+                     help="a study with a report (lengthbench list studies)")
     rep.add_argument("--results", required=True, help="records folder (e.g. of run --preset chomsky, or of full)")
     rep.add_argument("--out", help="folder for reproduction.md (default: the records folder)")
     rep.add_argument("--preset", help="only the records of this preset's grid (e.g. chomsky's cells from full's "

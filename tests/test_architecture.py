@@ -19,7 +19,7 @@ from lengthbench.models.encodings import ENCODINGS
 from lengthbench.tasks import TASKS
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ("leaderboard", "benchmark", "models", "tasks", "core")
+LAYERS = ("studies", "leaderboard", "benchmark", "models", "tasks", "core")
 LINT = [str(Path(sys.executable).with_name("lint-imports")), "--config", str(ROOT / "setup.cfg"), "--no-cache"]
 
 
@@ -41,6 +41,7 @@ def test_the_layers_hold():
     ("tasks/base.py", "from lengthbench.leaderboard import tables", "lengthbench.leaderboard.tables"),
     ("tasks/base.py", "from lengthbench.tasks import formats", "lengthbench.tasks.formats"),
     ("core/registry.py", "from lengthbench.tasks import base", "lengthbench.tasks.base"),
+    ("leaderboard/verdicts.py", "from lengthbench.studies import chomsky", "lengthbench.studies.chomsky"),
     ("benchmark/grid.py", "from lengthbench.benchmark.tools import perf", "lengthbench.benchmark.tools.perf")])
 def test_a_back_edge_breaks_the_layers(tmp_path, module, statement, broken):
     """tasks importing the leaderboard (inside a function, where it once hid), the task contract

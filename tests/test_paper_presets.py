@@ -9,7 +9,9 @@ import torch
 
 from lengthbench.benchmark.evaluate import evaluate_length
 from lengthbench.benchmark.grid import grid_configs
-from lengthbench.benchmark.presets import PAPER_PRESETS, get_preset
+from lengthbench.benchmark.presets import get_preset
+
+PAPER_PRESETS = ("chomsky-paper", "nope-paper", "coupling-paper")  # the published protocols (their studies)
 from lengthbench.benchmark.train import train_run
 from lengthbench.models import ModelSize
 from lengthbench.tasks import get_task

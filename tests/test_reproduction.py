@@ -12,7 +12,9 @@ from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.cli import main
 from lengthbench.core.errors import InputError
-from lengthbench.leaderboard.reproduction import chomsky_report, copying_report, nope_report, reciprocal_ranks
+from lengthbench.studies.chomsky import chomsky_report
+from lengthbench.studies.copying import copying_report
+from lengthbench.studies.nope import nope_report, reciprocal_ranks
 from lengthbench.models import ModelSize
 
 MODEL = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "dropout": 0.0}
@@ -194,7 +196,7 @@ def test_the_nope_order_is_tested_pair_by_pair():
 
 
 def test_the_coupling_claim_is_tested_by_seed():
-    from lengthbench.leaderboard.reproduction import coupling_report
+    from lengthbench.studies.coupling import coupling_report
 
     records = [record("addition", "transformer/coupled", s, [1, 1, 0.9 + 0.01 * s, 0.8]) for s in range(3)]
     records += [record("addition", "transformer/nope", s, [1, 1, 0.1 * s, 0]) for s in range(3)]  # d = .85 .805 .76
@@ -286,7 +288,9 @@ def test_no_selection_or_reproduction_code_chooses_a_row_by_a_test_column():
     root = Path(lengthbench.__file__).resolve().parent
     picks = re.compile(r"idxmax|idxmin|nlargest|nsmallest|argmax|argmin|sort_values|\bmax\(key=")
     offending = []
-    for module in ("leaderboard/reproduction.py", "benchmark/selection.py", "leaderboard/ranking.py"):
+    modules = ["leaderboard/verdicts.py", "benchmark/selection.py", "leaderboard/ranking.py",
+               *(f"studies/{p.name}" for p in (root / "studies").glob("*.py"))]
+    for module in modules:
         for number, line in enumerate((root / module).read_text().splitlines(), start=1):
             if "ood" in line and picks.search(line) and "no verdict" not in line:
                 offending.append(f"{module}:{number}: {line.strip()}")
@@ -362,7 +366,7 @@ def test_formats_report_tests_each_format_against_plain_method_by_method():
     """Zhou et al.'s and Anil et al.'s findings: each format against the task in plain with the same method,
     the method (its seed mean) the unit within a task, the task the unit across tasks; a cell that did not fit
     pairs with nothing."""
-    from lengthbench.leaderboard.reproduction import formats_report
+    from lengthbench.studies.formats import formats_report
 
     scores = {  # (task label, method): seed scores on the test band
         ("addition", "rope"): (0.2, 0.4), ("addition", "fire"): (0.1, 0.3), ("addition", "randomized-rope"): (0.5, 0.5),
@@ -404,7 +408,7 @@ def test_formats_report_tests_whether_a_format_changes_which_seeds_fit():
     shift in seeds that fit has its stratified permutation p (within each method the six seeds' fit exchanged
     between the formats: all three methods at the extreme, p = 2 / 20^3); one method alone cannot decide
     (p = 2/20)."""
-    from lengthbench.leaderboard.reproduction import formats_report
+    from lengthbench.studies.formats import formats_report
 
     methods = ("rope", "fire", "randomized-rope")
     records = [_banded(task, f"transformer/{e}", s, 1.0, 0.5, fit=1.0 if task == "addition" else 0.5)
@@ -418,7 +422,7 @@ def test_formats_report_tests_whether_a_format_changes_which_seeds_fit():
 def test_looped_report_pairs_looped_and_fixed_depth_by_task():
     """Fan et al.'s finding: the looped transformer against the fixed-depth one with the same encoding,
     paired by task (each task's seed means), where both fit."""
-    from lengthbench.leaderboard.reproduction import looped_report
+    from lengthbench.studies.looped import looped_report
 
     scores = {("parity_check", "transformer/nope"): (0.5, 0.5), ("parity_check", "looped/nope"): (0.9, 1.0),
               ("cycle_navigation", "transformer/nope"): (0.4, 0.6), ("cycle_navigation", "looped/nope"): (0.8, 0.8),
@@ -449,19 +453,19 @@ def test_looped_report_pairs_looped_and_fixed_depth_by_task():
 
 def test_the_setting_states_a_fixed_budget_when_the_fit_is_only_logged():
     """A run whose fit checks are logged (patience 0) trains its whole budget: the report must not say "until fit"."""
-    from lengthbench.leaderboard.reproduction import _describe
+    from lengthbench.leaderboard.verdicts import describe_config
 
     config = {"model": MODEL, "train_length": 16, "validation_length": 20, "test_length": 64, "steps": 4000,
               "batch_size": 64, "lr": 1e-3, "fit_check_every": 500, "fit_patience": 0}
-    assert "test 21..64, 4000 steps of batch 64" in _describe(config)
-    assert "until fit, at most 4000 steps" in _describe(config | {"fit_patience": 2})
+    assert "test 21..64, 4000 steps of batch 64" in describe_config(config)
+    assert "until fit, at most 4000 steps" in describe_config(config | {"fit_patience": 2})
 
 
 def test_negative_report_pairs_the_eigenvalue_ranges_by_task_and_tests_the_fit_shift():
     """Grazzi et al.'s claim: beta in (0, 2) against (0, 1), the same family, on parity and modular counting.
     (0, 1) fits parity on no seed (the claim: it cannot learn it): the fit shift 2/4 → 4/4 carries its
     permutation p; where both fit (cycle_navigation) the difference is one task's."""
-    from lengthbench.leaderboard.reproduction import negative_report
+    from lengthbench.studies.negative import negative_report
 
     scores = {("parity_check", "deltanet"): (0.5, 0.5), ("parity_check", "deltanet-negative"): (1.0, 1.0),
               ("cycle_navigation", "deltanet"): (0.4, 0.6), ("cycle_navigation", "deltanet-negative"): (0.9, 0.9),
@@ -481,7 +485,7 @@ def test_negative_report_pairs_the_eigenvalue_ranges_by_task_and_tests_the_fit_s
 
 def test_state_report_says_who_tracks_the_state_past_the_training_lengths():
     """S5: the LSTM fits and reaches past 2x on both seeds, the transformer fits and fails, ssm does not fit."""
-    from lengthbench.leaderboard.reproduction import state_report
+    from lengthbench.studies.state import state_report
 
     records = [record("word_problem_s5", m, s, [1, 1, 1, t, t], validation_length=3)
                for m, t in (("lstm", 1.0), ("transformer/rope", 0.1), ("transformer/forget", 0.2)) for s in range(2)]
@@ -505,7 +509,7 @@ def test_state_report_says_who_tracks_the_state_past_the_training_lengths():
 
 
 def test_mechanisms_report_pairs_each_mechanism_with_rope_and_nope_where_both_fit():
-    from lengthbench.leaderboard.reproduction import mechanisms_report
+    from lengthbench.studies.mechanisms import mechanisms_report
 
     scores = {("copy", "forget"): (0.9, 0.7), ("copy", "rope"): (0.5, 0.5), ("copy", "nope"): (0.6, 0.6),
               ("parity_check", "forget"): (0.6, 0.6), ("parity_check", "rope"): (0.5, 0.5),

@@ -13,7 +13,8 @@ import torch
 
 import lengthbench
 import lengthbench.benchmark.train as train_module
-from lengthbench.benchmark.presets import UNSEEN_FIT_TASKS, get_preset
+from lengthbench.benchmark.presets import get_preset
+from lengthbench.studies.horizon import UNSEEN_FIT_TASKS
 from lengthbench.benchmark.records import read_record
 from lengthbench.benchmark.runner import execute_run
 from lengthbench.benchmark.seeding import eval_streams

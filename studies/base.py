@@ -1,0 +1,63 @@
+"""The study contract: what one study brings, and the registry that holds them.
+
+A study is a question the benchmark answers with a grid: a paper's claims
+(``chomsky``, ``nope``, ...) or a reference of ours (``horizon``, ``zoo``).
+Its module registers its presets (``benchmark.presets.register_preset``) and
+one ``Study``: the presets, the published claims' sources, the paper's own
+protocol (set beside ours in the report), the report function and where its
+reference records are shipped. ``lengthbench list studies`` and ``lengthbench
+reproduce STUDY`` read ``STUDIES`` and nothing else, so adding a study is one
+module and its registration (``register_study``), here or in a plugin file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lengthbench.benchmark.presets import PRESETS
+from lengthbench.benchmark.records import RunRecord
+from lengthbench.core.errors import InputError
+from lengthbench.core.registry import Registry, name_problem
+
+# The built-in studies, in the order `list studies` prints them.
+STUDY_ORDER = ("horizon", "chomsky", "nope", "coupling", "copying", "formats", "looped", "zoo", "negative", "state",
+               "mechanisms")
+
+
+@dataclass(frozen=True)
+class Study:
+    """``presets``: its grids, the first the one its report reads unless told
+    another (``reproduce --preset``); ``sources``: the papers it tests, cited;
+    ``protocol``: their horizon and budget, for the report's horizon line;
+    ``report``: records -> the published-vs-ours markdown (``None`` for a
+    reference with no published claim to test); ``records``: the shipped
+    records its report is built from, a path in a clone."""
+
+    name: str
+    about: str
+    presets: tuple[str, ...]
+    records: str
+    sources: tuple[str, ...] = ()
+    protocol: str = ""
+    report: Callable[[list[RunRecord]], str] | None = None
+
+    @property
+    def preset(self) -> str:
+        """The preset whose cells the report expects by default."""
+        return self.presets[0]
+
+
+STUDIES: Registry[Study] = Registry("study", order=STUDY_ORDER)
+
+
+def register_study(study: Study) -> Study:
+    """Add a study (``lengthbench reproduce NAME`` then reads it); its presets must be registered first."""
+    problem = name_problem(study.name)
+    if problem:
+        raise InputError(f"study name {problem}")
+    if not study.presets:
+        raise InputError(f"study {study.name!r} names no preset; give the grid its report reads")
+    for preset in study.presets:
+        PRESETS[preset]  # an unknown preset is refused with the valid choices
+    return STUDIES.add(study.name, study)

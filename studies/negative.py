@@ -1,0 +1,96 @@
+"""``negative``: Grazzi et al. 2025 (ICLR): does extending the delta rule's
+eigenvalues to [-1, 1] (beta in (0, 2)) let it track state, parity and
+modular counting among it? Each negative variant against its (0, 1) twin.
+"""
+
+from __future__ import annotations
+
+from lengthbench.benchmark.presets import (
+    STATE_TASKS,
+    register_preset,
+)
+from lengthbench.benchmark.records import RunRecord
+from lengthbench.core.errors import InputError
+from lengthbench.leaderboard.aggregate import leaderboard_frame
+from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
+from lengthbench.leaderboard.verdicts import (
+    VERDICT_RULE,
+    by_task,
+    cells_table,
+    claim_row,
+    fit_shift_between,
+    horizon_text,
+    judged_seeds,
+    seed_fits,
+    setup_text,
+)
+from lengthbench.studies.base import Study, register_study
+from lengthbench.studies.zoo import DELTA_FAMILIES, part_of_zoo
+from lengthbench.tasks.formats import task_order_key
+
+# The published claims, each with its source (the papers' numbers, never ours).
+GRAZZI = "Grazzi et al. 2025 (ICLR), Unlocking State-Tracking in Linear RNNs Through Negative Eigenvalues"
+# The abstract and Figure 1's caption; the per-task table could not be sourced here.
+NEGATIVE_CLAIM = ("extending the eigenvalue range of the state transition from [0, 1] to [-1, 1] lets DeltaNet and "
+                  "Mamba solve parity (from random guessing to a perfect score) and \"consistently improves their "
+                  "performance on state-tracking tasks\" such as modular counting")
+PROTOCOL = ("Grazzi et al.: trained on lengths up to 40, tested on 40..256 (6.4x), 3 seeds (Figure 1's caption); "
+            "their budget could not be sourced here")
+
+register_preset(part_of_zoo("horizon-negative", "Grazzi et al.'s claim: the delta rule with beta in (0, 1) and "
+                            "(0, 2) on parity, modular counting and arithmetic, and the state-tracking tasks x 3 seeds",
+                            ("parity_check", "cycle_navigation", "modular_arithmetic", *STATE_TASKS), (),
+                            DELTA_FAMILIES))
+
+
+NEGATIVE_TASKS = ("parity_check", "cycle_navigation", "modular_arithmetic")  # parity, modular counting, arithmetic
+
+NEGATIVE_PAIRS = (("deltanet-negative", "deltanet"), ("gated-deltanet-negative", "gated-deltanet"))
+
+def negative_report(records: list[RunRecord]) -> str:
+    """Grazzi et al.: the delta rule with beta in (0, 2) (negative
+    eigenvalues) against beta in (0, 1), the same family otherwise, on the
+    regular tasks of their claim (the task the unit), with the shift in
+    seeds that fit (a variant that cannot learn a task does not fit it)."""
+    families = {r.config.family for r in records}
+    pairs = [(a, b) for a, b in NEGATIVE_PAIRS if a in families and b in families]
+    if not pairs:
+        raise InputError("these records hold no pair of delta-rule runs with beta in (0, 1) and (0, 2); run "
+                         "`lengthbench run --preset horizon-negative` (into the records of `horizon`)")
+    methods = [m for pair in pairs for m in pair]
+    records = [r for r in records if r.method in methods]
+    board = leaderboard_frame(records)
+    tasks = sorted({r.task for r in records}, key=task_order_key)
+    claim_tasks = [t for t in NEGATIVE_TASKS if t in tasks]
+    seeds, fits = judged_seeds(records), seed_fits(records)
+    lines = ["# Negative eigenvalues in the delta rule (Grazzi et al. 2025)", "", setup_text(records), "",
+             horizon_text(records, PROTOCOL), "",
+             "Score: test-band exact match, mean ± std over seeds; generalization length as in the leaderboard. "
+             f"{FIT_RULE} Source: {GRAZZI}. Published: {NEGATIVE_CLAIM}.", "",
+             "## Per task", "", *cells_table(board, tasks, methods), ""]
+    rows = []
+    for negative, positive in pairs:
+        shift = fit_shift_between(board, fits, claim_tasks, positive, negative)
+        rows.append([f"`{negative}` against `{positive}`", shift,
+                     *claim_row(by_task(seeds, negative), by_task(seeds, positive), ("(0, 2)", "(0, 1)"))])
+    lines += ["## Beta in (0, 2) against (0, 1)", "",
+              f"On the tasks of the claim ({', '.join(claim_tasks) or 'none here'}): the seeds that fit their training "
+              "lengths with beta in (0, 1) and in (0, 2), with the stratified permutation p of that shift (the task "
+              "the stratum); then, where both fit, (0, 2) minus (0, 1) in test exact match (points), paired by task "
+              "(each task's seed means), with its 95% Student-t interval, and the probability that a (0, 2) seed beats "
+              f"a (0, 1) seed, the task the stratum (stratified bootstrap, 95%). {VERDICT_RULE}", "",
+              *markdown_table(["variants", "seeds fit: (0, 1) → (0, 2)", "tasks (both fit)",
+                               "(0, 2) − (0, 1) [95% interval], p", "P((0, 2) > (0, 1)) [95% interval], p", "verdict"],
+                              rows), ""]
+    return "\n".join(lines) + "\n"
+
+
+register_study(Study(
+    name="negative",
+    about="do negative eigenvalues let the delta rule track state (Grazzi et al. 2025)",
+    presets=("horizon-negative",),
+    records="leaderboard/reference/horizon/records",
+    sources=(GRAZZI,),
+    protocol=PROTOCOL,
+    report=negative_report,
+))

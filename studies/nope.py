@@ -1,0 +1,172 @@
+"""``nope``: Kazemnejad et al. 2023 (NeurIPS): do decoder-only transformers
+generalize better without position encoding? Their encodings (NoPE, T5's
+bias, ALiBi, RoPE, sinusoidal) on copy, reverse, addition and parity.
+
+The report computes their score (exact match over every evaluated length,
+seen and unseen) and their mean reciprocal rank beside the test band alone,
+and tests the published order pair by pair with the task as the unit.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from lengthbench.benchmark.config import Preset
+from lengthbench.benchmark.presets import (
+    PRESETS,
+    part_of,
+    register_preset,
+)
+from lengthbench.benchmark.records import RunRecord, length_frame
+from lengthbench.leaderboard.aggregate import (
+    test_band_chance,
+)
+from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
+from lengthbench.leaderboard.verdicts import (
+    CHANCE_COLUMN,
+    VERDICT_RULE,
+    horizon_text,
+    improvement_text,
+    interval_text,
+    judged_runs,
+    over_tasks,
+    pct,
+    setup_text,
+)
+from lengthbench.models.families import ModelSize
+from lengthbench.studies.base import Study, register_study
+from lengthbench.studies.horizon import part_of_horizon
+
+# The published claims, each with its source (the papers' numbers, never ours).
+KAZEMNEJAD = "Kazemnejad et al. 2023 (NeurIPS), The Impact of Positional Encoding on Length Generalization"
+# Kazemnejad et al.: mean reciprocal rank over their tasks, and 3-seed mean exact match over lengths
+# 1..2L from the authors' released results.
+NOPE_MRR = {"nope": 0.69, "t5": 0.55, "alibi": 0.50, "rope": 0.33, "sinusoidal": 0.22}
+NOPE_EXACT_MATCH = {
+    "copy": {"nope": 0.986, "t5": 0.771, "alibi": 0.289, "rope": 0.000, "sinusoidal": 0.000},
+    "reverse_string": {"nope": 0.230, "t5": 0.242, "alibi": 0.171, "rope": 0.077, "sinusoidal": 0.023},
+}
+# The paper's horizon and budget (REFERENCES: its protocol section), set beside ours in the report.
+PROTOCOL = ("Kazemnejad et al.: train to 20, test to 40 (2x), a ~107M-parameter decoder, 40k steps of 64, lr 3e-5, "
+            "3 seeds")
+
+NOPE_PAPER_ENCODINGS = ("nope", "t5", "alibi", "rope", "sinusoidal")
+NOPE_TASKS = ("copy", "reverse_string", "addition", "parity_check")
+register_preset(part_of(
+    PRESETS["full"], "nope", "Kazemnejad et al. reproduction at the laptop budget: 4 tasks x their 5 encodings x 3 "
+    "seeds: part of `full`", NOPE_TASKS, NOPE_PAPER_ENCODINGS))
+register_preset(part_of_horizon("horizon-nope", "the Kazemnejad et al. reproduction: 4 tasks x their 5 encodings x 3 "
+                                "seeds", NOPE_TASKS, NOPE_PAPER_ENCODINGS))
+# The published protocol (GPU-sized; `run --plan` gives the cost). Differences we keep: our transformer is
+# decoder-only (theirs, for the Chomsky suite, an encoder reading outputs from extra input slots), the learning rate
+# decays on a cosine (theirs is constant), no dropout, one learning rate (Deletang et al. take the max over three),
+# and data is drawn fresh each step (Cho et al. use a fixed set of 1M examples).
+register_preset(Preset(
+    name="nope-paper",
+    description="Kazemnejad et al. 2023 protocol: ~110M decoder, 40k steps of 64, lengths L -> 2L, 3 seeds (GPU)",
+    tasks=NOPE_TASKS,
+    encodings=NOPE_PAPER_ENCODINGS,
+    seeds=(0, 1, 2),
+    model=ModelSize(d_model=768, n_layers=12, n_heads=12, d_ff=3072),
+    settings=dict(train_length=20, validation_length=25, test_length=40, eval_stride=1, eval_samples=512,
+                  steps=40_000, batch_size=64, lr=3e-5, weight_decay=0.0, warmup_steps=500, grad_clip=1.0),
+    task_settings={"addition": dict(train_length=8, validation_length=10, test_length=16)},))
+
+
+def _exact_match_per_run(records: list[RunRecord], test_band_only: bool = False) -> pd.DataFrame:
+    """Per run of a judged cell: exact match averaged over every evaluated
+    length (seen and unseen: Kazemnejad et al.'s score), or over the test band
+    only (length generalization alone, beside it)."""
+    per_length = length_frame(records)
+    if test_band_only:
+        per_length = per_length[per_length.split == "ood"]
+    per_run = per_length.groupby(["task", "method", "seed"])["exact_match"].mean().reset_index()
+    keep = judged_runs(records)
+    return per_run[[(t, m) in keep for t, m in zip(per_run.task, per_run.method)]]
+
+def _score_mean_std(cell: pd.Series) -> str:
+    return pct(cell["mean"]) + ("" if pd.isna(cell["std"]) else f" ± {pct(cell['std'])}")
+
+def reciprocal_ranks(scores: pd.DataFrame) -> pd.Series:
+    """Mean over tasks of 1 / rank of each method by score within the task
+    (1 = best; ties share the better rank)."""
+    ranks = scores.groupby("task")["mean"].rank(ascending=False, method="min")
+    return (1 / ranks).groupby(scores["method"]).mean()
+
+def nope_report(records: list[RunRecord]) -> str:
+    per_run = _exact_match_per_run(records)
+    scores = per_run.groupby(["task", "method"])["exact_match"].agg(["mean", "std", "count"]).reset_index()
+    test_scores = (_exact_match_per_run(records, test_band_only=True).groupby(["task", "method"])["exact_match"]
+                   .agg(["mean", "std", "count"]).reset_index())
+    mrr, test_mrr = reciprocal_ranks(scores), reciprocal_ranks(test_scores)
+    lines = ["# NoPE and the decoder-only encodings (Kazemnejad et al. 2023)", "", setup_text(records), "",
+             horizon_text(records, PROTOCOL), "",
+             "Score: exact match averaged over every evaluated length (seen and unseen, their metric), "
+             "mean over seeds; mean reciprocal rank of the encodings over the tasks. Beside it, the same over "
+             "the test band alone: their score counts the training lengths, which every judged cell fits, so it "
+             "mixes fit with length generalization. "
+             f"{FIT_RULE} Source: {KAZEMNEJAD}.", ""]
+    order = sorted(NOPE_MRR, key=lambda e: -NOPE_MRR[e])
+    ranked = [e for e in order if f"transformer/{e}" in mrr]
+    ours_order = sorted(ranked, key=lambda e: -mrr[f"transformer/{e}"])
+    test_order = sorted(ranked, key=lambda e: -test_mrr[f"transformer/{e}"])
+    rows = [[f"`{e}`", f"{NOPE_MRR[e]:.2f}",
+             *((f"{mrr[f'transformer/{e}']:.2f}", f"{test_mrr[f'transformer/{e}']:.2f}") if e in ranked
+               else ("not run or never fit", ""))]
+            for e in order]
+    missing = [e for e in order if e not in ranked]
+    if missing:  # an order over fewer encodings is no test of the published one
+        verdict = f" ({', '.join(missing)}: not run or never fit, so the published order is not tested here)."
+    else:
+        verdict = " (the same)." if ours_order == order else "."
+    lines += ["## Mean reciprocal rank", "",
+              *markdown_table(["encoding", "published MRR", "our MRR", "our MRR, test band only"], rows), "",
+              f"Published order: {' > '.join(order)}. Ours: {' > '.join(ours_order) or 'none ran and fit'}"
+              + verdict + (f" On the test band alone: {' > '.join(test_order)}." if test_order else ""), ""]
+    by_unit = per_run.pivot_table(index=["task", "seed"], columns="method", values="exact_match")
+    rows = []
+    for better, worse in zip(order, order[1:]):
+        a, b = f"transformer/{better}", f"transformer/{worse}"
+        if a not in by_unit or b not in by_unit:
+            rows.append([f"`{better}` > `{worse}`", "0", "", "", "not run or never fit"])
+            continue
+        test, improvement = over_tasks(by_unit[a], by_unit[b])
+        verdict = {"a better": "holds", "b better": "reversed", "not told apart": "not told apart"}[test["verdict"]]
+        rows.append([f"`{better}` > `{worse}`", str(test["n"]), interval_text(test),
+                     improvement_text(improvement, better, worse), verdict])
+    lines += ["## The published order, pair by pair", "",
+              "Each adjacent pair of the published order: the difference in score (points) with the task as the "
+              "unit (each task's seed means, paired over the tasks where both fit), with its 95% Student-t "
+              "interval and its sign-flip p; it holds when the interval lies above 0 and p < 0.05. "
+              "P(first > second): the probability that a seed of the first beats a seed of the second, the task "
+              "as the stratum (stratified bootstrap, 95%). "
+              + VERDICT_RULE, "",
+              *markdown_table(["published", "tasks (both fit)", "difference [95% interval], p",
+                               "P(first > second) [95% interval], p", "verdict"], rows), ""]
+    chance = {r.task: test_band_chance(r) for r in records if r.status == "ok"}
+    rows = []
+    for task in dict.fromkeys(scores.task):
+        for e in order:
+            cell = scores[(scores.task == task) & (scores.method == f"transformer/{e}")]
+            if cell.empty:
+                continue
+            test = test_scores[(test_scores.task == task) & (test_scores.method == f"transformer/{e}")].iloc[0]
+            theirs = NOPE_EXACT_MATCH.get(task, {}).get(e)
+            rows.append([task, f"`{e}`", "not sourced" if theirs is None else pct(theirs),
+                         _score_mean_std(cell.iloc[0]), _score_mean_std(test), pct(chance[task])])
+    lines += ["## Per task", "", "Chance: the share of the test band's examples whose answer is their length's most "
+              "frequent answer; a test-band score at or under it carries nothing past the training lengths.", "",
+              *markdown_table(["task", "encoding", "published (3-seed mean)", "ours (mean ± std)",
+                               "ours, test band only", CHANCE_COLUMN], rows), ""]
+    return "\n".join(lines) + "\n"
+
+
+register_study(Study(
+    name="nope",
+    about="do decoder-only transformers generalize better without position encoding (Kazemnejad et al. 2023)",
+    presets=("nope", "horizon-nope", "nope-paper"),
+    records="leaderboard/reference/full/records",
+    sources=(KAZEMNEJAD,),
+    protocol=PROTOCOL,
+    report=nope_report,
+))
