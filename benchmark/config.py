@@ -20,13 +20,18 @@ import torch
 from lengthbench.benchmark.seeding import init_seed
 from lengthbench.benchmark.versions import code_versions
 from lengthbench.core.errors import InputError
-from lengthbench.models.encodings import (PositionEncoding, PositionsOutOfRange, build_encoding, encoding_entry,
-                                          resolve_params)
-from lengthbench.models.families import (TRANSFORMER, ModelSize, RunModel, build_model, family_entry, method_name,
-                                          method_parts)
+from lengthbench.models.encodings import (
+    PositionEncoding,
+    PositionsOutOfRange,
+    build_encoding,
+    encoding_entry,
+    resolve_params,
+)
+from lengthbench.models.families import TRANSFORMER, ModelSize, RunModel, build_model, family_entry
 from lengthbench.models.transformer import encoded_positions
 from lengthbench.tasks import get_task, make_batch
-from lengthbench.tasks.formats import PLAIN, get_format, label_not_applicable, label_versions, split_label, task_label
+from lengthbench.tasks.cells import PLAIN, Cell, method_parts, split_label, task_label
+from lengthbench.tasks.formats import get_format, label_not_applicable, label_versions
 
 EVAL_SEED = 1234  # every preset's: evaluation data and eval-time positions, independent of the run seed
 DEFAULT_FIT_THRESHOLD = 0.9
@@ -120,9 +125,15 @@ class RunConfig:
         return json.dumps(data, sort_keys=True)
 
     @property
+    def cell(self) -> Cell:
+        """The cell this run fills, its task, format, family and encoding apart."""
+        task, fmt = split_label(self.task)
+        return Cell(task, fmt, self.family, self.encoding)
+
+    @property
     def method(self) -> str:
         """The leaderboard row key: ``transformer/rope``, ``lstm``."""
-        return method_name(self.family, self.encoding)
+        return self.cell.method
 
     @property
     def label(self) -> str:
@@ -189,7 +200,7 @@ class RunConfig:
         length, always including L_train, both ends of the validation band,
         the first test length and L_test; with ``test_points``, the test band
         holds only its ``test_points`` lengths evenly spaced in log length."""
-        start = get_task(split_label(self.task)[0]).min_length  # a format keeps its task's lengths
+        start = get_task(self.cell.task).min_length  # a format keeps its task's lengths
         end = self.test_start - 1 if self.test_points else self.test_length
         lengths = set(range(start, end + 1, self.eval_stride)) | set(self.log_spaced_test_lengths())
         lengths |= {self.train_length, self.train_length + 1, self.test_start, self.test_length}
@@ -276,7 +287,7 @@ class Cut:
         """Whether the cut leaves out (task, method); a cut of a task cuts it in every format."""
         if self.tasks and task not in self.tasks and split_label(task)[0] not in self.tasks:
             return False
-        named = method in self.methods or method.partition("/")[0] in self.methods
+        named = method in self.methods or method_parts(method)[0] in self.methods
         return named != self.only
 
     def describe(self) -> str:

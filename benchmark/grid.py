@@ -27,8 +27,8 @@ from lengthbench.benchmark.ray_executor import RayExecutor, require_ray
 from lengthbench.benchmark.records import RunRecord, UnreadableRecord
 from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.core.errors import InputError
-from lengthbench.models.families import method_name
 from lengthbench.core.registry import Registry
+from lengthbench.tasks.cells import cell_name, method_name
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = Fal
             folder.release(record.run_id)
         records[record.run_id] = record
         folder.remove_finished_checkpoints(set(records))
-        outer.set_postfix_str(f"{record.task}/{record.method}: {record.status}")
+        outer.set_postfix_str(f"{cell_name(record.task, record.method)}: {record.status}")
         outer.update(1)
 
     job = RunJob(folder, force, checkpoint_every, tuple(plugins), save_predictions)

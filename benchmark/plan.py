@@ -31,9 +31,8 @@ from lengthbench.benchmark.flops import forward_flops, training_flops
 from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.benchmark.train import train_run
-from lengthbench.models.families import method_name
 from lengthbench.tasks import get_task, make_batch
-from lengthbench.tasks.formats import PLAIN
+from lengthbench.tasks.cells import PLAIN, method_name
 
 CALIBRATION_STEPS = 5  # timed one at a time; the median counts
 CALIBRATION_SAMPLES = 8  # evaluation samples timed per calibrated length

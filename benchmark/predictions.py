@@ -34,7 +34,8 @@ import numpy as np
 from lengthbench.benchmark.files import atomic_path
 from lengthbench.benchmark.instances import evaluation_instances, scored_positions
 from lengthbench.core.errors import InputError
-from lengthbench.tasks.formats import PLAIN, label_versions, split_label
+from lengthbench.tasks.cells import PLAIN, split_label
+from lengthbench.tasks.formats import label_versions
 
 PREDICTIONS_FOLDER = "predictions"
 FORMAT = 1

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from lengthbench.benchmark.config import Cut, Preset
+from lengthbench.benchmark.config import Preset
+from lengthbench.core.registry import Registry
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import ModelSize
-from lengthbench.core.registry import Registry
 from lengthbench.tasks import get_task
 from lengthbench.tasks.formats import task_labels
 

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 import torch
 
 from lengthbench.benchmark.config import RunConfig
-from lengthbench.benchmark.executors import ExecutorContext, RunJob, Outcome
+from lengthbench.benchmark.executors import ExecutorContext, Outcome, RunJob
 from lengthbench.core.errors import InputError
 from lengthbench.models.plugins import load_plugins
 

@@ -36,6 +36,7 @@ from lengthbench.benchmark.files import file_problem
 from lengthbench.benchmark.version import code_version
 from lengthbench.core.errors import InputError
 from lengthbench.core.registry import name_problem
+from lengthbench.tasks.cells import Cell
 
 # A per-length row's ``examples`` where the run chose them (``benchmark.unseen``): inputs training never
 # drew, or the whole input space of that length; absent: the evaluation stream's first ``n_samples``.
@@ -127,6 +128,10 @@ class RunRecord:
     @property
     def seed(self) -> int:
         return self.config.seed
+
+    @property
+    def cell(self) -> Cell:
+        return self.config.cell
 
     @property
     def finished(self) -> bool:

@@ -22,6 +22,7 @@ from lengthbench.benchmark.train import train_run
 from lengthbench.benchmark.unseen import drawn_prompts
 from lengthbench.models.families import n_parameters
 from lengthbench.tasks import get_task
+from lengthbench.tasks.cells import cell_name
 
 
 def error_record(config: RunConfig, err: BaseException) -> RunRecord:
@@ -81,7 +82,7 @@ def _train_and_evaluate(config: RunConfig, record: RunRecord, device: torch.devi
 
 
 def _label(stage: str, config: RunConfig) -> str:
-    return f"{stage} {config.task}/{config.method}"
+    return f"{stage} {cell_name(config.task, config.method)}"
 
 
 def _claim(config: RunConfig, folder: ResultsFolder, force: bool) -> bool:

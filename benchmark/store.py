@@ -20,7 +20,7 @@ from pathlib import Path
 from lengthbench.benchmark import claims
 from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S, Checkpoint, remove_finished
 from lengthbench.benchmark.config import RunConfig
-from lengthbench.benchmark.files import file_problem, json_text, write_json
+from lengthbench.benchmark.files import file_problem, json_text, write_json, write_text
 from lengthbench.benchmark.predictions import PREDICTIONS_FOLDER, write_predictions
 from lengthbench.benchmark.records import MAX_RECORD_BYTES, QUARANTINE_SUFFIX, RecordError, RunRecord, read_record
 
@@ -64,6 +64,16 @@ class ResultsFolder:
         if record.predictions is not None:
             write_predictions(self.predictions_path(record.run_id), record, record.predictions)
         return write_json(self.record_path(record.run_id), record.to_json())
+
+    def adopt(self, run_id: str, source: "ResultsFolder") -> bool:
+        """Copy ``source``'s finished record of this run here when this folder
+        has none (the same run id: the same config and code versions, so the
+        same record); whether it did."""
+        if self.record_path(run_id).exists() or source.finished(run_id, set_aside=False) is None:
+            return False
+        self.create()
+        write_text(self.record_path(run_id), source.record_path(run_id).read_text(encoding="utf-8"))
+        return True
 
     def predictions_path(self, run_id: str) -> Path:
         return self.path / PREDICTIONS_FOLDER / f"{run_id}.npz"

@@ -35,7 +35,9 @@ from lengthbench.core.errors import InputError
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import FAMILIES
 from lengthbench.tasks import TASKS
-from lengthbench.tasks.formats import FORMATS, label_versions, split_label
+from lengthbench.tasks.cells import split_label
+from lengthbench.tasks.formats import FORMATS, label_versions
+
 TRAINER_VERSION = 2  # 2: one plain model per run, rotary pairs interleaved
 
 PACKAGE = Path(sys.modules["lengthbench"].__file__).parent  # the installed package (a clone: its links)
@@ -157,7 +159,7 @@ def check_unchanged(configs) -> None:
     records."""
     used = {"trainer"}
     for c in configs:
-        task, fmt = split_label(c.task)
+        task, fmt = c.cell.task, c.cell.format
         used |= {f"task:{task}", f"format:{fmt}", f"family:{c.family}"}
         used |= {f"encoding:{c.encoding}"} if c.encoding else set()
     changed = sorted(set(unrecorded_changes()) & used)

@@ -29,10 +29,11 @@ from lengthbench.leaderboard.statistics import (
     t_interval,
 )
 from lengthbench.models.encodings import ENCODINGS
-from lengthbench.models.families import FAMILIES, method_name
+from lengthbench.models.families import FAMILIES
 from lengthbench.tasks import TASKS
 from lengthbench.tasks.base import LEVELS
-from lengthbench.tasks.formats import label_not_applicable, split_label, task_order_key
+from lengthbench.tasks.cells import cell_name, method_name, split_label
+from lengthbench.tasks.formats import label_not_applicable, task_order_key
 
 
 class MixedConfigError(InputError):
@@ -142,18 +143,18 @@ def _check_single_config(runs: pd.DataFrame) -> None:
         task, method = mixed.index[0]
         cell = runs[(runs.task == task) & (runs.method == method)]
         ids = cell["run_id"].tolist()
-        others = [f"{t}/{m}" for t, m in mixed.index[1:]]
+        others = [cell_name(t, m) for t, m in mixed.index[1:]]
         more = (f" (and {len(others)} more cell(s): {', '.join(others[:5])}{', ...' if len(others) > 5 else ''})"
                 if others else "")
         versions = {json.dumps(json.loads(sig).get("code_versions", {}), sort_keys=True) for sig in cell.signature}
         if len(versions) > 1:
             raise MixedConfigError(
-                f"runs of {task}/{method}{more} were made by different code versions "
+                f"runs of {cell_name(task, method)}{more} were made by different code versions "
                 f"({', '.join(sorted(versions))}; {', '.join(ids)}); move the stale records out of the folder, or "
                 "rerun the grid"
             )
         raise MixedConfigError(
-            f"runs of {task}/{method}{more} use different settings ({', '.join(ids)}); "
+            f"runs of {cell_name(task, method)}{more} use different settings ({', '.join(ids)}); "
             "keep one preset's records per results folder"
         )
 

@@ -23,7 +23,7 @@ from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.records import RunRecord, summarize
 from lengthbench.core.errors import InputError
 from lengthbench.leaderboard.aggregate import fit_score, leaderboard_frame, ranked
-from lengthbench.models.families import method_name
+from lengthbench.tasks.cells import cell_name, method_name
 
 EXTERNAL = "external"
 
@@ -67,7 +67,7 @@ def with_external(board: pd.DataFrame, rows: pd.DataFrame, where: str) -> pd.Dat
     one judged by other length bands than the board's cells of its task (its
     numbers would mean another thing), or a method the board already has."""
     for i, row in enumerate(rows.itertuples(), 1):
-        at = f"{where}, row {i} ({row.task}/{row.method})"
+        at = f"{where}, row {i} ({cell_name(row.task, row.method)})"
         if row.model != EXTERNAL:
             raise InputError(f"{at}: model {row.model!r}, not an external row (lengthbench score --method writes "
                              "those); a lengthbench board joins another with compare")

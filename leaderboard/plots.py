@@ -19,9 +19,9 @@ import pandas as pd
 from lengthbench.benchmark.files import save_figure
 from lengthbench.leaderboard.aggregate import judged, method_order
 from lengthbench.models.encodings import ENCODINGS
-from lengthbench.models.families import method_parts
-from lengthbench.tasks.formats import task_order_key
 from lengthbench.tasks.base import LEVELS
+from lengthbench.tasks.cells import method_parts
+from lengthbench.tasks.formats import task_order_key
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

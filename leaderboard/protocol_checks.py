@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from lengthbench.benchmark.tools.matching import MATCH_TOLERANCE, REFERENCE_ENCODING
 from lengthbench.benchmark.records import RunRecord
+from lengthbench.benchmark.tools.matching import MATCH_TOLERANCE, REFERENCE_ENCODING
 from lengthbench.models.families import TRANSFORMER
+from lengthbench.tasks.cells import transformer_method
 
 MIN_TRAIN_LENGTH = 16
 MIN_HORIZON = 4.0  # the longest test length over the longest training length
@@ -117,13 +118,13 @@ def _fit(ok: pd.DataFrame) -> Check:
 
 def _matched(ok: pd.DataFrame) -> Check:
     """Every baseline family's cell against the transformer with ``REFERENCE_ENCODING`` on its task."""
-    target = ok[ok.method == f"{TRANSFORMER}/{REFERENCE_ENCODING}"].set_index("task").n_parameters
+    target = ok[ok.method == transformer_method(REFERENCE_ENCODING)].set_index("task").n_parameters
     baselines = ok[(ok.model != TRANSFORMER) & ok.task.isin(target.index)]
     gaps = sorted(((row.n_parameters / target[row.task] - 1, f"{row.task} {row.method}")
                    for row in baselines.itertuples()), key=lambda g: -abs(g[0]))
-    bar = f"within {MATCH_TOLERANCE:.0%} of `{TRANSFORMER}/{REFERENCE_ENCODING}`'s parameters on every task"
+    bar = f"within {MATCH_TOLERANCE:.0%} of `{transformer_method(REFERENCE_ENCODING)}`'s parameters on every task"
     if not gaps:
-        return Check("families matched", bar, f"no baseline family beside `{TRANSFORMER}/{REFERENCE_ENCODING}`", None)
+        return Check("families matched", bar, f"no baseline family beside `{transformer_method(REFERENCE_ENCODING)}`", None)
     off = [f"{name} {gap:+.0%}" for gap, name in gaps if abs(gap) > MATCH_TOLERANCE]
     measured = (f"{len(off)} of {_counted(len(gaps), 'cell')} off ({_named(off)})" if off else
                 f"{_counted(len(gaps), 'cell')}, the largest gap {gaps[0][0]:+.1%} ({gaps[0][1]})")

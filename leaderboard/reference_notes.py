@@ -20,6 +20,15 @@ from lengthbench.leaderboard.tables import bands, markdown_table
 from lengthbench.models.families import describe_size
 
 DESIGN_NOTES = "PROTOCOL.md"  # a reference's hand-written design notes, beside the README this module writes
+# The shipped references. An installed wheel holds quick's alone (its records are what `submit --preset quick`
+# reuses); a clone holds them all (setup.cfg's package data says which).
+REFERENCES = Path(__file__).resolve().with_name("reference")
+
+
+def shipped_records(preset: str) -> Path | None:
+    """The records folder of ``preset``'s shipped reference, where this install has one."""
+    folder = REFERENCES / preset / "records"
+    return folder if folder.is_dir() else None
 
 
 def _provenances(folder: Path) -> list[dict]:
@@ -109,13 +118,15 @@ def _beside(source: Path, folder: Path) -> str:
 
 
 def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, folder: Path, rebuild: str,
-                     grid_runs: int | None = None, records_folder: Path | None = None) -> str:
+                     grid_runs: int | None = None, records_folder: Path | None = None,
+                     settings_source: str = "`benchmark/presets.py`") -> str:
     """The folder's README text. ``grid_runs``: how many runs the preset's
     grid had when the reference was built (the records are counted against
     it, complete or not; stored in ``reference.json``, so that a task or
     encoding registered later changes no shipped README); ``records_folder``: where the records are; when
     ``folder`` has no provenance, that of the records' folder (or of its
-    parent) counts: a view of another reference's records."""
+    parent) counts: a view of another reference's records. ``settings_source``:
+    where the preset's settings are written (its study's module, or the core presets)."""
     ran = [r for r in records if r.status != "not_applicable"]
     complete = ("" if grid_runs is None else
                 f" They are {len(records)} of the {grid_runs} runs of the preset's grid"
@@ -148,7 +159,7 @@ def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, f
     hosts = sorted({f"{r.device} ({r.host.get('machine', '')}{_kernels(r)}, Python {r.host.get('python', '')}, torch "
                     f"{r.torch_version})" for r in ran})
     lines += [f"Summed run time of the records: {sum(r.wall_time_s or 0 for r in ran) / 3600:.2f} h "
-              "(each run's share of its group's time).",
+              "(each run's own wall time).",
               f"Code: {', '.join(f'`{v}`' for v in sorted({r.code_version for r in records}))} "
               "(committed code only: the build refuses records of uncommitted code).",
               f"Machine: {'; '.join(hosts) or 'none ran'}.", "", "## Protocol", ""]
@@ -158,7 +169,7 @@ def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, f
               (f"{len(chosen)} cells chose a setting on the validation band (`run --select`): see the table in "
                "`leaderboard.md`." if len(chosen) else
                "None: no setting was chosen per cell (`run --select`); the preset's settings and where they "
-               "came from are in `benchmark/presets.py`.")]
+               f"came from are in {settings_source}.")]
     ok = board[board.status == "ok"]
     unfit = ok[~judged(ok)]
     lines += ["", "## Fit", "",

@@ -36,10 +36,10 @@ import pandas as pd
 from lengthbench.benchmark.files import check_input_file, unguard_formula
 from lengthbench.benchmark.records import METRICS
 from lengthbench.core.errors import InputError
-from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD, REACH_FACTORS
 from lengthbench.core.registry import name_problem
+from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD, REACH_FACTORS
 from lengthbench.tasks.base import LEVELS
-from lengthbench.tasks.formats import split_label
+from lengthbench.tasks.cells import method_name, split_label, transformer_method
 
 SCHEMA_VERSION = 10
 KEY = ("task", "method")
@@ -280,7 +280,7 @@ def _check_names(frame: pd.DataFrame, where: str) -> None:
         if row.format != split_label(row.task)[1]:
             raise LeaderboardFormatError(f"{where}: row {i + 2}, column 'format': {row.format[:80]!r} is not "
                                          f"{split_label(row.task)[1]!r}, the format of its task label {row.task!r}")
-        expected = f"{row.model}/{row.encoding}" if row.encoding else row.model
+        expected = method_name(row.model, row.encoding)
         if row.method != expected:
             raise LeaderboardFormatError(f"{where}: row {i + 2}, column 'method': {row.method[:80]!r} is not "
                                          f"{expected!r}, the method of its model and encoding")
@@ -292,7 +292,7 @@ def _from_version_2(frame: pd.DataFrame) -> pd.DataFrame:
     at = list(frame.columns).index("encoding") if "encoding" in frame.columns else len(frame.columns)
     encoding = frame["encoding"] if "encoding" in frame.columns else ""
     frame.insert(at, "model", "transformer")
-    frame.insert(at, "method", "transformer/" + encoding)
+    frame.insert(at, "method", [transformer_method(e) for e in encoding])
     return _from_version_3(frame)
 
 

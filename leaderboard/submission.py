@@ -24,7 +24,8 @@ from lengthbench.benchmark.records import RunRecord
 from lengthbench.leaderboard.aggregate import judged, level_summary
 from lengthbench.leaderboard.html import write_html
 from lengthbench.leaderboard.tables import bands, markdown_cell, markdown_table
-from lengthbench.models.families import FAMILIES, TRANSFORMER, method_name
+from lengthbench.models.families import FAMILIES, TRANSFORMER
+from lengthbench.tasks.cells import method_name
 
 
 def submitted_method(name: str) -> str:

@@ -18,6 +18,7 @@ from lengthbench.leaderboard.statistics import paired_difference, probability_of
 from lengthbench.leaderboard.tables import markdown_table
 from lengthbench.models.encodings import encoding_kind
 from lengthbench.models.families import TRANSFORMER, ModelSize, describe_size
+from lengthbench.tasks.cells import method_parts
 
 NOT_FIT = "did not fit (no verdict)"
 
@@ -158,7 +159,7 @@ def pooled_by_task(seeds: dict, encodings) -> dict[str, list[float]]:
     """task -> the judged seeds of every encoding in ``encodings`` together."""
     pooled: dict[str, list[float]] = {}
     for (task, method), values in seeds.items():
-        if method.partition("/")[2] in encodings:
+        if method_parts(method)[1] in encodings:
             pooled.setdefault(task, []).extend(values)
     return pooled
 

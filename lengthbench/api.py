@@ -22,6 +22,7 @@ The others (``plan``, ``submit``, ``check``, ``reproduce``, ``perf``,
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -30,8 +31,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from lengthbench.benchmark.tools import bench_generation as generation_bench
-from lengthbench.benchmark.tools import perf as perf_bench
 from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S
 from lengthbench.benchmark.config import Preset, dotted, parse_setting
 from lengthbench.benchmark.files import check_input_file, ensure_output_dir, write_csv, write_json, write_text
@@ -57,22 +56,24 @@ from lengthbench.benchmark.provenance import write_run_provenance, write_sitting
 from lengthbench.benchmark.records import METRICS, RunRecord
 from lengthbench.benchmark.selection import SelectionGrid, run_selection
 from lengthbench.benchmark.store import SELECTION_FOLDER, ResultsFolder
+from lengthbench.benchmark.tools import bench_generation as generation_bench
+from lengthbench.benchmark.tools import perf as perf_bench
 from lengthbench.benchmark.version import __version__
 from lengthbench.benchmark.versions import check_unchanged
 from lengthbench.core.errors import InputError, UnknownNameError
 from lengthbench.leaderboard.aggregate import leaderboard_frame, length_frame
 from lengthbench.leaderboard.build import build_leaderboard
 from lengthbench.leaderboard.compare import compare_frames, summary_text, write_compare
-from lengthbench.leaderboard.external import external_row, with_external
 from lengthbench.leaderboard.compare import to_markdown as compare_markdown
-from lengthbench.leaderboard.reference_notes import reference_readme
+from lengthbench.leaderboard.external import external_row, with_external
+from lengthbench.leaderboard.reference_notes import reference_readme, shipped_records
 from lengthbench.leaderboard.schema import COLUMN_NAMES, read_leaderboard
 from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION
 from lengthbench.leaderboard.submission import ranking_text, write_submission
 from lengthbench.leaderboard.tables import to_markdown as leaderboard_markdown
 from lengthbench.models.contract import CheckShape, ContractReport, check_encoding, check_family
 from lengthbench.models.encodings import ENCODINGS
-from lengthbench.models.families import FAMILIES, family_entry, method_parts
+from lengthbench.models.families import FAMILIES, family_entry
 from lengthbench.models.plugins import (
     PluginFile,
     check_plugins,
@@ -80,17 +81,20 @@ from lengthbench.models.plugins import (
     load_entry_points,
 )
 from lengthbench.studies import STUDIES
+from lengthbench.studies.base import settings_source
 from lengthbench.tasks import TASKS
+from lengthbench.tasks.cells import cell_name, method_parts
 from lengthbench.tasks.listing import formats_table, tasks_table
 
 PathLike = str | Path
+log = logging.getLogger(__name__)
 
 __all__ = [
     "CHECKPOINT_EVERY_S", "CORRECTIONS", "DEFAULT_CORRECTION", "EXECUTORS", "METRICS", "PRESETS", "STUDIES",
-    "GridInterrupted", "InputError", "bench_generation", "check", "compare", "compare_text", "encodings_text",
+    "GridInterrupted", "InputError", "bench_generation", "cell_name", "check", "compare", "compare_text", "encodings_text",
     "evaluate", "generate", "leaderboard_text", "load_leaderboard", "load_records", "models_text", "parse_setting",
-    "load_predictions", "perf", "perf_configs", "plan", "presets_text", "reproduce", "run", "score", "submit",
-    "tasks_table", "formats_table", "__version__",
+    "load_predictions", "perf", "perf_configs", "plan", "presets_text", "reproduce", "run", "score", "studies_text",
+    "study_names", "submit", "tasks_table", "formats_table", "__version__",
 ]
 
 
@@ -193,6 +197,8 @@ def submit(path: PathLike, preset: str = "quick", *, name: str | None = None,
     grid = grid.with_grid(tasks=tasks, encodings=[e for e in grid.encodings if e not in encodings] + encodings,
                           seeds=seeds, families=[f for f in grid.families if f not in families] + families,
                           formats=formats)
+    results = results or default_results(grid)
+    _reuse_shipped(grid, preset, results)
     records, out, seconds = _run_grid(grid, plugins, results=results, out=out, force=False, workers=workers,
                                       executor=executor, address=address,
                                       checkpoint_every=checkpoint_every, save_predictions=save_predictions,
@@ -206,6 +212,19 @@ def submit(path: PathLike, preset: str = "quick", *, name: str | None = None,
     board.attrs["reports"] = reports
     board.attrs["ranking"] = ranking_text(board, names)
     return board
+
+
+def _reuse_shipped(grid: Preset, preset: str, results: PathLike) -> None:
+    """Copy into ``results`` the shipped reference's records of the grid's
+    built-in cells that it lacks (the same run ids: the same configs and code
+    versions), so a submit on a fresh install trains only the new cells."""
+    shipped = shipped_records(preset)
+    if shipped is None:
+        return
+    source, folder = ResultsFolder(shipped), ResultsFolder(ensure_output_dir(results, "--results"))
+    adopted = sum(folder.adopt(config.run_id, source) for config in grid_configs(grid))
+    if adopted:
+        log.info("%d runs of the grid taken from the shipped %s reference (%s)", adopted, preset, shipped)
 
 
 def check(path: PathLike, preset: str = "quick", all_presets: bool = False) -> list[ContractReport]:
@@ -424,7 +443,7 @@ def load_leaderboard(results: PathLike, out: PathLike | None = None, reference: 
                    + (f" --preset {preset}" if preset else ""))
         grid_runs = len(grid_configs(PRESETS[preset])) if preset else None
         paths["readme"] = write_text(out / "README.md", reference_readme(out.name, records, board, out, rebuild,
-                                                                    grid_runs, Path(results)))
+                                                                    grid_runs, Path(results), settings_source(preset)))
         paths["reference"] = write_json(out / "reference.json", {"records": os.path.relpath(results, out),
                                                                   "preset": preset, "grid_runs": grid_runs,
                                                                   "rebuild": rebuild})
@@ -592,7 +611,7 @@ def reproduce(study: str, results: PathLike, out: PathLike | None = None, preset
     cells = {(c.task, c.method) for c in grid_configs(view)}
     missing = sorted(cells - {(r.task, r.method) for r in records})
     if missing:  # said in the report itself: its empty rows are missing runs, not results
-        shown = ", ".join(f"{t}/{m}" for t, m in missing[:4]) + (", ..." if len(missing) > 4 else "")
+        shown = ", ".join(cell_name(t, m) for t, m in missing[:4]) + (", ..." if len(missing) > 4 else "")
         text += (f"Missing: {len(missing)} of the {len(cells)} cells of `{view.name}` have no record here ({shown}); "
                  "their rows are empty and no verdict rests on them.\n\n")
     rebuild = (f"lengthbench reproduce {study} --results {results}" + (f" --out {out}" if out else "")

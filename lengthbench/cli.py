@@ -92,7 +92,7 @@ def _report_run(board) -> int:
     _print_written(board.attrs["written"])
     failed = board.attrs["failed"]
     for r in failed:
-        print(f"lengthbench: run {r['task']}/{r['method']} seed {r['seed']} failed: {r['error']}",
+        print(f"lengthbench: run {api.cell_name(r['task'], r['method'])} seed {r['seed']} failed: {r['error']}",
               file=sys.stderr)
     if failed:
         print(f"lengthbench: error: {len(failed)} of {board.attrs['runs']} runs ended in error (listed above; "

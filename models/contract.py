@@ -15,6 +15,7 @@ import inspect
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -99,7 +100,7 @@ class ContractReport:
 
 def _error(err: BaseException) -> str:
     frame = traceback.extract_tb(err.__traceback__)[-1]
-    return f"raised {type(err).__name__}: {err} (at {frame.filename.split('/')[-1]}:{frame.lineno})"
+    return f"raised {type(err).__name__}: {err} (at {Path(frame.filename).name}:{frame.lineno})"
 
 
 def _model(name: str, size: ModelSize, seed: int = 0, vocab: int = VOCAB) -> Transformer:

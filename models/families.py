@@ -31,8 +31,8 @@ from torch import nn
 
 from lengthbench.models.encodings.base import PositionEncoding, check_encoding_name
 from lengthbench.core.registry import Registry
+from lengthbench.tasks.cells import TRANSFORMER
 
-TRANSFORMER = "transformer"
 
 
 @dataclass(frozen=True)
@@ -151,15 +151,3 @@ def set_family_source(name: str, source: str) -> None:
 
 def family_names() -> list[str]:
     return FAMILIES.names()
-
-
-def method_name(family: str, encoding: str) -> str:
-    """The leaderboard key of a run: ``transformer/rope``, ``lstm`` (a run of
-    a family without encodings has the empty encoding)."""
-    return f"{family}/{encoding}" if encoding else family
-
-
-def method_parts(method: str) -> tuple[str, str]:
-    """``(family, encoding)`` of a leaderboard key (the inverse of ``method_name``)."""
-    family, _, encoding = method.partition("/")
-    return family, encoding

@@ -61,3 +61,11 @@ def register_study(study: Study) -> Study:
     for preset in study.presets:
         PRESETS[preset]  # an unknown preset is refused with the valid choices
     return STUDIES.add(study.name, study)
+
+
+def settings_source(preset: str | None) -> str:
+    """Where a preset's settings are written, for a reference's README: its study's module, or the core presets."""
+    study = next((s for s in STUDIES.values() if preset in s.presets), None)
+    if study is None:
+        return "`benchmark/presets.py`"
+    return f"`studies/{study.name}.py`" if study.name in STUDY_ORDER else f"the module of study `{study.name}`"

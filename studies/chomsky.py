@@ -58,6 +58,7 @@ from lengthbench.models.families import ModelSize
 from lengthbench.studies.base import Study, register_study
 from lengthbench.studies.horizon import part_of_horizon
 from lengthbench.tasks import get_task
+from lengthbench.tasks.cells import TRANSFORMER, method_parts, transformer_method
 
 # The published claims, each with its source (the papers' numbers, never ours).
 DELETANG = "Deletang et al. 2023 (ICLR), Neural Networks and the Chomsky Hierarchy"
@@ -194,7 +195,7 @@ def chomsky_report(records: list[RunRecord]) -> str:
               f"{pct(EVEN_PAIRS_SEED_MEAN[0])} ± {pct(EVEN_PAIRS_SEED_MEAN[1])} against "
               "its reported maximum: the max over seeds flatters.", ""]
 
-    recurrent = [m for m in method_order(ran.method.unique()) if not m.startswith("transformer/")]
+    recurrent = [m for m in method_order(ran.method.unique()) if method_parts(m)[0] != TRANSFORMER]
     if recurrent:
         rows = []
         for task in tasks:
@@ -269,8 +270,8 @@ def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord]) -> 
         both = pair.dropna()
         test = paired_difference(both["ood_token_accuracy_mean"][variant], both["ood_token_accuracy_mean"][base])
         d_max = both["ood_token_accuracy_max"][variant] - both["ood_token_accuracy_max"][base]
-        a_by_task = {t: seeds.get((t, f"transformer/{variant}"), []) for t in both.index}
-        b_by_task = {t: seeds.get((t, f"transformer/{base}"), []) for t in both.index}
+        a_by_task = {t: seeds.get((t, transformer_method(variant)), []) for t in both.index}
+        b_by_task = {t: seeds.get((t, transformer_method(base)), []) for t in both.index}
         for t in both.index:
             pooled_a.setdefault(t, []).extend(a_by_task[t])
             pooled_b.setdefault(t, []).extend(b_by_task[t])

@@ -44,6 +44,7 @@ from lengthbench.leaderboard.verdicts import (
 )
 from lengthbench.studies.base import Study, register_study
 from lengthbench.studies.horizon import part_of_horizon
+from lengthbench.tasks.cells import TRANSFORMER, method_parts
 
 # The published claims, each with its source (the papers' numbers, never ours).
 JELASSI = "Jelassi et al. 2024 (ICML), Repeat After Me: Transformers are Better than State Space Models at Copying"
@@ -76,7 +77,7 @@ def copying_report(records: list[RunRecord]) -> str:
              f"Tasks that copy their input: {', '.join(f'`{t}`' for t in COPY_TASKS)}. Score: exact match over the "
              f"test band, mean ± std over seeds. {FIT_RULE} Published: {COPYING_CLAIM}. Source: "
              f"{JELASSI}.", ""]
-    families = [m for m in method_order(board.method.unique()) if not m.startswith("transformer/")]
+    families = [m for m in method_order(board.method.unique()) if method_parts(m)[0] != TRANSFORMER]
 
     def cell_text(cells: pd.DataFrame, method: str | None) -> str:
         if method is None or method not in cells.index:

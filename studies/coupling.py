@@ -41,6 +41,7 @@ from lengthbench.leaderboard.verdicts import (
 from lengthbench.models.families import ModelSize
 from lengthbench.studies.base import Study, register_study
 from lengthbench.studies.horizon import part_of_horizon
+from lengthbench.tasks.cells import transformer_method
 
 # The published claims, each with its source (the papers' numbers, never ours).
 CHO = "Cho et al. 2024 (NeurIPS), Position Coupling"
@@ -123,7 +124,7 @@ def _coupled_versus_others(records: list[RunRecord], task: str) -> list[str]:
     keep = judged_runs(records)
     score = runs.assign(ood=runs.ood_exact_match.where(~runs.failed, 0.0)).pivot_table(
         index="seed", columns="method", values="ood")
-    coupled = "transformer/coupled"
+    coupled = transformer_method("coupled")
     if coupled not in score:
         return []
     rows = []

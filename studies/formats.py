@@ -31,7 +31,8 @@ from lengthbench.leaderboard.verdicts import (
     setup_text,
 )
 from lengthbench.studies.base import Study, register_study
-from lengthbench.tasks.formats import PLAIN, Reversed, split_label, task_label, task_order_key
+from lengthbench.tasks.cells import PLAIN, split_label, task_label, transformer_method
+from lengthbench.tasks.formats import Reversed, task_order_key
 
 # The published claims, each with its source (the papers' numbers, never ours).
 ZHOU = "Zhou et al. 2024, Transformers Can Achieve Length Generalization But Not Robustly"
@@ -66,7 +67,7 @@ register_preset(replace(
               "run with the encodings of Zhou et al.'s claim (FIRE, randomized positions) and rotary as the common "
               "baseline; coupled and abacus already give each digit its significance, the structure that reversal "
               "and index hints supply; NoPE stands in the looped cells",
-              methods=tuple(f"transformer/{name}" for name in ("nope", "coupled", "abacus")), tasks=FORMATTED_TASKS),),
+              methods=tuple(transformer_method(name) for name in ("nope", "coupled", "abacus")), tasks=FORMATTED_TASKS),),
 ))
 # Multiplication is left out of the format cells: no pilot method fit it in the plain format and a run
 # costs about 20 minutes, so its four formats alone would be about a day here.
@@ -87,11 +88,11 @@ def formats_report(records: list[RunRecord]) -> str:
     """Zhou et al.'s addition formats and Anil et al.'s scratchpad, each
     format against the same task in plain with the same method: the unit is
     the method (its seed mean) within a task, and the task across tasks."""
-    formatted = {split_label(r.task)[0] for r in records if split_label(r.task)[1] != PLAIN}
+    formatted = {r.cell.task for r in records if r.cell.format != PLAIN}
     if not formatted:
         raise InputError("these records hold no task written in a format other than plain; run `lengthbench run "
                          "--preset horizon-formats` (into the records of `horizon`, whose plain cells it shares)")
-    records = [r for r in records if split_label(r.task)[0] in formatted]
+    records = [r for r in records if r.cell.task in formatted]
     board = leaderboard_frame(records)
     seeds, fits = seed_scores(records, "ood_exact_match"), seed_fits(records)
     fit = judged_runs(records)

@@ -29,6 +29,7 @@ from lengthbench.benchmark.presets import (
 )
 from lengthbench.models.families import ModelSize
 from lengthbench.studies.base import Study, register_study
+from lengthbench.tasks.cells import transformer_method
 
 # Protocol v2, `horizon`: a reference that measures length generalization at a horizon the papers
 # test (train 1..16, choose on 17..20, test at 8 lengths evenly spaced in log length from 21 to 64:
@@ -99,7 +100,7 @@ NON_CHOMSKY_TASKS = tuple(name for name in SUITE_TASKS if name not in CHOMSKY_TA
 HORIZON_CUTS = (
     Cut("randomized variants that no published claim is about (Ruoss et al. randomize sinusoidal, learned, "
         "rotary, ALiBi and Transformer-XL's relative positions, not T5's buckets, KERPLE or FIRE)",
-        methods=tuple(f"transformer/{name}" for name in OWN_RANDOMIZED)),
+        methods=tuple(transformer_method(name) for name in OWN_RANDOMIZED)),
     Cut("the recurrent families' published claims (Deletang et al.) are about the Chomsky tasks",
         methods=RECURRENT_FAMILIES, tasks=NON_CHOMSKY_TASKS),
     Cut("the state-space claim (Jelassi et al.) is about copying", methods=("ssm",),
@@ -109,11 +110,11 @@ HORIZON_CUTS = (
         methods=(), tasks=("addition-index-hints",), only=True),
     Cut("no pilot method fit it (nope, rope, alibi: 0 exact match after 4000 steps) and a run costs about 20 "
         "minutes: only the methods of Cho et al.'s claim (coupled positions against NoPE and rotary) and abacus",
-        methods=tuple(f"transformer/{name}" for name in ("coupled", "abacus", "nope", "rope")),
+        methods=tuple(transformer_method(name) for name in ("coupled", "abacus", "nope", "rope")),
         tasks=("multiplication",), only=True),
     Cut("no pilot method fit it (at most 0.31 exact match after 4000 steps) and a transformer run costs about 16 "
         "minutes: only the recurrent families of Deletang et al.'s claim and two transformer baselines",
-        methods=(*RECURRENT_FAMILIES, "transformer/nope", "transformer/rope"), tasks=("binary_multiplication",),
+        methods=(*RECURRENT_FAMILIES, transformer_method("nope"), transformer_method("rope")), tasks=("binary_multiplication",),
         only=True),
 )
 

@@ -30,6 +30,7 @@ from lengthbench.leaderboard.verdicts import (
 from lengthbench.models.families import TRANSFORMER
 from lengthbench.models.looped import LOOPED
 from lengthbench.studies.base import Study, register_study
+from lengthbench.tasks.cells import method_name, transformer_method
 from lengthbench.tasks.formats import task_order_key
 
 # The published claims, each with its source (the papers' numbers, never ours).
@@ -83,14 +84,14 @@ def looped_report(records: list[RunRecord]) -> str:
     rows = []
     for task in sorted(tasks, key=task_order_key):
         for encoding in sorted(looped):
-            rows.append([task, f"`{encoding}`", *cell_texts(board, task, f"{TRANSFORMER}/{encoding}"),
-                         *cell_texts(board, task, f"{LOOPED}/{encoding}"), chance_of(board, task)])
+            rows.append([task, f"`{encoding}`", *cell_texts(board, task, transformer_method(encoding)),
+                         *cell_texts(board, task, method_name(LOOPED, encoding)), chance_of(board, task)])
     lines += ["## Per task", "", *markdown_table(
         ["task", "encoding", "fixed depth: seeds fit", "fixed depth (%)", "fixed depth: generalization length",
          "looped: seeds fit", "looped (%)", "looped: generalization length", CHANCE_COLUMN], rows), ""]
     rows, pooled_a, pooled_b = [], {}, {}
     for encoding in sorted(looped):
-        a, b = by_task(seeds, f"{LOOPED}/{encoding}"), by_task(seeds, f"{TRANSFORMER}/{encoding}")
+        a, b = by_task(seeds, method_name(LOOPED, encoding)), by_task(seeds, transformer_method(encoding))
         rows.append([f"`{encoding}`", *claim_row(a, b, ("looped", "fixed depth"))])
         for task in (t for t in a if t in b):
             pooled_a.setdefault(task, []).extend(a[task])

@@ -31,6 +31,7 @@ from lengthbench.models.families import TRANSFORMER
 from lengthbench.studies.base import Study, register_study
 from lengthbench.studies.zoo import part_of_zoo
 from lengthbench.tasks import get_task
+from lengthbench.tasks.cells import transformer_method
 from lengthbench.tasks.formats import task_order_key
 
 ZOO_CLAIM = ("No published claim compares these mechanisms with static encodings on these algorithmic tasks "
@@ -62,14 +63,14 @@ def mechanisms_report(records: list[RunRecord]) -> str:
     lines = ["# Data-dependent positions against static encodings", "", setup_text(records), "", horizon_text(records), "",
              f"Score: test-band exact match, mean ± std over seeds. {FIT_RULE} {ZOO_CLAIM}.", "",
              "## Per task", "", *cells_table(board, sorted(set(board.task), key=task_order_key),
-                                              [f"{TRANSFORMER}/{e}" for e in mechanisms]), ""]
+                                              [transformer_method(e) for e in mechanisms]), ""]
     rows = []
     for mechanism in mechanisms:
         for baseline in ("rope", "nope"):
             if baseline in static:
                 rows.append([f"`{mechanism}`", f"`{baseline}`",
-                             *claim_row(by_task(seeds, f"{TRANSFORMER}/{mechanism}"),
-                                         by_task(seeds, f"{TRANSFORMER}/{baseline}"), (mechanism, baseline))])
+                             *claim_row(by_task(seeds, transformer_method(mechanism)),
+                                         by_task(seeds, transformer_method(baseline)), (mechanism, baseline))])
     pooled = [pooled_by_task(seeds, names) for names in (mechanisms, static)]
     rows.append(["every mechanism", "every static encoding", *claim_row(*pooled, ("data-dependent", "static"))])
     lines += ["## Against the static encodings", "",

@@ -36,6 +36,7 @@ from lengthbench.leaderboard.verdicts import (
 from lengthbench.models.families import ModelSize
 from lengthbench.studies.base import Study, register_study
 from lengthbench.studies.horizon import part_of_horizon
+from lengthbench.tasks.cells import transformer_method
 
 # The published claims, each with its source (the papers' numbers, never ours).
 KAZEMNEJAD = "Kazemnejad et al. 2023 (NeurIPS), The Impact of Positional Encoding on Length Generalization"
@@ -107,11 +108,11 @@ def nope_report(records: list[RunRecord]) -> str:
              "mixes fit with length generalization. "
              f"{FIT_RULE} Source: {KAZEMNEJAD}.", ""]
     order = sorted(NOPE_MRR, key=lambda e: -NOPE_MRR[e])
-    ranked = [e for e in order if f"transformer/{e}" in mrr]
-    ours_order = sorted(ranked, key=lambda e: -mrr[f"transformer/{e}"])
-    test_order = sorted(ranked, key=lambda e: -test_mrr[f"transformer/{e}"])
+    ranked = [e for e in order if transformer_method(e) in mrr]
+    ours_order = sorted(ranked, key=lambda e: -mrr[transformer_method(e)])
+    test_order = sorted(ranked, key=lambda e: -test_mrr[transformer_method(e)])
     rows = [[f"`{e}`", f"{NOPE_MRR[e]:.2f}",
-             *((f"{mrr[f'transformer/{e}']:.2f}", f"{test_mrr[f'transformer/{e}']:.2f}") if e in ranked
+             *((f"{mrr[transformer_method(e)]:.2f}", f"{test_mrr[transformer_method(e)]:.2f}") if e in ranked
                else ("not run or never fit", ""))]
             for e in order]
     missing = [e for e in order if e not in ranked]
@@ -126,7 +127,7 @@ def nope_report(records: list[RunRecord]) -> str:
     by_unit = per_run.pivot_table(index=["task", "seed"], columns="method", values="exact_match")
     rows = []
     for better, worse in zip(order, order[1:]):
-        a, b = f"transformer/{better}", f"transformer/{worse}"
+        a, b = transformer_method(better), transformer_method(worse)
         if a not in by_unit or b not in by_unit:
             rows.append([f"`{better}` > `{worse}`", "0", "", "", "not run or never fit"])
             continue
@@ -147,10 +148,10 @@ def nope_report(records: list[RunRecord]) -> str:
     rows = []
     for task in dict.fromkeys(scores.task):
         for e in order:
-            cell = scores[(scores.task == task) & (scores.method == f"transformer/{e}")]
+            cell = scores[(scores.task == task) & (scores.method == transformer_method(e))]
             if cell.empty:
                 continue
-            test = test_scores[(test_scores.task == task) & (test_scores.method == f"transformer/{e}")].iloc[0]
+            test = test_scores[(test_scores.task == task) & (test_scores.method == transformer_method(e))].iloc[0]
             theirs = NOPE_EXACT_MATCH.get(task, {}).get(e)
             rows.append([task, f"`{e}`", "not sourced" if theirs is None else pct(theirs),
                          _score_mean_std(cell.iloc[0]), _score_mean_std(test), pct(chance[task])])

@@ -31,6 +31,7 @@ from lengthbench.studies.base import Study, register_study
 from lengthbench.studies.horizon import HORIZON_FAMILIES
 from lengthbench.studies.zoo import DELTA_FAMILIES, part_of_zoo
 from lengthbench.tasks import get_task
+from lengthbench.tasks.cells import method_parts
 from lengthbench.tasks.formats import task_order_key
 
 # The published claims, each with its source (the papers' numbers, never ours).
@@ -50,7 +51,7 @@ register_preset(part_of_zoo("horizon-state", "Merrill et al.'s and Liu et al.'s 
                             (*HORIZON_FAMILIES, *DELTA_FAMILIES)))
 
 
-STATE_GROUPS = (("transformer (every encoding)", lambda m: m.startswith(f"{TRANSFORMER}/")),
+STATE_GROUPS = (("transformer (every encoding)", lambda m: method_parts(m)[0] == TRANSFORMER),
                 ("diagonal state space (`ssm`)", lambda m: m == "ssm"),
                 ("nonlinear RNNs (`rnn`, `lstm`)", lambda m: m in ("rnn", "lstm")),
                 ("RNNs with a stack or tape", lambda m: m in ("stack-rnn", "tape-rnn")),

@@ -24,6 +24,7 @@ from lengthbench.benchmark.presets import (
 )
 from lengthbench.studies.base import Study, register_study
 from lengthbench.studies.horizon import HORIZON_CUTS, HORIZON_FAMILIES, HORIZON_SIZES, HORIZON_WIDTHS, NON_CHOMSKY_TASKS
+from lengthbench.tasks.cells import transformer_method
 
 # The 2025-26 zoo under `horizon`'s protocol (train 1..16, test 21..64, 4000 steps of 64 for every method, 3
 # seeds; the same settings, so its cells already run are horizon's own records and the rest join that
@@ -50,7 +51,7 @@ ZOO_CUTS = (
     Cut("the delta rule's claims are about state tracking, the Chomsky tasks and copying (Grazzi et al., Yang et "
         "al.), not decimal arithmetic", methods=DELTA_FAMILIES, tasks=("addition", "multiplication")),
     Cut("no transformer encoding of horizon fit these tasks at lengths 13..16 (0 of 21, 3 seeds each): there is "
-        "no length generalization of a mechanism to read", methods=tuple(f"transformer/{e}" for e in ZOO_ENCODINGS),
+        "no length generalization of a mechanism to read", methods=tuple(transformer_method(e) for e in ZOO_ENCODINGS),
         tasks=UNFIT_TASKS),
     Cut("compute (a third of horizon's run time): the gated variants (Yang et al. 2025) are trained where the "
         "claims are, the state-tracking tasks, the regular tasks of Grazzi et al.'s claim (parity and modular "

@@ -15,6 +15,7 @@ import numpy as np
 
 from lengthbench.core.errors import InputError
 from lengthbench.core.registry import Registry
+from lengthbench.tasks.cells import FORMAT_SEPARATOR
 
 PAD, BOS, SEP, EOS = 0, 1, 2, 3
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<sep>", "<eos>")
@@ -135,7 +136,6 @@ TASK_ORDER = (
     "word_problem_s5", "word_problem_s3", "flip_flop",
 )
 TASKS: Registry[type[Task]] = Registry("task", order=TASK_ORDER)
-FORMAT_SEPARATOR = "+"  # a task label ``TASK+FORMAT`` names a task written in a data format (``tasks.formats``)
 
 
 def every_string(k: int, n: int) -> np.ndarray:

@@ -40,9 +40,9 @@ import numpy as np
 
 from lengthbench.core.errors import InputError, UnknownNameError
 from lengthbench.core.registry import Registry
-from lengthbench.tasks.base import FORMAT_SEPARATOR, TASKS, Sample, Task
+from lengthbench.tasks.base import TASKS, Sample, Task
+from lengthbench.tasks.cells import PLAIN, TASK_ALIASES, split_label, task_label
 
-PLAIN = "plain"
 N_HINTS = 512  # hint symbols h0..h511 (Zhou et al.'s index hints: one per significance, drawn from a range)
 DECIMAL_TASKS = ("addition", "multiplication")
 
@@ -343,28 +343,6 @@ class FormattedTask(Task):
 
 
 # Old task names that now name a task in a format; kept so that their records and presets still read.
-TASK_ALIASES = {"addition-index-hints": ("addition", "index-hints")}
-
-
-def task_label(task: str, fmt: str) -> str:
-    """The grid's name for ``task`` written in ``fmt``: the task's own name
-    for ``plain``, the alias that names the pair where there is one, else
-    ``TASK+FORMAT``."""
-    if fmt == PLAIN:
-        return task
-    alias = next((name for name, pair in TASK_ALIASES.items() if pair == (task, fmt)), None)
-    return alias or f"{task}{FORMAT_SEPARATOR}{fmt}"
-
-
-def split_label(label: str) -> tuple[str, str]:
-    """(task, format) of a task label; a bare name is the task in ``plain``.
-    Names are not checked (``get_task`` does)."""
-    if label in TASK_ALIASES:
-        return TASK_ALIASES[label]
-    task, separator, fmt = label.partition(FORMAT_SEPARATOR)
-    return (task, fmt) if separator else (label, PLAIN)
-
-
 def task_labels() -> list[str]:
     """Every task, each followed by the aliases of its formats, in leaderboard order."""
     return [label for task in TASKS.names()

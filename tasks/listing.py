@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from lengthbench.tasks.base import TASKS, task_names
-from lengthbench.tasks.formats import FORMATS, TASK_ALIASES, get_task, label_not_applicable, task_label
+from lengthbench.tasks.cells import TASK_ALIASES, format_label, task_label
+from lengthbench.tasks.formats import FORMATS, get_task, label_not_applicable
 
 
 def tasks_table() -> str:
@@ -15,7 +16,7 @@ def tasks_table() -> str:
         t = get_task(name)
         lines.append(f"| `{name}` | {t.level} | {t.vocab_size} ({len(t.symbols)} symbols) | "
                      f"{t.output_rule} | {'yes' if t.has_coupled_ids else 'no'} | {t.description} |")
-    lines += ["", *(f"`{alias}` is kept as the name of `{task}` in the `{fmt}` format (`{task}+{fmt}`)"
+    lines += ["", *(f"`{alias}` is kept as the name of `{task}` in the `{fmt}` format (`{format_label(task, fmt)}`)"
                     for alias, (task, fmt) in TASK_ALIASES.items())]
     return "\n".join(lines)
 

@@ -4,6 +4,7 @@ one rule holds (each lower layer is a top-level folder that lengthbench/ links).
 
 import configparser
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -119,3 +120,31 @@ def test_one_module_knows_where_a_results_folder_keeps_records_and_claims():
                 if needle in text:
                     owners.setdefault(needle, set()).add(path.relative_to(ROOT).as_posix())
     assert owners and all(found == {"benchmark/store.py"} for found in owners.values()), owners
+
+
+# How a task label (TASK+FORMAT) or a method (FAMILY/ENCODING) is built or split by hand: partition or split on
+# the separators, an f-string joining two names with them, a method written out ("transformer/rope") or tested by
+# its prefix. Only the parsing module (tasks/cells.py) may.
+HAND_MADE_NAME = re.compile(
+    r"""(?:r?partition|split)\(["'][/+]["']\)"""
+    r"""|\{[\w.'"\[\]]*(?:task|method|family|encoding|fmt|format|model|label|base|variant)[\w'"\]]*\}[/+]\{"""
+    r"""|["']transformer/|startswith\(f?["'][\w{}]*/["']\)|["'][/+]["']\s*\+|\+\s*["'][/+]["']""")
+
+
+def test_names_are_built_and_split_by_the_parsing_module_only():
+    offending = []
+    for path in sorted(ROOT.glob("*/**/*.py")):
+        module = path.relative_to(ROOT).as_posix()
+        if module.split("/")[0] in ("tests", "examples", "build", ".venv") or module == "tasks/cells.py":
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            if HAND_MADE_NAME.search(line):
+                offending.append(f"{module}:{number}: {line.strip()}")
+    assert not offending, "\n".join(offending)
+
+
+@pytest.mark.parametrize("line", ['family, _, encoding = method.partition("/")', 'label = f"{task}+{fmt}"',
+                                  'expected = f"{row.model}/{row.encoding}"', 'PERF_BASELINE = "transformer/rope"',
+                                  'if not m.startswith("transformer/")', 'frame["method"] = "transformer/" + encoding'])
+def test_the_grep_finds_each_way_a_name_was_made_by_hand(line):
+    assert HAND_MADE_NAME.search(line)

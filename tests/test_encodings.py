@@ -253,7 +253,7 @@ def test_saturation_study_counts_identical_pairs(tmp_path):
     only when its per-length accuracies all agree."""
     import pandas as pd
 
-    from lengthbench.benchmark import saturation
+    from lengthbench.benchmark.tools import saturation
 
     frame = saturation.measure(tmp_path, workers=1, budget="smoke", tasks=("parity_check",))
     assert set(frame.max_len) == {64, 2048} and frame.method.nunique() == 6

@@ -631,7 +631,7 @@ def test_a_method_has_one_colour_whatever_else_is_drawn():
     the method alone, and the built-in methods all differ."""
     from lengthbench.benchmark.presets import PRESETS
     from lengthbench.leaderboard.plots import method_colors
-    from lengthbench.models.families import method_name
+    from lengthbench.tasks.cells import method_name
 
     grids = [[method_name(*m) for m in PRESETS[name].methods()] for name in PRESETS]
     grids += [["transformer/coupled"], ["my-plugin", "lstm"]]

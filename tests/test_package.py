@@ -64,3 +64,15 @@ def test_a_fresh_install_is_one_namespace(tmp_path):
                           "--encodings", "nope", "--set", "steps=2", "--results", str(tmp_path / "runs"),
                           "--no-progress", "--workers", "1"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
+    # the wheel ships quick's reference alone (what submit reuses), not the clone's 30 MB of study records
+    shipped = site / "lengthbench" / "leaderboard" / "reference"
+    assert sorted(p.name for p in shipped.iterdir() if p.is_dir()) == ["quick"]
+    assert len(list((shipped / "quick" / "records").glob("*.json"))) == 20
+    # submit from the wheel: the built-in cells are the shipped records, only the new encoding's one run trains
+    results = tmp_path / "submitted"
+    submit = subprocess.run([str(site / "bin" / "lengthbench"), "-v", "submit", str(source / "examples" / "log_decay_sink.py"),
+                             "--tasks", "parity_check", "--results", str(results), "--no-progress", "--workers", "1"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert submit.returncode == 0, submit.stderr
+    assert "5 runs of the grid taken from the shipped quick reference" in submit.stderr
+    assert "1 runs trained here" in submit.stderr and (results / "submission-log-decay-sink.md").exists()

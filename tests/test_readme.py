@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from lengthbench.benchmark.presets import PRESETS
+from lengthbench.studies import STUDIES
 from lengthbench.cli import build_parser
 from lengthbench.leaderboard.schema import COLUMN_NAMES, schema_table
 from lengthbench.models.encodings import encoding_entry, encoding_names
@@ -43,6 +44,8 @@ def test_every_encoding_preset_and_column_documented():
             assert f"| `{name}` |" in PAGES["encodings.md"], name
     for name in PRESETS:
         assert f"| `{name}` |" in PAGES["presets.md"], name
+        assert f"`{name}`" in README, name
+    for name in STUDIES:
         assert f"`{name}`" in README, name
     for column in COLUMN_NAMES:
         assert f"| `{column}` |" in PAGES["statistics.md"], column

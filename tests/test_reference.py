@@ -12,6 +12,7 @@ from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.leaderboard.aggregate import leaderboard_frame
 from lengthbench.leaderboard.html import render_html
 from lengthbench.leaderboard.tables import write_tables
+from lengthbench.studies.base import settings_source
 
 REFERENCE = Path(__file__).resolve().parent.parent / "leaderboard" / "reference"
 
@@ -46,7 +47,7 @@ def test_reference_tables_rebuild_from_their_records(folder, tmp_path):
         assert not [r.run_id for r in records if r.code_version.endswith(".dirty")]
         source = json.loads((folder / "reference.json").read_text())
         readme = reference_readme(folder.name, records, board, folder, source["rebuild"], source.get("grid_runs"),
-                                  folder / source["records"])
+                                  folder / source["records"], settings_source(source.get("preset")))
         assert readme == (folder / "README.md").read_text()
 
 
@@ -154,7 +155,7 @@ def test_a_grid_grown_after_the_build_changes_no_shipped_readme(tmp_path):
     try:
         records = _records(folder)
         readme = reference_readme(folder.name, records, leaderboard_frame(records), folder, source["rebuild"],
-                                  source.get("grid_runs"), folder / source["records"])
+                                  source.get("grid_runs"), folder / source["records"], settings_source(source["preset"]))
     finally:
         PRESETS.replace(original.name, original)
     assert readme == (folder / "README.md").read_text()

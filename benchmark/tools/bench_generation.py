@@ -17,8 +17,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from lengthbench.benchmark.tools.perf import median_seconds, plain_loop_seconds
 from lengthbench.benchmark.presets import get_preset
+from lengthbench.benchmark.tools.perf import median_seconds, plain_loop_seconds
 from lengthbench.tasks import get_task, make_batch, task_names
 
 

@@ -22,6 +22,7 @@ from lengthbench.core.errors import InputError
 from lengthbench.models.encodings import build_encoding
 from lengthbench.models.families import TRANSFORMER, ModelSize, build_model, family_entry, n_parameters
 from lengthbench.tasks import get_task
+from lengthbench.tasks.cells import cell_name
 
 MATCH_TOLERANCE = 0.10  # a family's parameters within this share of the transformer's, on every task
 REFERENCE_ENCODING = "nope"  # the transformer without position parameters is the target
@@ -74,7 +75,7 @@ def mismatches(preset) -> list[str]:
             encoding = REFERENCE_ENCODING if family_entry(family).takes_encoding else ""
             got = parameters(family, task, preset.run_config(task, encoding, 0, family).model)
             if abs(got / target - 1) > MATCH_TOLERANCE:
-                out.append(f"{task}/{family}: {got} parameters, {got / target - 1:+.0%} against the transformer's {target}")
+                out.append(f"{cell_name(task, family)}: {got} parameters, {got / target - 1:+.0%} against the transformer's {target}")
     return out
 
 

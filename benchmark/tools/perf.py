@@ -45,8 +45,9 @@ from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.runner import execute_run
 from lengthbench.benchmark.train import batch_tensors, train_run
-from lengthbench.models.families import ModelSize, method_parts
+from lengthbench.models.families import ModelSize
 from lengthbench.tasks import IGNORE, get_task, make_batch
+from lengthbench.tasks.cells import method_parts, transformer_method
 
 DEVICE = default_device()
 MATMUL_SHAPES = ((128 * 82, 64, 192), (128 * 82, 256, 64), (2048, 2048, 2048))
@@ -239,7 +240,7 @@ def measure(configs: list[str], steps: int, eval_lengths: tuple[int, ...], bf16:
     return report
 
 
-PERF_BASELINE = "transformer/rope"  # what ``--methods`` times each method against
+PERF_BASELINE = transformer_method("rope")  # what ``--methods`` times each method against
 
 
 def method_config(method: str) -> RunConfig:

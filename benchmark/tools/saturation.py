@@ -34,6 +34,7 @@ from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.provenance import write_provenance
 from lengthbench.benchmark.records import length_frame
 from lengthbench.benchmark.store import ResultsFolder
+from lengthbench.tasks.cells import transformer_method
 
 TASKS = ("parity_check", "even_pairs", "reverse_string", "copy", "stack_manipulation", "bucket_sort")
 BASES = ("t5", "kerple-log", "kerple-power")
@@ -63,7 +64,7 @@ def report(frame: pd.DataFrame) -> str:
                   for key, cell in sub.groupby(["method", "task"])}
         lines.append(f"randomized positions from [0, {max_len}):")
         for a, b in PAIRS:
-            same = [t for t in tasks if curves.get((f"transformer/{a}", t)) == curves.get((f"transformer/{b}", t))]
+            same = [t for t in tasks if curves.get((transformer_method(a), t)) == curves.get((transformer_method(b), t))]
             lines.append(f"  {a} == {b} (identical per-length token accuracy) on {len(same)} of {len(tasks)} tasks"
                          + (f": {', '.join(same)}" if same else ""))
         lines.append("  validation-band token accuracy (%), the band this choice is judged on:")
