@@ -16,6 +16,8 @@ Interrupts: pool workers ignore SIGINT (the driver alone decides), and
 
 from __future__ import annotations
 
+import ast
+import logging
 import multiprocessing
 import os
 import signal
@@ -26,6 +28,7 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 import torch
@@ -37,6 +40,7 @@ from lengthbench.benchmark.runner import error_record, run_claimed
 from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.models.plugins import load_plugins
 
+log = logging.getLogger(__name__)
 PARENT_POLL_S = 0.5  # how often a worker checks that the driver is alive
 
 
@@ -183,9 +187,45 @@ class PoolExecutor(ExecutorContext):
         self.pool.shutdown()
 
 
+# What starts a grid when a script calls it: ``lengthbench.run``, ``lengthbench.submit``, ``cli.main``.
+GRID_CALLS = ("run", "submit", "main")
+
+
+def unguarded_script() -> Path | None:
+    """The main script, when it starts a grid at its top level (outside
+    ``if __name__ == "__main__":``): a worker process, which imports it, would
+    start the grid again and die. None for a guarded script, an interactive
+    session or a notebook (no file to import)."""
+    path = getattr(sys.modules["__main__"], "__file__", None)
+    if not path or not str(path).endswith(".py"):
+        return None
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    for statement in tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(statement, ast.If) and "__main__" in ast.unparse(statement.test):
+            continue
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+                if name in GRID_CALLS:
+                    return Path(path)
+    return None
+
+
 def local_executor(job: RunJob, *, workers: int, n_runs: int, progress: bool, address: str | None = None):
     """This machine: in this process for one worker (or one run), else a
-    pool of ``min(workers, n_runs)`` processes."""
+    pool of ``min(workers, n_runs)`` processes. A script that starts the grid
+    at its top level runs it in this process (worker processes would import
+    the script and start it again), with a warning that says how to get the pool."""
+    if workers > 1 and n_runs > 1 and (script := unguarded_script()) is not None:
+        log.warning("%s starts the grid at its top level, so worker processes (which import it) cannot start: "
+                    "running the %d runs in this process; put the call under `if __name__ == \"__main__\":` to "
+                    "use %d workers", script, n_runs, workers)
+        workers = 1
     if workers <= 1 or n_runs <= 1:
         return SerialExecutor(job, progress)
     return PoolExecutor(job, min(workers, n_runs))

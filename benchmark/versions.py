@@ -116,6 +116,12 @@ def _digest(sources: list[str]) -> str:
     return sha.hexdigest()[:16]
 
 
+def _ours(obj) -> bool:
+    """Whether ``obj`` is defined in lengthbench's own package: a task, format, encoding or family
+    registered from a user's script is not ours to digest (a plugin file's hash enters its configs)."""
+    return obj.__module__.split(".")[0] == "lengthbench"
+
+
 def components() -> dict[str, dict]:
     """Every built-in task, format, encoding and family and the trainer:
     version and digest of the source files that decide its results (a
@@ -123,13 +129,17 @@ def components() -> dict[str, dict]:
     randomized one; a family's module; the trainer's ``trainer_sources``)."""
     table, covered = {}, set()
     for name, cls in sorted(TASKS.items()):
+        if not _ours(cls):
+            continue
         covered.add(_source(cls))
         table[f"task:{name}"] = {"version": cls.version, "digest": _digest([_source(cls)])}
     for name, fmt in sorted(FORMATS.items()):
+        if not _ours(type(fmt)):
+            continue
         covered.add(_source(type(fmt)))
         table[f"format:{name}"] = {"version": fmt.version, "digest": _digest([_source(type(fmt))])}
     for name, entry in sorted(ENCODINGS.items()):
-        if entry.source != "built-in":
+        if entry.source != "built-in" or not _ours(entry.factory):
             continue  # a plugin's file hash is already in its configs (encoding_source)
         sources = [_source(entry.factory), "models/encodings/base.py"]
         if entry.base is not None:
@@ -137,7 +147,7 @@ def components() -> dict[str, dict]:
         covered.update(sources)
         table[f"encoding:{name}"] = {"version": entry.version, "digest": _digest(sources)}
     for name, entry in FAMILIES.items():
-        if entry.source != "built-in":
+        if entry.source != "built-in" or not _ours(entry.build):
             continue  # a plugin's file hash is already in its configs (family_source)
         sources = [_source(entry.build), "models/families.py"]
         covered.update(sources)

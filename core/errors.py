@@ -3,6 +3,8 @@
 The command line prints an ``InputError`` as one line and exits 2; its
 message names the bad value and says what is valid. ``OutputError`` is a
 derived file that could not be written (the previous one stays).
+``RunsFailed`` is a grid whose every run ended in error (its records and
+tables are written; the caller gets them in ``board``).
 """
 
 from __future__ import annotations
@@ -30,3 +32,15 @@ class UnknownNameError(InputError):
 class OutputError(OSError):
     """A derived file could not be written (full disk, file size limit, ...);
     the previous version of the file is left untouched."""
+
+
+class RunsFailed(RuntimeError):
+    """Every run of a grid ended in error: nothing was measured. Raised after
+    the records and tables are written, so that a script calling the API
+    exits non-zero; ``board`` is the leaderboard ``run`` would have returned."""
+
+    def __init__(self, board):
+        failed = board.attrs["failed"]
+        super().__init__(f"all {len(failed)} runs of the grid ended in error (their records keep the traceback); "
+                         f"the first: {failed[0]['error']}")
+        self.board = board

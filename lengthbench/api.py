@@ -60,7 +60,7 @@ from lengthbench.benchmark.tools import bench_generation as generation_bench
 from lengthbench.benchmark.tools import perf as perf_bench
 from lengthbench.benchmark.version import __version__
 from lengthbench.benchmark.versions import check_unchanged
-from lengthbench.core.errors import InputError, UnknownNameError
+from lengthbench.core.errors import InputError, RunsFailed, UnknownNameError
 from lengthbench.leaderboard.aggregate import leaderboard_frame, length_frame
 from lengthbench.leaderboard.build import build_leaderboard
 from lengthbench.leaderboard.compare import compare_frames, summary_text, write_compare
@@ -91,7 +91,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "CHECKPOINT_EVERY_S", "CORRECTIONS", "DEFAULT_CORRECTION", "EXECUTORS", "METRICS", "PRESETS", "STUDIES",
-    "GridInterrupted", "InputError", "bench_generation", "cell_name", "check", "compare", "compare_text", "encodings_text",
+    "GridInterrupted", "InputError", "RunsFailed", "bench_generation", "cell_name", "check", "compare", "compare_text", "encodings_text",
     "evaluate", "generate", "leaderboard_text", "load_leaderboard", "load_records", "models_text", "parse_setting",
     "load_predictions", "perf", "perf_configs", "plan", "presets_text", "reproduce", "run", "score", "studies_text",
     "study_names", "submit", "tasks_table", "formats_table", "__version__",
@@ -137,11 +137,14 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
                                        results=results, out=out, select=select, settings=settings).items()
                  if v is not None}
         command = f"lengthbench.run({preset!r}" + "".join(f", {k}={v!r}" for k, v in given.items()) + ")"
-    return _run_grid_to_leaderboard(grid, plugin_files, results=results, out=out, force=force, workers=workers,
-                                    executor=executor, address=address,
-                                    checkpoint_every=checkpoint_every or CHECKPOINT_EVERY_S,
-                                    save_predictions=save_predictions, progress=progress, command=command,
-                                    selection=selection)
+    board = _run_grid_to_leaderboard(grid, plugin_files, results=results, out=out, force=force, workers=workers,
+                                     executor=executor, address=address,
+                                     checkpoint_every=checkpoint_every or CHECKPOINT_EVERY_S,
+                                     save_predictions=save_predictions, progress=progress, command=command,
+                                     selection=selection)
+    if board.attrs["failed"] and len(board.attrs["failed"]) == board.attrs["trained"]:
+        raise RunsFailed(board)
+    return board
 
 
 def plan(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings: Sequence[str] | None = None,
@@ -331,6 +334,7 @@ def _with_outcome(board: pd.DataFrame, records: list[RunRecord], written: dict) 
     """``board`` with the files written and the runs that raised, as ``run`` and ``submit`` report them."""
     board.attrs["written"] = dict(written)
     board.attrs["runs"] = len(records)
+    board.attrs["trained"] = sum(r.status != "not_applicable" for r in records)
     board.attrs["failed"] = [{"task": r.task, "method": r.method, "seed": r.seed, "error": r.error}
                              for r in records if r.status == "error"]
     return board

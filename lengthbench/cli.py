@@ -115,7 +115,11 @@ def cmd_run(args) -> int:
         print(api.plan(args.preset, **axes, results=args.results, workers=args.workers, force=args.force,
                        select=args.select))
         return EXIT_OK
-    return _report_run(api.run(args.preset, **axes, force=args.force, select=args.select, **_grid_options(args)))
+    try:
+        board = api.run(args.preset, **axes, force=args.force, select=args.select, **_grid_options(args))
+    except api.RunsFailed as err:
+        board = err.board
+    return _report_run(board)
 
 
 def cmd_list(args) -> int:

@@ -150,9 +150,10 @@ import lengthbench
 
 
 @pytest.mark.parametrize("guarded", [True, False])
-def test_run_from_a_script_needs_the_main_guard_and_says_so(guarded, tmp_path):
-    """Worker processes import the main script: a guarded script trains its grid, an
-    unguarded one gets every run recorded as an error that says how to fix it."""
+def test_a_script_trains_its_grid_guarded_or_not(guarded, tmp_path):
+    """Worker processes import the main script: a guarded script trains its
+    grid in them; one that starts the grid at its top level (worker processes
+    would start it again and die) trains it in its own process, saying so."""
     import subprocess
     import sys
 
@@ -160,13 +161,58 @@ def test_run_from_a_script_needs_the_main_guard_and_says_so(guarded, tmp_path):
     script = tmp_path / "grid.py"
     script.write_text(GRID_SCRIPT.format(guard='if __name__ == "__main__":\n    ' if guarded else "",
                                          indent="    " if guarded else "", results=str(results)))
-    subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    records = lengthbench.load_records(results)
-    if guarded:
-        assert set(records.status) == {"ok"}
-    else:
-        assert set(records.status) == {"error"}
-        assert records.error.str.contains('under `if __name__ == "__main__":`, or pass workers=1').all()
+    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert set(lengthbench.load_records(results).status) == {"ok"}
+    said = "starts the grid at its top level" in out.stderr
+    assert said != guarded and (guarded or 'under `if __name__ == "__main__":` to use 2 workers' in out.stderr)
+
+
+def test_the_readme_python_example_runs_verbatim_as_a_script(tmp_path):
+    import re
+    import subprocess
+    import sys
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    code = re.search(r"## From Python\n\n```python\n(.*?)```", readme, re.S).group(1)
+    (tmp_path / "example.py").write_text(code)
+    out = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert set(lengthbench.load_records(tmp_path / "results" / "nb").status) == {"ok"}
+
+
+@pytest.fixture
+def crashing_encoding():
+    from lengthbench.models.encodings import ENCODINGS, PositionEncoding, register_encoding
+
+    @register_encoding("test-crashes-in-run")
+    class Crashes(PositionEncoding):
+        def rotate(self, q, k, pos):
+            raise RuntimeError("boom in rotate")
+
+    yield "test-crashes-in-run"
+    ENCODINGS.remove("test-crashes-in-run")
+
+
+def test_a_grid_whose_every_run_errored_is_an_error_from_python_and_the_command_line(crashing_encoding, tmp_path,
+                                                                                      capsys):
+    """Nothing was measured: the API raises (a script exits non-zero) after
+    writing the records and tables; the command line lists the runs and exits 1."""
+    from lengthbench.cli import main
+
+    with pytest.raises(lengthbench.api.RunsFailed, match="all 2 runs of the grid ended in error.*boom in rotate"):
+        lengthbench.run("smoke", tasks=["copy", "parity_check"], encodings=[crashing_encoding],
+                        results=tmp_path / "r", workers=1, progress=False)
+    assert set(lengthbench.load_records(tmp_path / "r").status) == {"error"}
+    assert (tmp_path / "r" / "leaderboard.csv").exists()
+    argv = ["run", "--preset", "smoke", "--tasks", "copy", "--encodings", crashing_encoding, "--results",
+            str(tmp_path / "c"), "--workers", "1", "--no-progress"]
+    assert main(argv) == 1
+    assert "1 of 1 runs ended in error" in capsys.readouterr().err
+    # one run that errors beside one that trains is no grid failure: the board comes back
+    board = lengthbench.run("smoke", tasks=["copy"], encodings=["nope", crashing_encoding], results=tmp_path / "m",
+                            workers=1, progress=False)
+    assert len(board.attrs["failed"]) == 1
 
 
 def test_ordinary_misuse_of_the_grid_arguments_does_what_was_meant_or_says_why():
