@@ -213,6 +213,12 @@ def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: i
           if any(c.covers(t, method_name(f, e)) for t in tasks for f, e in preset.methods())),
         f"{parallel} worker process(es) side by side, each training one run at a time",
         *protocol_lines(preset),
+    ]
+    if not todo:
+        return "\n".join(lines + ["", "nothing to train: every run of the grid is stored"
+                                   + (" or not applicable" if total > stored else "")
+                                   + " (run builds its leaderboard from the records; --force trains them again)"])
+    lines += [
         "",
         "| task | model | runs | steps | train TFLOP/run | eval TFLOP/run | train/run | eval/run |",
         "|---|---|---|---|---|---|---|---|",

@@ -42,17 +42,19 @@ def write_run_provenance(out_dir: Path, command: str, seconds: float, records: l
     another command (a second preset run into the same folder, as the format
     and looped cells join a reference) is kept beside it as
     ``provenance-<its finish time>.json``, so a folder's README still counts
-    every command that made its records. It says how many runs it finished
+    every command that made its records; an invocation that finished no run
+    (a rerun that reused every record) leaves the one there as it is. It says how many runs it finished
     (``runs_finished_this_invocation``: those that started after ``started``,
     the invocation's start as POSIX time; by default ``seconds`` ago), as an
     interrupted sitting's does."""
     path = Path(out_dir) / "provenance.json"
     earlier = _readable(path)
+    finished = _started_since(records, started if started is not None else time.time() - seconds)
+    if earlier is not None and not finished:
+        return path  # an invocation that trained nothing made no record: the provenance of those who did stays
     if earlier is not None and earlier.get("command") != command:
         path.replace(_free_name(path, _stamp(earlier.get("finished_at"))))
-    return write_provenance(out_dir, command, seconds, records,
-                            runs_finished_this_invocation=_started_since(records, started if started is not None
-                                                                         else time.time() - seconds))
+    return write_provenance(out_dir, command, seconds, records, runs_finished_this_invocation=finished)
 
 
 def _started_since(records: list[RunRecord], started: float) -> int:

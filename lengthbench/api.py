@@ -130,8 +130,8 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
     ``command`` is what provenance.json records as the call (default: this
     call, written as Python)."""
     grid, plugin_files = _narrowed_grid(preset, tasks, encodings, models, seeds, plugins, settings, formats)
+    selection = _selection(grid, select, settings)
     select = select if select is not None else (grid.select or None)
-    selection = SelectionGrid.parse(select) if select is not None else None
     if command is None:
         given = {k: v for k, v in dict(tasks=tasks, formats=formats, encodings=encodings, models=models, seeds=seeds,
                                        results=results, out=out, select=select, settings=settings).items()
@@ -147,6 +147,18 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
     return board
 
 
+def _selection(grid: Preset, select: str | None, settings: Mapping | None) -> SelectionGrid | None:
+    """The setting chosen on the validation band (``select``, else the preset's own), refused when ``settings``
+    also fixes it: a setting is chosen or fixed, not both."""
+    text = select if select is not None else (grid.select or None)
+    selection = SelectionGrid.parse(text) if text is not None else None
+    if selection is not None and selection.field in (settings or {}):
+        whose = f"--select {text}" if select is not None else f"preset {grid.name!r} selects {text}"
+        raise InputError(f"{selection.field} is both fixed (--set {selection.field}={settings[selection.field]:g}) "
+                         f"and chosen on the validation band ({whose}); drop one")
+    return selection
+
+
 def plan(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings: Sequence[str] | None = None,
          models: Sequence[str] | None = None, seeds: Sequence[int] | None = None, results: PathLike | None = None,
          workers: int = 0, plugins: Iterable[PathLike] = (), settings: Mapping[str, int | float] | None = None,
@@ -156,8 +168,8 @@ def plan(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings
     writes nothing. With ``force`` nothing stored is reused; a ``select``
     (or the preset's own) is validated and priced: one grid per value."""
     grid, _ = _narrowed_grid(preset, tasks, encodings, models, seeds, plugins, settings, formats)
+    choice = _selection(grid, select, settings)
     select = select if select is not None else (grid.select or None)
-    choice = SelectionGrid.parse(select) if select is not None else None
     folder = Path(results or default_results(grid))
     if folder.exists() and not folder.is_dir():
         raise InputError(f"--results {str(folder)!r} is a file, not a folder; give a folder path")

@@ -108,9 +108,19 @@ def _grid_options(args) -> dict:
                 command="lengthbench " + " ".join(args.argv))
 
 
+def _settings(pairs) -> dict | None:
+    """``--set`` pairs as a dict; a key given twice is refused with both values (never the last one silently)."""
+    settings = {}
+    for key, value in pairs or ():
+        if key in settings:
+            raise InputError(f"--set {key} is given twice ({key}={settings[key]:g} and {key}={value:g}); give it once")
+        settings[key] = value
+    return settings or None
+
+
 def cmd_run(args) -> int:
     axes = dict(tasks=args.tasks, formats=args.formats, encodings=args.encodings, models=args.models,
-                seeds=args.seeds, plugins=args.plugin or (), settings=dict(args.set or ()) or None)
+                seeds=args.seeds, plugins=args.plugin or (), settings=_settings(args.set))
     if args.plan:
         print(api.plan(args.preset, **axes, results=args.results, workers=args.workers, force=args.force,
                        select=args.select))
@@ -378,6 +388,8 @@ def _add_benchmarks(sub) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="lengthbench", description=DESCRIPTION)
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    parser.add_argument("--version", action="version", version=f"lengthbench {api.__version__}",
+                        help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     grid = _grid_parser()
     _add_run(sub, grid)

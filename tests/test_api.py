@@ -49,16 +49,18 @@ def test_a_second_grid_run_into_the_folder_keeps_the_first_runs_provenance(tiny_
     shutil.copytree(first, results)
     earlier = json.loads((results / "provenance.json").read_text())
     register_preset(make_tiny_preset())
-    try:  # its records are all there: the second command trains nothing, and writes its own provenance
+    try:  # its records are all there: the second command trains nothing, so the first's provenance stays
         lengthbench.run("tiny", seeds=[0], results=results, progress=False)
-        lengthbench.run("tiny", seeds=[0], results=results, progress=False)  # the same command replaces its own
+        assert json.loads((results / "provenance.json").read_text()) == earlier
+        assert not list(results.glob("provenance-*.json"))
+        lengthbench.run("tiny", seeds=[0, 2], results=results, progress=False)  # one that trains: its own
     finally:
         PRESETS.remove("tiny")
     kept, = results.glob("provenance-*.json")
     assert json.loads(kept.read_text()) == earlier and kept.name.startswith("provenance-20")
     latest = json.loads((results / "provenance.json").read_text())
-    assert latest["command"].startswith("lengthbench.run('tiny', seeds=[0],")
-    assert latest["runs_finished_this_invocation"] == 0  # every record reused
+    assert latest["command"].startswith("lengthbench.run('tiny', seeds=[0, 2],")
+    assert latest["runs_finished_this_invocation"] == 4 and latest["runs"] == 8
 
 
 def test_a_runs_provenance_counts_its_first_runs_however_long_the_board_takes(tmp_path, monkeypatch):

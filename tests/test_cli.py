@@ -110,3 +110,11 @@ def test_check_takes_the_name_of_a_registered_encoding_or_family(capsys):
     assert "model family 'deltanet-negative' (built-in): PASS" in capsys.readouterr().out
     assert main(["check", "no-such-encoding"]) == 2  # neither a file nor a registered name
     assert "no-such-encoding" in capsys.readouterr().err
+
+
+def test_version_is_printed(capsys):
+    from lengthbench import __version__
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out == f"lengthbench {__version__}\n"

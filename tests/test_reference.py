@@ -195,19 +195,29 @@ def test_every_interval_quoted_in_the_results_page_and_readme_is_a_shipped_numbe
 
 
 def test_an_earlier_commands_provenance_is_kept_under_its_finish_time_never_overwritten(tmp_path):
+    from datetime import datetime, timezone
+
     from lengthbench.benchmark.provenance import write_run_provenance
+
+    now = [SimpleNamespace(started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), wall_time_s=1.0,
+                           code_version="v")]  # a run this invocation trained
 
     def earlier(command, finished_at):
         (tmp_path / "provenance.json").write_text(json.dumps({"command": command, "finished_at": finished_at}))
 
     earlier("lengthbench run --preset a", "2026-12-04T10:38:20+00:00")
     (tmp_path / "provenance-20261204T103820Z.json").write_text("{}")  # that name is taken: the next number
-    write_run_provenance(tmp_path, "lengthbench run --preset b", 1.0, [])
+    write_run_provenance(tmp_path, "lengthbench run --preset b", 1.0, now)
     assert json.loads((tmp_path / "provenance-20261204T103820Z-2.json").read_text())["command"].endswith("a")
     earlier("lengthbench run --preset c", "not a time")
-    write_run_provenance(tmp_path, "lengthbench run --preset b", 1.0, [])
+    write_run_provenance(tmp_path, "lengthbench run --preset b", 1.0, now)
     assert json.loads((tmp_path / "provenance-earlier.json").read_text())["command"].endswith("c")
-    write_run_provenance(tmp_path, "lengthbench run --preset b", 2.0, [])  # the same command: replaced, not kept
+    write_run_provenance(tmp_path, "lengthbench run --preset b", 2.0, now)  # the same command: replaced, not kept
+    assert len(list(tmp_path.glob("provenance*.json"))) == 4
+    assert json.loads((tmp_path / "provenance.json").read_text())["wall_time_s_this_invocation"] == 2.0
+    # an invocation that trained nothing (every record reused) leaves the provenance of the one that did
+    write_run_provenance(tmp_path, "lengthbench run --preset b", 0.1, [])
+    write_run_provenance(tmp_path, "lengthbench run --preset d", 0.1, [])
     assert len(list(tmp_path.glob("provenance*.json"))) == 4
     assert json.loads((tmp_path / "provenance.json").read_text())["wall_time_s_this_invocation"] == 2.0
 
