@@ -20,21 +20,27 @@ from lengthbench.models.encodings import encoding_kind
 from lengthbench.models.families import TRANSFORMER, ModelSize, describe_size
 from lengthbench.tasks.cells import method_parts
 
+
 NOT_FIT = "did not fit (no verdict)"
 
 # beside test exact match: the share of the test band's examples whose answer is their length's most frequent one
 CHANCE_COLUMN = "chance (%, test band)"
 
+
 NO_PAIR = "not tested: no task where both fit and an encoding was chosen on a validation band"
 
+
 NO_FIT_PAIR = "not tested: no cell pair where both fit"
+
 
 def pct(x) -> str:
     return "" if x is None or pd.isna(x) else f"{100 * x:.1f}"
 
+
 def mean_std(row) -> str:
     std = row["ood_token_accuracy_std"]
     return pct(row["ood_token_accuracy_mean"]) + ("" if pd.isna(std) else f" ± {pct(std)}")
+
 
 def describe_config(config: dict) -> str:
     model, train, val = config["model"], config["train_length"], config.get("validation_length", 0)
@@ -44,6 +50,7 @@ def describe_config(config: dict) -> str:
               else f"{config['steps']} steps")
     return (f"{bands}, {budget} of batch {config['batch_size']}, lr {config['lr']:g}, "
             f"{describe_size(config.get('family', TRANSFORMER), ModelSize(**model))}")
+
 
 def setup_text(records: list[RunRecord]) -> str:
     """The setting of most runs, the other settings (with the families and
@@ -64,6 +71,7 @@ def setup_text(records: list[RunRecord]) -> str:
     seeds = sorted({r.seed for r in records})
     return text + f". Seeds {', '.join(map(str, seeds))}; recurrent families use d_model as their hidden size."
 
+
 def horizon_text(records: list[RunRecord], protocol: str = "") -> str:
     """The lengths most runs were trained and tested on, the ratio of the two
     and the budget, beside the paper's own ``protocol`` (a study's): every
@@ -81,12 +89,14 @@ def horizon_text(records: list[RunRecord], protocol: str = "") -> str:
             + (f" The paper's: {protocol}; every verdict here is read at this reference's horizon and budget."
                if protocol else ""))
 
+
 def interval_text(test: dict) -> str:
     """``+12.3 [+4.0, +20.6], p 0.031`` points with the sign-flip test's p (no interval with one unit)."""
     if test["n"] < 2:
         return f"{100 * test['mean']:+.1f}" if test["n"] else ""
     return (f"{100 * test['mean']:+.1f} [{100 * test['low']:+.1f}, {100 * test['high']:+.1f}], "
             f"{p_text(test['p_value'])}")
+
 
 def p_text(p: float) -> str:
     """``p 0.08``; never rounded onto the other side of 0.05 (0.0496 is ``p 0.0496``, not ``p 0.05``)."""
@@ -109,11 +119,14 @@ IMPROVEMENT_RULE = ("A P verdict needs the interval clear of 0.5 and a permutati
                     "happens by chance 1 time in 10. Both keep the strata fixed, so they speak for these strata "
                     "only; the difference over them is the one that reaches beyond.")
 
+
 VERDICT_RULE = f"{DIFFERENCE_RULE} {IMPROVEMENT_RULE}"
+
 
 def verdict_text(test: dict, a: str, b: str) -> str:
     """What a test's interval supports: ``a`` better, ``b`` better, or neither."""
     return {"a better": f"{a} better", "b better": f"{b} better"}.get(test["verdict"], "not told apart")
+
 
 def improvement_text(test: dict, a: str = "randomized", b: str = "base") -> str:
     """A probability of improvement, its interval, its permutation p-value and the verdict both support."""
@@ -122,13 +135,16 @@ def improvement_text(test: dict, a: str = "randomized", b: str = "base") -> str:
     interval = f"{test['p']:.2f} [{test['low']:.2f}, {test['high']:.2f}]"
     return f"{interval}, {p_text(test['p_value'])}: {verdict_text(test, a, b)}"
 
+
 def seed_scores(records: list[RunRecord], metric: str) -> dict[tuple[str, str], list[float]]:
     """(task, method) -> every seed's test-band score (a failed seed counts 0)."""
     return seed_values(records, lambda runs: runs[metric])
 
+
 def seed_fits(records: list[RunRecord]) -> dict[tuple[str, str], list[float]]:
     """(task, method) -> 1 for each seed that fit its training lengths, else 0 (the board's ``n_fit``)."""
     return seed_values(records, fits_training)
+
 
 def seed_values(records: list[RunRecord], values) -> dict[tuple[str, str], list[float]]:
     """(task, method) -> ``values(runs)``'s entry for every seed that ran (a failed seed counts 0)."""
@@ -140,20 +156,24 @@ def seed_values(records: list[RunRecord], values) -> dict[tuple[str, str], list[
         scores.setdefault((r.task, r.method), []).append(float(r.value))
     return scores
 
+
 def judged_runs(records: list[RunRecord]) -> set[tuple[str, str]]:
     """The (task, method) cells judged on length generalization (``aggregate.judged``)."""
     board = leaderboard_frame(records)
     fit = board[judged(board)]
     return set(zip(fit.task, fit.method))
 
+
 def judged_seeds(records: list[RunRecord]) -> dict[tuple[str, str], list[float]]:
     """(task, method) -> test exact match of every seed, for the cells judged on length generalization only."""
     fit = judged_runs(records)
     return {cell: v for cell, v in seed_scores(records, "ood_exact_match").items() if cell in fit}
 
+
 def by_task(seeds: dict, method: str) -> dict[str, list[float]]:
     """task -> ``method``'s seed scores (``effect`` pairs the tasks both methods have)."""
     return {task: v for (task, m), v in seeds.items() if m == method}
+
 
 def pooled_by_task(seeds: dict, encodings) -> dict[str, list[float]]:
     """task -> the judged seeds of every encoding in ``encodings`` together."""
@@ -163,6 +183,7 @@ def pooled_by_task(seeds: dict, encodings) -> dict[str, list[float]]:
             pooled.setdefault(task, []).extend(values)
     return pooled
 
+
 def effect(a_by_unit: dict, b_by_unit: dict) -> tuple[dict, dict]:
     """A against B over the units both have (a unit's score: the mean of its
     seeds): the paired difference with its 95% Student-t interval over the
@@ -170,6 +191,7 @@ def effect(a_by_unit: dict, b_by_unit: dict) -> tuple[dict, dict]:
     units = [u for u in a_by_unit if u in b_by_unit and len(a_by_unit[u]) and len(b_by_unit[u])]
     test = paired_difference([np.mean(a_by_unit[u]) for u in units], [np.mean(b_by_unit[u]) for u in units])
     return test, probability_of_improvement({u: a_by_unit[u] for u in units}, {u: b_by_unit[u] for u in units})
+
 
 def over_tasks(a: pd.Series, b: pd.Series) -> tuple[dict, dict]:
     """``effect`` of two score series indexed by (task, seed), the task the
@@ -179,12 +201,14 @@ def over_tasks(a: pd.Series, b: pd.Series) -> tuple[dict, dict]:
     by_task = both.groupby(level="task", sort=False)
     return effect({t: list(g.a) for t, g in by_task}, {t: list(g.b) for t, g in by_task})
 
+
 def claim_row(a: dict, b: dict, names: tuple[str, str]) -> list[str]:
     """Units, A − B [95% interval], P(A > B) [95% interval] and the verdict, or why there is none."""
     test, better = effect(a, b)
     if not test["n"]:
         return ["0", "", "", NO_FIT_PAIR]
     return [str(test["n"]), interval_text(test), improvement_text(better, *names), verdict_text(test, *names)]
+
 
 def test_scores(records: list[RunRecord], metric: str = "exact_match") -> pd.DataFrame:
     """Per (task, seed) x method: the test band's ``metric``, a failed seed
@@ -196,6 +220,7 @@ def test_scores(records: list[RunRecord], metric: str = "exact_match") -> pd.Dat
     return runs.assign(ood=runs[f"ood_{metric}"].where(~runs.failed, 0.0)).pivot_table(
         index=["task", "seed"], columns="method", values="ood")
 
+
 def chosen_on_validation(board: pd.DataFrame, metric: str = "exact_match", task_agnostic: bool = False
                           ) -> dict[str, str]:
     """Per task, the transformer encoding a user would pick without looking at
@@ -206,17 +231,19 @@ def chosen_on_validation(board: pd.DataFrame, metric: str = "exact_match", task_
     chosen = {}
     fit = board[judged(board) & (board.model == "transformer")]
     if task_agnostic:
-        fit = fit[[encoding_kind(e) != "task-structured" for e in fit.encoding]]
+        fit = fit[fit.encoding.map(lambda e: encoding_kind(e) != "task-structured").astype(bool)]
     for task, cells in fit.groupby("task", sort=False):
         validation = cells.set_index("method").loc[method_order(cells.method)][f"val_{metric}_mean"].astype(float)
         if validation.notna().any():
             chosen[task] = validation.idxmax()
     return chosen
 
+
 def chosen_scores(scores: pd.DataFrame, chosen: dict[str, str]) -> pd.Series:
     """Per (task, seed): the score of the transformer encoding chosen for the task (NaN where none)."""
     return pd.Series([scores.loc[(t, s), chosen[t]] if t in chosen and chosen[t] in scores else np.nan
                       for t, s in scores.index], index=scores.index, dtype=float)
+
 
 def cell_texts(cells: pd.DataFrame, task: str, method: str) -> list[str]:
     """A cell's fit seeds, test exact match (mean ± std, flagged when not judged) and generalization length."""
@@ -232,6 +259,7 @@ def cell_texts(cells: pd.DataFrame, task: str, method: str) -> list[str]:
     reach = "" if pd.isna(length) else f"{int(length)} ({c.extrapolation_ratio_exact_match:.2g}×)"
     return [f"{int(c.n_fit)}/{int(c.n_seeds)}", pct(c.ood_exact_match_mean) + std + flag, reach]
 
+
 def cells_table(board: pd.DataFrame, tasks, methods) -> list[str]:
     """Per task and method that ran: seeds fit, test exact match, generalization length and the task's chance."""
     rows = [[task, f"`{method}`", *cell_texts(board, task, method), chance_of(board, task)]
@@ -239,10 +267,12 @@ def cells_table(board: pd.DataFrame, tasks, methods) -> list[str]:
     return markdown_table(["task", "method", "seeds fit", "test exact match (%)", "generalization length",
                            CHANCE_COLUMN], rows)
 
+
 def chance_of(cells: pd.DataFrame, task: str, metric: str = "exact_match") -> str:
     """A task's chance level in ``metric`` on the test band (%), beside its scores."""
     levels = cells[cells.task == task][f"chance_{metric}"].dropna()
     return pct(levels.iloc[0]) if len(levels) else ""
+
 
 def fit_shift(board: pd.DataFrame, fits: dict, plain: str, label: str) -> str:
     """Seeds that fit in ``plain`` and in ``label``, over the methods that ran in both, with the
@@ -253,6 +283,7 @@ def fit_shift(board: pd.DataFrame, fits: dict, plain: str, label: str) -> str:
     shift = " → ".join(f"{int(c.n_fit.sum())}/{int(c.n_seeds.sum())}" for c in cells)
     test = probability_of_improvement(*({m: fits.get((t, m), []) for m in methods} for t in (label, plain)))
     return f"{shift}, {p_text(test['p_value'])}" if test["n_tasks"] else shift
+
 
 def fit_shift_between(board: pd.DataFrame, fits: dict, tasks, before: str, after: str) -> str:
     """Seeds of ``before`` and of ``after`` that fit, over ``tasks`` where both ran, with the permutation p

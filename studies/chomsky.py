@@ -88,6 +88,7 @@ RECURRENT_FINDINGS = {
     ("tape-rnn", "compute_sqrt"): "not solved",
 }
 
+
 RANDOMIZED_GAIN = 0.120  # Ruoss et al., abstract: mean test accuracy +12.0 points over tasks and encodings
 # The paper's horizon and budget (REFERENCES: its protocol section), set beside ours in the report.
 PROTOCOL = ("Deletang et al.: train 1..40, test 41..500 (12.5x), 1,000,000 steps of 128 for every model, a "
@@ -132,6 +133,7 @@ def _holds(ours_solved: bool, theirs: str) -> str:
         return "holds" if not ours_solved else "does not hold"
     return ""
 
+
 def _recurrent_verdict(theirs: str, mean: float, seeds_ok: int, n_seeds: int) -> str:
     """Whether a stated finding holds: "every seed" needs all our seeds to
     solve, "solved" our mean over seeds to reach the bar, "not solved" it to
@@ -143,6 +145,7 @@ def _recurrent_verdict(theirs: str, mean: float, seeds_ok: int, n_seeds: int) ->
     else:
         ok = mean < SOLVED
     return "holds" if ok else "does not hold"
+
 
 def chomsky_report(records: list[RunRecord]) -> str:
     board = leaderboard_frame(records)
@@ -230,6 +233,7 @@ def chomsky_report(records: list[RunRecord]) -> str:
     lines += _randomized_section(transformer, records)
     return "\n".join(lines) + "\n"
 
+
 def _recurrent_versus_transformer(records: list[RunRecord], board: pd.DataFrame, recurrent: list[str],
                                   regular: list[str]) -> list[str]:
     """Deletang et al.'s architecture finding on the regular tasks, tested: each
@@ -251,6 +255,7 @@ def _recurrent_versus_transformer(records: list[RunRecord], board: pd.DataFrame,
             f"solve every regular task, the transformer most of them not. {VERDICT_RULE}", "",
             *markdown_table(["family", "its mean (%)", "tasks (both fit)", "family − transformer [95% interval], p",
                              "P(family > transformer) [95% interval], p", "verdict"], rows), ""]
+
 
 def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord]) -> list[str]:
     """Randomized vs base: per base, the paired difference over the tasks where
@@ -295,6 +300,7 @@ def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord]) -> 
             f"each task; Agarwal et al. 2021) and the verdict it supports. {VERDICT_RULE}",
             "", *markdown_table(["base", "tasks (both fit)", "gain [95% interval], p", "verdict",
                                   "P(randomized > base) [95% interval], p", "gain of the max over seeds"], rows), ""]
+
 
 def _randomized_verdict(test: dict) -> str:
     return verdict_text(test, "randomized", "base")

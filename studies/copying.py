@@ -54,6 +54,7 @@ COPYING_CLAIM = "transformers generalize better than state-space models on tasks
 # The paper's horizon and budget (REFERENCES: its protocol section), set beside ours in the report.
 PROTOCOL = ("Jelassi et al.: their training lengths and budget could not be sourced here")
 
+
 register_preset(part_of(
     PRESETS["full"], "copying", "Jelassi et al. 2024's question at the laptop budget: the copying tasks x every "
     "encoding, the recurrent families and the state-space baseline x 3 seeds: part of `full`", COPY_TASKS,

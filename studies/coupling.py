@@ -53,6 +53,7 @@ COUPLING_MULTIPLICATION = "figures only (no number in the text)"
 PROTOCOL = ("Cho et al.: addition trained on 1..30 digits, tested to 200 (6.7x), a 1-layer d 512 decoder, 50k "
             "steps of 1000 (1M examples), lr 1e-4, medians of 8 runs; N x 2 multiplication trained on 1..40")
 
+
 register_preset(part_of(
     PRESETS["full"], "coupling", "Cho et al. reproduction at the laptop budget: addition and Nx2 multiplication x "
     "every encoding x 3 seeds: part of `full`", ("addition", "multiplication"), STATIC_ENCODINGS))
@@ -115,6 +116,7 @@ def coupling_report(records: list[RunRecord]) -> str:
                   f"past {2 * train} scores ≥ 90%).", "",
                   *_coupled_versus_others(records, task), ""]
     return "\n".join(lines) + "\n"
+
 
 def _coupled_versus_others(records: list[RunRecord], task: str) -> list[str]:
     """Cho et al.'s claim, tested: `coupled` against each other method on the

@@ -76,13 +76,16 @@ register_preset(replace(
 # The published findings on data formats, each tested as (who, task, format) against the task in plain.
 DECIMAL_LSD_FIRST = ("addition", "multiplication")  # their plain answer is least significant digit first (Cho et al.)
 
+
 SIGN_TURNED = ("On `addition` and `multiplication`, `plain` already writes the answer least significant digit first, "
                "the order Zhou et al. call reversed; `reversed` here writes it most significant digit first, the "
                "order a person writes, so their finding predicts `plain` above `reversed`: read that row (\"sign "
                "turned\") with its sign turned.")
 
+
 FORMAT_CLAIMS = (("Zhou et al.", "addition", "reversed"), ("Zhou et al.", "addition", "index-hints"),
                  ("Anil et al.", "parity_check", "scratchpad"), ("Anil et al.", "addition", "scratchpad"))
+
 
 def formats_report(records: list[RunRecord]) -> str:
     """Zhou et al.'s addition formats and Anil et al.'s scratchpad, each

@@ -68,6 +68,7 @@ PILOT_MAX_STEPS = 4000
 PILOT_SEEDS = (100,)
 PILOT_ENCODINGS = ("nope", "rope", "alibi")
 
+
 register_preset(Preset(
     name="horizon-pilot",
     description="protocol v2's pilot: every task x 3 encodings and the baseline families x 1 pilot seed (never "
@@ -126,6 +127,7 @@ UNSEEN_FIT_TASKS = ("even_pairs", "parity_check", "reverse_string", "modular_ari
                     "duplicate_string", "missing_duplicate_string", "odds_first", "binary_addition",
                     "binary_multiplication", "compute_sqrt")
 
+
 register_preset(replace(
     PRESETS["horizon-pilot"],
     name="horizon",
@@ -148,6 +150,7 @@ def part_of_horizon(name: str, about: str, tasks, encodings, families=("transfor
 
 register_preset(part_of_horizon("horizon-suite", "every task x 8 encodings (the 5 core ones, xpos, cope, abacus) x 3 "
                                 "seeds", SUITE_TASKS, SUITE_ENCODINGS))
+
 
 register_study(Study(
     name="horizon",

@@ -34,8 +34,10 @@ from lengthbench.tasks import get_task
 from lengthbench.tasks.cells import transformer_method
 from lengthbench.tasks.formats import task_order_key
 
+
 ZOO_CLAIM = ("No published claim compares these mechanisms with static encodings on these algorithmic tasks "
              "(their papers measure language modelling, retrieval and state tracking): this is the board's finding")
+
 
 register_preset(part_of_zoo("horizon-mechanisms", "the data-dependent mechanisms against the static encodings on "
                             "horizon's tasks x 3 seeds", SUITE_TASKS, (*STATIC_ENCODINGS, *ZOO_ENCODINGS),
@@ -43,6 +45,7 @@ register_preset(part_of_zoo("horizon-mechanisms", "the data-dependent mechanisms
 
 
 DATA_DEPENDENT_KINDS = ("data-dependent", "attention normalization", "hybrid")
+
 
 def mechanisms_report(records: list[RunRecord]) -> str:
     """The data-dependent position mechanisms against the static encodings

@@ -37,6 +37,7 @@ NEGATIVE_CLAIM = ("extending the eigenvalue range of the state transition from [
 PROTOCOL = ("Grazzi et al.: trained on lengths up to 40, tested on 40..256 (6.4x), 3 seeds (Figure 1's caption); "
             "their budget could not be sourced here")
 
+
 register_preset(part_of_zoo("horizon-negative", "Grazzi et al.'s claim: the delta rule with beta in (0, 1) and "
                             "(0, 2) on parity, modular counting and arithmetic, and the state-tracking tasks x 3 seeds",
                             ("parity_check", "cycle_navigation", "modular_arithmetic", *STATE_TASKS), (),
@@ -45,7 +46,9 @@ register_preset(part_of_zoo("horizon-negative", "Grazzi et al.'s claim: the delt
 
 NEGATIVE_TASKS = ("parity_check", "cycle_navigation", "modular_arithmetic")  # parity, modular counting, arithmetic
 
+
 NEGATIVE_PAIRS = (("deltanet-negative", "deltanet"), ("gated-deltanet-negative", "gated-deltanet"))
+
 
 def negative_report(records: list[RunRecord]) -> str:
     """Grazzi et al.: the delta rule with beta in (0, 2) (negative

@@ -51,6 +51,7 @@ NOPE_EXACT_MATCH = {
 PROTOCOL = ("Kazemnejad et al.: train to 20, test to 40 (2x), a ~107M-parameter decoder, 40k steps of 64, lr 3e-5, "
             "3 seeds")
 
+
 NOPE_PAPER_ENCODINGS = ("nope", "t5", "alibi", "rope", "sinusoidal")
 NOPE_TASKS = ("copy", "reverse_string", "addition", "parity_check")
 register_preset(part_of(
@@ -85,14 +86,17 @@ def _exact_match_per_run(records: list[RunRecord], test_band_only: bool = False)
     keep = judged_runs(records)
     return per_run[[(t, m) in keep for t, m in zip(per_run.task, per_run.method)]]
 
+
 def _score_mean_std(cell: pd.Series) -> str:
     return pct(cell["mean"]) + ("" if pd.isna(cell["std"]) else f" ± {pct(cell['std'])}")
+
 
 def reciprocal_ranks(scores: pd.DataFrame) -> pd.Series:
     """Mean over tasks of 1 / rank of each method by score within the task
     (1 = best; ties share the better rank)."""
     ranks = scores.groupby("task")["mean"].rank(ascending=False, method="min")
     return (1 / ranks).groupby(scores["method"]).mean()
+
 
 def nope_report(records: list[RunRecord]) -> str:
     per_run = _exact_match_per_run(records)

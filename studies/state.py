@@ -46,6 +46,7 @@ FLIPFLOP_CLAIM = ("transformers make rare, sporadic errors on flip-flop strings,
 PROTOCOL = ("Merrill et al. and Liu et al. (automata): fixed lengths, the depth a model needs measured, not length "
             "generalization; Liu et al. (flip-flop): strings of 512 tokens, the sparseness of reads varied")
 
+
 register_preset(part_of_zoo("horizon-state", "Merrill et al.'s and Liu et al.'s claims: the state-tracking tasks x "
                             "every encoding and family x 3 seeds", STATE_TASKS, (*STATIC_ENCODINGS, *ZOO_ENCODINGS),
                             (*HORIZON_FAMILIES, *DELTA_FAMILIES)))
@@ -57,6 +58,7 @@ STATE_GROUPS = (("transformer (every encoding)", lambda m: method_parts(m)[0] ==
                 ("RNNs with a stack or tape", lambda m: m in ("stack-rnn", "tape-rnn")),
                 ("delta rule, beta in (0, 1)", lambda m: m in ("deltanet", "gated-deltanet")),
                 ("delta rule, beta in (0, 2)", lambda m: m in ("deltanet-negative", "gated-deltanet-negative")))
+
 
 def state_report(records: list[RunRecord]) -> str:
     """Merrill et al. / Liu et al.: on the word problem of S5 (and of S3,

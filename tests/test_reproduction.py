@@ -135,6 +135,11 @@ def test_reproduce_cli_writes_the_report(capsys, tmp_path):
         assert main(["reproduce", paper, "--results", str(tmp_path / "r")]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and needle in err
+    # no transformer cell fit (30 steps): the copying report says so and which cells are missing (it once ended
+    # in a KeyError: the task-agnostic choice over no fit cell)
+    assert main(["reproduce", "copying", "--results", str(tmp_path / "r"), "--out", str(tmp_path / "c")]) == 0
+    report = (tmp_path / "c" / "reproduction.md").read_text()
+    assert "| copy | none fit |" in report and "Missing: " in report and "cells of `copying` have no record" in report
 
 
 def test_chomsky_report_without_transformer_runs_is_refused(capsys, tmp_path):
