@@ -32,7 +32,7 @@ from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.benchmark.train import train_run
 from lengthbench.tasks import get_task, make_batch
-from lengthbench.tasks.cells import PLAIN, method_name
+from lengthbench.tasks.cells import PLAIN, method_name, split_label
 
 CALIBRATION_STEPS = 5  # timed one at a time; the median counts
 CALIBRATION_SAMPLES = 8  # evaluation samples timed per calibrated length
@@ -203,9 +203,12 @@ def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: i
     parallel = max(1, min(workers, todo))
     tasks = preset.grid_tasks()
     cut = len(tasks) * len(preset.methods()) * len(preset.seeds) - total
-    formats = f" ({len(preset.tasks)} in {len(preset.formats)} formats)" if preset.formats != (PLAIN,) else ""
+    cells = [split_label(t) for t in tasks]
+    written = [t for t, f in cells if f != PLAIN]
+    labels = (f"{len(tasks)} task labels ({len({t for t, _ in cells})} tasks, {len(written)} of the labels a task "
+              "in another format than plain)" if written else f"{len(tasks)} tasks")
     lines = [
-        f"plan for preset {preset.name!r}: {len(tasks)} tasks{formats} x {len(preset.methods())} methods x "
+        f"plan for preset {preset.name!r}: {labels} x {len(preset.methods())} methods x "
         f"{len(preset.seeds)} seeds" + (f", less {cut} cut" if cut else "") + f" = {total} runs; "
         + ("--force: every run is run again, none reused" if force else f"{stored} stored (reused)")
         + f", {total - stored} to run ({total - stored - todo} of them n/a: recorded without training)",

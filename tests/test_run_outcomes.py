@@ -136,6 +136,11 @@ def test_plan_estimates_without_training_or_writing(tmp_path, tiny, monkeypatch,
     assert "1 tasks x 3 methods x 3 seeds, less 6 cut = 3 runs" in out
     assert out.count("\ncut: ") == 2 and "cut: rnn, lstm, stack-rnn, tape-rnn on " in out and "Chomsky tasks" in out
     assert "budget: 4000 steps (the fit logged every 500, never stopping a run)" in out
+    # a task label in a format is counted as a label of its task, not as another task
+    assert main(["run", "--preset", "horizon", "--tasks", "addition,addition-index-hints", "--encodings", "rope",
+                 "--models", "transformer", "--results", str(results), "--plan"]) == 0
+    assert ("2 task labels (1 tasks, 1 of the labels a task in another format than plain) x 1 methods"
+            in capsys.readouterr().out)
     assert not results.exists()
     monkeypatch.setattr(runner, "execute_run", real)
     assert main(["run", *tiny, "--results", str(results)]) == 0
