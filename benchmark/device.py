@@ -1,6 +1,7 @@
-"""Device choice (CUDA when present, else CPU) and hardware descriptions."""
+"""Device choice (CUDA when present, else CPU), hardware descriptions, and the memory this process may use."""
 
 import os
+import resource
 import platform
 from pathlib import Path
 
@@ -37,3 +38,23 @@ def hardware_description() -> dict:
     return {"cpu": cpu, "cpu_cores": os.cpu_count(), "gpu": gpu, "cpu_capability": cpu_capability(),
             "torch": torch.__version__,
             "python": platform.python_version(), "os": platform.platform(terse=True)}
+
+
+def available_memory() -> int:
+    """Bytes this process may still allocate: the system's available memory
+    (``MemAvailable``, else the free physical pages), under the address-space
+    limit when one is set (``ulimit -v``)."""
+    available = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                available = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    if available is None:
+        try:
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            available = 1 << 62  # unknown: no refusal on memory
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return min(available, soft) if soft != resource.RLIM_INFINITY else available

@@ -43,6 +43,7 @@ import numpy as np
 import torch
 
 from lengthbench.benchmark.config import EVAL_SEED
+from lengthbench.benchmark.device import available_memory
 from lengthbench.benchmark.evaluate import evaluate_at
 from lengthbench.benchmark.seeding import eval_streams
 from lengthbench.core.errors import InputError
@@ -60,12 +61,26 @@ def _counts(what: str, values, minimum: int) -> list[int]:
     return [int(value) for value in values]
 
 
+# Memory an instance takes per input symbol while generated and written (measured: copy at length 2000, 500
+# samples: 143 bytes, its arrays, the instances' token lists and text, and the JSON Lines text together).
+BYTES_PER_INPUT_SYMBOL = 150
+
+
 def _checked(task: Task, lengths, n_samples) -> tuple[list[int], int]:
-    """The lengths (each one the task has) and the samples per length, as plain ints."""
+    """The lengths (each one the task has) and the samples per length, as
+    plain ints; refused before any work when they would need more memory than
+    this process has (a length of a billion, a million samples of a long one)."""
     lengths = _counts("length", list(lengths), 0)
     if lengths:
         check_lengths(task, lengths)
-    return lengths, _counts("samples", [n_samples], 1)[0]
+    n_samples = _counts("samples", [n_samples], 1)[0]
+    symbols = n_samples * sum(task.input_length(length) for length in lengths)
+    need, have = symbols * BYTES_PER_INPUT_SYMBOL, available_memory()
+    if need > have:
+        raise InputError(f"{n_samples} samples at lengths up to {max(lengths)} of {task.name} are {symbols:,} input "
+                         f"symbols, about {need / 1e9:.1f} GB to generate, and {have / 1e9:.1f} GB are available here; "
+                         "give fewer samples or shorter lengths")
+    return lengths, n_samples
 
 
 def evaluation_instances(task_name: str, lengths, n_samples: int, eval_seed: int = EVAL_SEED) -> list[dict]:

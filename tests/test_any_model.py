@@ -217,3 +217,23 @@ def test_an_external_row_joins_a_board_and_its_page(tmp_path, capsys):
         argv = ["leaderboard", "--results", records, "--out", str(tmp_path / "x")]
         assert main(argv + [a for e in externals for a in ("--external", e)]) == 2
         assert needle in capsys.readouterr().err
+
+
+def test_generating_more_than_memory_allows_is_refused_before_any_work(capsys, monkeypatch, tmp_path):
+    """A length of a billion, or a large sample count under a small memory limit: one line naming the value and
+    the estimate, at once (it once ran for minutes, or ended in a MemoryError traceback)."""
+    import time
+
+    from lengthbench.benchmark import instances
+    from lengthbench.cli import main
+
+    start = time.perf_counter()
+    out = ["--out", str(tmp_path / "g.jsonl")]
+    assert main(["generate", "copy", "--lengths", "1000000000", "--samples", "2", *out]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "lengths up to 1000000000 of copy are 2,000,000,000 input symbols" in err
+    assert time.perf_counter() - start < 60  # refused, not generated (a bound against a hang only)
+    monkeypatch.setattr(instances, "available_memory", lambda: 2 * 10**9)  # as under `ulimit -v 2000000`
+    assert main(["generate", "copy", "--lengths", "2000", "--samples", "10000", *out]) == 2
+    assert "about 3.0 GB to generate, and 2.0 GB are available here" in capsys.readouterr().err
+    assert not (tmp_path / "g.jsonl").exists()
