@@ -9,6 +9,7 @@ input file costs nothing.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -31,7 +32,10 @@ def atomic_path(path: str | Path, staging: Path | None = None):
     ``path``'s folder is (re)created for the rename: for a folder other
     processes may remove whenever it is empty."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=staging or path.parent, prefix=".tmp-", suffix=path.suffix)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=staging or path.parent, prefix=".tmp-", suffix=path.suffix)
+    except OSError as err:  # the temp file's name is ours: say what is wrong with the user's path
+        raise OutputError(f"could not write {path}: {unwritable_reason(path, err)}") from None
     os.close(fd)
     try:
         os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600; others sharing the folder must read it
@@ -51,9 +55,25 @@ def atomic_path(path: str | Path, staging: Path | None = None):
     except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(err, OSError) and not isinstance(err, OutputError):
-            raise OutputError(f"could not write {path}: {err.strerror or err}; "
-                              "the previous file is unchanged") from err
+            kept = "; the previous file is unchanged" if path.is_file() else ""
+            raise OutputError(f"could not write {path}: {unwritable_reason(path, err)}{kept}") from err
         raise
+
+
+def unwritable_reason(path: Path, err: OSError) -> str:
+    """Why ``path`` cannot be written, in terms of the user's path (never a temp file's name or an errno)."""
+    existing = next((p for p in path.parents if p.exists()), None)
+    if err.errno == errno.ENOTDIR and existing is not None and not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    if err.errno == errno.ENOENT:
+        return f"its folder {path.parent} does not exist (create it first)"
+    if err.errno == errno.EISDIR or path.is_dir():
+        return "it is a folder; give a file path"
+    if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"no permission to write in {path.parent}"
+    if err.errno == errno.ENOSPC:
+        return "the disk is full"
+    return (err.strerror or str(err)).lower()
 
 
 @contextmanager
@@ -148,8 +168,12 @@ def ensure_output_dir(path: str | Path, flag: str) -> Path:
         os.close(fd)
         os.unlink(probe)
     except OSError as err:
-        raise InputError(f"{flag} {str(path)!r} is not a writable folder ({err.strerror or err}); "
-                         "give a folder you can write to") from None
+        existing = next((p for p in path.parents if p.exists()), None)
+        why = (f"{existing} is a file, not a folder" if existing is not None and not existing.is_dir()
+               else "no permission to write in it" if isinstance(err, PermissionError) else
+               (err.strerror or str(err)).lower())
+        raise InputError(f"{flag} {str(path)!r} is not a writable folder ({why}); give a folder you can write to") \
+            from None
     return path
 
 
@@ -181,7 +205,7 @@ def check_input_file(path: str | Path, what: str, max_bytes: int = 1 << 30) -> P
     path = Path(path)
     problem = file_problem(path, max_bytes)
     if problem is not None:
-        raise InputError(f"{what} {str(path)!r}: {problem}; give a {what}")
+        raise InputError(f"{what} {str(path)!r}: {problem}; give the path of a readable {what} file")
     try:
         with open(path, "rb"):
             pass

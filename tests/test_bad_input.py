@@ -10,6 +10,7 @@ line as users meet it.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -62,10 +63,12 @@ def exit_code(argv) -> int:
 
 
 def assert_refused(capsys, argv, *needles, code=2) -> str:
-    """Nonzero exit, no traceback, and the last stderr line holds every needle."""
+    """Nonzero exit, no traceback, none of our temporary file names nor an errno, and the last stderr line
+    holds every needle."""
     assert exit_code(argv) == code
     out = capsys.readouterr()
     assert "Traceback" not in out.err + out.out
+    assert not re.search(r"\.tmp-|Errno", out.err + out.out), out.err
     lines = out.err.strip().splitlines()
     assert lines, "nothing on stderr"
     for needle in needles:
@@ -111,6 +114,15 @@ ARGV_CASES = [
     ("run-preset-empty", lambda c: ["run", "--preset", "", "--results", c["results"]], "''", "valid choices: arithmetic"),
     ("run-results-is-file", lambda c: RUN + ["--results", c["file"]], "a_file.txt", "is a file, not a folder"),
     ("run-out-is-file", lambda c: RUN + ["--results", c["results"], "--out", c["file"]], "a_file.txt", "is a file, not a folder"),
+    ("generate-out-under-file", lambda c: ["generate", "copy", "--lengths", "8", "--out", c["file"] / "g.jsonl"],
+     "could not write", "a_file.txt/g.jsonl", "a_file.txt is a file, not a folder"),
+    ("generate-out-missing-parent", lambda c: ["generate", "copy", "--lengths", "8", "--out",
+                                               c["tmp"] / "no" / "such" / "g.jsonl"],
+     "could not write", "no/such/g.jsonl", "its folder", "does not exist"),
+    ("generate-out-is-folder", lambda c: ["generate", "copy", "--lengths", "8", "--out", c["tmp"]],
+     "could not write", "it is a folder; give a file path"),
+    ("score-predictions-folder", lambda c: ["score", "copy", c["tmp"]], "predictions", "a folder, not a regular file",
+     "give the path of a readable predictions file"),
     ("run-results-unwritable", lambda c: RUN + ["--results", "/sys/kernel"], "/sys/kernel", "give a folder you can write to"),
     ("run-results-uncreatable", lambda c: RUN + ["--results", "/sys/lengthbench/results"], "/sys/lengthbench", "not a writable folder"),
     ("run-out-under-file", lambda c: RUN + ["--results", c["results"], "--out", c["file"] / "sub"], "a_file.txt/sub", "not a writable folder"),
@@ -126,7 +138,7 @@ ARGV_CASES = [
     ("leaderboard-out-is-file", lambda c: ["leaderboard", "--results", c["results"], "--out", c["file"]], "a_file.txt", "is a file, not a folder"),
     ("leaderboard-out-unwritable", lambda c: ["leaderboard", "--results", c["results"], "--out", "/sys/kernel"], "/sys/kernel", "give a folder you can write to"),
     ("compare-a-missing", lambda c: ["compare", c["tmp"] / "no.csv", c["board"], "--out", c["tmp"] / "cmp"], "no.csv", "no such file"),
-    ("compare-b-folder", lambda c: ["compare", c["board"], c["results"], "--out", c["tmp"] / "cmp"], "results", "a folder, not a regular file; give a leaderboard CSV"),
+    ("compare-b-folder", lambda c: ["compare", c["board"], c["results"], "--out", c["tmp"] / "cmp"], "results", "a folder, not a regular file; give the path of a readable leaderboard CSV file"),
     ("compare-not-leaderboard", lambda c: ["compare", c["file"], c["board"], "--out", c["tmp"] / "cmp"], "a_file.txt", "give a leaderboard.csv"),
     ("compare-out-is-file", lambda c: ["compare", c["board"], c["board"], "--out", c["file"]], "a_file.txt", "is a file, not a folder"),
     ("compare-metric-unknown", lambda c: ["compare", c["board"], c["board"], "--metric", "f1"], "'f1'", "exact_match"),
