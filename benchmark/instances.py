@@ -37,6 +37,7 @@ harness's numbers exactly; greedy decoding gives the same exact match.
 from __future__ import annotations
 
 import json
+import logging
 from collections import defaultdict
 
 import numpy as np
@@ -50,6 +51,7 @@ from lengthbench.core.errors import InputError
 from lengthbench.tasks import Task, get_task, make_batch
 from lengthbench.tasks.base import IGNORE, N_SPECIAL, check_lengths
 
+log = logging.getLogger(__name__)
 MAX_PREDICTIONS_BYTES = 1 << 30  # about a million instances of a long task
 
 
@@ -173,16 +175,17 @@ def score_predictions(task_name: str, rows: list[tuple[int, dict]], where: str =
     generated: dict[tuple, list[dict]] = {}
     seen = set()
     by_length = defaultdict(list)
+    unknown: list[str] = []  # predictions holding a word that is no symbol of the task
     for number, row in rows:
         at = f"{where}, line {number}"
         if row.get("task", task_name) != task_name:
             raise InputError(f"{at}: task {row.get('task')!r}, not {task_name!r}")
-        try:
-            key = tuple(int(row[k]) for k in ("length", "n_samples")) + (int(row.get("eval_seed", EVAL_SEED)),)
-            index = int(row["index"])
-        except (KeyError, TypeError, ValueError):
-            raise InputError(f"{at}: needs the integer fields length, index and n_samples of the instance it "
-                             "answers (as `lengthbench generate` writes them)") from None
+        fields = {k: row.get(k) for k in ("length", "index", "n_samples")} | {"eval_seed": row.get("eval_seed", EVAL_SEED)}
+        bad = [f"{k} {v!r}" for k, v in fields.items() if isinstance(v, bool) or not isinstance(v, int)]
+        if bad:
+            raise InputError(f"{at}: {', '.join(bad)}: needs the integer fields length, index and n_samples of the "
+                             "instance it answers (as `lengthbench generate` writes them)")
+        key, index = (fields["length"], fields["n_samples"], fields["eval_seed"]), fields["index"]
         if key not in generated:
             generated[key] = evaluation_instances(task_name, [key[0]], key[1], key[2])
         if not 0 <= index < key[1]:
@@ -196,11 +199,29 @@ def score_predictions(task_name: str, rows: list[tuple[int, dict]], where: str =
             raise InputError(f"{at}: instance {index} of length {key[0]} is scored twice")
         seen.add((key, index))
         predicted, answer, scored = _predicted_ids(task, row, at), instance["answer_ids"], scored_positions(instance)
+        if -1 in predicted:
+            unknown.append(row["prediction"])
         right = sum(i < len(predicted) and predicted[i] == answer[i] for i in scored)
         by_length[key].append((right / len(scored) if scored else 1.0, right == len(scored)))
+    _warn_about(task, where, by_length, unknown, len(rows))
     return [{"length": key[0], "eval_seed": key[2], "exact_match": round(float(np.mean([e for _, e in scores])), 6),
              "token_accuracy": round(float(np.mean([t for t, _ in scores])), 6), "n_samples": len(scores),
              "n_instances": key[1]} for key, scores in sorted(by_length.items())]
+
+
+def _warn_about(task: Task, where: str, by_length: dict, unknown: list[str], lines: int) -> None:
+    """Say what a score rests on when it is not the whole of what was generated, or when predictions were
+    written in words the task does not know: never a silent 100% on the instances present."""
+    for (length, n_instances, _), scores in sorted(by_length.items()):
+        if len(scores) < n_instances:
+            log.warning("%s: scored %d of the %d instances generated at length %d; the other %d are missing, so that "
+                        "length's score is over the instances present only", where, len(scores), n_instances, length,
+                        n_instances - len(scores))
+    if unknown:
+        example = next(w for text in unknown for w in text.split() if w not in task.symbols)
+        log.warning("%s: %d of the %d predictions hold words that are no symbol of %s (e.g. %r), scored as wrong "
+                    "tokens; write the answer's symbols separated by spaces, as the `answer` field is", where,
+                    len(unknown), lines, task.name, example)
 
 
 class _AnyModel:

@@ -555,6 +555,7 @@ def score(task: str, predictions: PathLike, *, out: PathLike | None = None, meth
             raise InputError(f"predictions {str(predictions)!r} cannot be read ({err})") from None
         rows = read_jsonl(text, str(predictions))
     table = pd.DataFrame(score_predictions(task, rows, str(predictions)))
+    _warn_missing_lengths(task, preset, table, str(predictions))
     row = None if method is None else external_row(table, method, PRESETS[preset].run_config(
         task, "nope", PRESETS[preset].seeds[0]))
     table.insert(0, "task", task)
@@ -565,6 +566,19 @@ def score(task: str, predictions: PathLike, *, out: PathLike | None = None, meth
             table.attrs["written"]["leaderboard"] = write_csv(folder / "leaderboard.csv", row)
     table.attrs["row"] = row
     return table
+
+
+def _warn_missing_lengths(task: str, preset: str, table: pd.DataFrame, where: str) -> None:
+    """Predictions of ``preset``'s instances (its samples and seed) that leave whole lengths out: say which, since
+    every per-length and band score is then over the lengths present only."""
+    lengths, samples, seed = _evaluation_settings(task, preset, None, None, None)
+    ours = table[(table.n_instances == samples) & (table.eval_seed == seed)]
+    missing = sorted(set(lengths) - set(ours.length))
+    if len(ours) and set(ours.length) <= set(lengths) and missing:
+        shown = ", ".join(map(str, missing[:8])) + (", ..." if len(missing) > 8 else "")
+        log.warning("%s: predictions for %d of the %d lengths preset %s evaluates %s at; none for %s, so no score "
+                    "there and every band score is over the lengths present only", where, len(ours), len(lengths),
+                    preset, task, shown)
 
 
 def load_predictions(path: PathLike) -> pd.DataFrame:

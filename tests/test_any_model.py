@@ -110,6 +110,9 @@ def test_generate_then_score_from_the_command_line(tmp_path, capsys):
     (lambda line: line.update(prediction_ids="abc"), "is not a list of token ids"),
     (lambda line: line.update(task="parity_check"), "task 'parity_check', not 'copy'"),
     (lambda line: line.pop("n_samples"), "needs the integer fields length, index and n_samples"),
+    (lambda line: line.update(length=5.0), "length 5.0: needs the integer fields"),  # once read as length 5
+    (lambda line: line.update(length="5"), "length '5': needs the integer fields"),
+    (lambda line: line.update(index=True), "index True: needs the integer fields"),
 ])
 def test_a_line_that_answers_no_generated_instance_is_refused_in_one_line(tmp_path, capsys, change, needle):
     lines = lengthbench.generate("copy", [5], samples=4)
@@ -237,3 +240,25 @@ def test_generating_more_than_memory_allows_is_refused_before_any_work(capsys, m
     assert main(["generate", "copy", "--lengths", "2000", "--samples", "10000", *out]) == 2
     assert "about 3.0 GB to generate, and 2.0 GB are available here" in capsys.readouterr().err
     assert not (tmp_path / "g.jsonl").exists()
+
+
+def test_a_score_says_what_it_rests_on_when_instances_lengths_or_symbols_are_missing(tmp_path, caplog):
+    """Part of the instances, whole lengths of the preset left out, answers written without the task's
+    separator: each is scored as given, with a warning line that says so (never a silent 100%)."""
+    import logging
+
+    lines = lengthbench.generate("copy")  # quick's instances: every length it evaluates
+    for line in lines:
+        line["prediction"] = line["answer"]
+    kept = [line for line in lines if line["length"] not in (12, 16) and (line["length"], line["index"]) != (8, 0)]
+    joined = next(line for line in kept if line["length"] == 5)
+    joined["prediction"] = joined["answer"].replace(" ", "")  # the symbols run together: no symbol of copy
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in kept))
+    with caplog.at_level(logging.WARNING):
+        table = lengthbench.score("copy", path)
+    said = caplog.text
+    assert table.loc[table.length == 8, "n_samples"].item() == 255 and set(table.length) == set(range(1, 17)) - {12, 16}
+    assert "scored 255 of the 256 instances generated at length 8; the other 1 are missing" in said
+    assert "predictions for 14 of the 16 lengths preset quick evaluates copy at; none for 12, 16" in said
+    assert "1 of the 3583 predictions hold words that are no symbol of copy" in said
