@@ -50,6 +50,7 @@ from lengthbench.benchmark.seeding import eval_streams
 from lengthbench.core.errors import InputError
 from lengthbench.tasks import Task, get_task, make_batch
 from lengthbench.tasks.base import IGNORE, N_SPECIAL, check_lengths
+from lengthbench.tasks.cells import split_label
 
 log = logging.getLogger(__name__)
 MAX_PREDICTIONS_BYTES = 1 << 30  # about a million instances of a long task
@@ -73,6 +74,9 @@ def _checked(task: Task, lengths, n_samples) -> tuple[list[int], int]:
     plain ints; refused before any work when they would need more memory than
     this process has (a length of a billion, a million samples of a long one)."""
     lengths = _counts("length", list(lengths), 0)
+    twice = next((n for i, n in enumerate(lengths) if n in lengths[:i]), None)
+    if twice is not None:
+        raise InputError(f"length {twice} is listed twice; give each once")
     if lengths:
         check_lengths(task, lengths)
     n_samples = _counts("samples", [n_samples], 1)[0]
@@ -178,7 +182,7 @@ def score_predictions(task_name: str, rows: list[tuple[int, dict]], where: str =
     unknown: list[str] = []  # predictions holding a word that is no symbol of the task
     for number, row in rows:
         at = f"{where}, line {number}"
-        if row.get("task", task_name) != task_name:
+        if split_label(str(row.get("task", task_name))) != split_label(task_name):  # an alias names its pair
             raise InputError(f"{at}: task {row.get('task')!r}, not {task_name!r}")
         fields = {k: row.get(k) for k in ("length", "index", "n_samples")} | {"eval_seed": row.get("eval_seed", EVAL_SEED)}
         bad = [f"{k} {v!r}" for k, v in fields.items() if isinstance(v, bool) or not isinstance(v, int)]

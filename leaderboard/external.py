@@ -22,6 +22,7 @@ import pandas as pd
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.records import RunRecord, summarize
 from lengthbench.core.errors import InputError
+from lengthbench.core.registry import name_problem
 from lengthbench.leaderboard.aggregate import fit_score, leaderboard_frame, ranked
 from lengthbench.tasks.cells import cell_name, method_name
 
@@ -32,8 +33,9 @@ def external_row(scores: pd.DataFrame, method: str, config: RunConfig) -> pd.Dat
     """``scores`` (``score``'s per-length table: length, exact_match,
     token_accuracy, n_samples, eval_seed) as one leaderboard row for
     ``method``, judged under ``config``'s bands and fit rule."""
-    if not method or "/" in method or method != method.strip():
-        raise InputError(f"--method {method!r}: give a name without '/' or surrounding spaces, e.g. my-llm")
+    problem = name_problem(method)  # the one rule for names: what a leaderboard, compare and submit accept
+    if problem:
+        raise InputError(f"--method {problem}, e.g. my-llm")
     seeds, samples = set(scores.eval_seed), set(scores.n_samples)
     if len(seeds) != 1:
         raise InputError(f"the predictions answer instances of several evaluation seeds ({sorted(seeds)}); score "

@@ -262,3 +262,40 @@ def test_a_score_says_what_it_rests_on_when_instances_lengths_or_symbols_are_mis
     assert "scored 255 of the 256 instances generated at length 8; the other 1 are missing" in said
     assert "predictions for 14 of the 16 lengths preset quick evaluates copy at; none for 12, 16" in said
     assert "1 of the 3583 predictions hold words that are no symbol of copy" in said
+
+
+def _labels():
+    from lengthbench.tasks.cells import TASK_ALIASES, format_label
+    from lengthbench.tasks.formats import FORMATS, label_not_applicable
+
+    labels = [format_label(t, f) if f != "plain" else t for t in lengthbench.tasks.TASKS.names() for f in FORMATS.names()]
+    return [label for label in labels if label_not_applicable(label) is None] + list(TASK_ALIASES)
+
+
+@pytest.mark.parametrize("label", _labels())
+def test_what_generate_writes_score_reads_back_for_every_task_label(label, tmp_path):
+    """A task in a format, its explicit label and its alias alike: the oracle's answers score 100%."""
+    task = lengthbench.tasks.get_task(label)
+    out = tmp_path / "g.jsonl"
+    lines = lengthbench.generate(label, [task.min_length, task.min_length + 1], samples=2, out=out)
+    answered = tmp_path / "p.jsonl"
+    answered.write_text("".join(json.dumps({**line, "prediction": line["answer"]}) + "\n" for line in lines))
+    table = lengthbench.score(label, answered)
+    assert table.exact_match.tolist() == [1.0, 1.0] and table.n_samples.tolist() == [2, 2]
+
+
+def test_a_length_listed_twice_is_refused_and_a_method_score_accepts_compare_accepts(tmp_path, capsys):
+    from lengthbench.cli import main
+
+    out = tmp_path / "g.jsonl"
+    assert main(["generate", "copy", "--lengths", "8,8", "--out", str(out)]) == 2
+    assert "length 8 is listed twice; give each once" in capsys.readouterr().err and not out.exists()
+    lines = lengthbench.generate("copy", [11, 12], samples=2)
+    answered = tmp_path / "p.jsonl"
+    answered.write_text("".join(json.dumps({**line, "prediction": line["answer"]}) + "\n" for line in lines))
+    for bad in ("my model", "a__b", "my/model", " x"):  # names a leaderboard refuses: score refuses them first
+        assert main(["score", "copy", str(answered), "--method", bad, "--out", str(tmp_path / "s")]) == 2
+        assert "is not valid; use letters, digits" in capsys.readouterr().err
+    assert main(["score", "copy", str(answered), "--method", "my-llm.v2", "--out", str(tmp_path / "s")]) == 0
+    board = str(tmp_path / "s" / "leaderboard.csv")
+    assert main(["compare", board, board, "--out", str(tmp_path / "c")]) == 0
