@@ -184,7 +184,8 @@ def score_predictions(task_name: str, rows: list[tuple[int, dict]], where: str =
         at = f"{where}, line {number}"
         if split_label(str(row.get("task", task_name))) != split_label(task_name):  # an alias names its pair
             raise InputError(f"{at}: task {row.get('task')!r}, not {task_name!r}")
-        fields = {k: row.get(k) for k in ("length", "index", "n_samples")} | {"eval_seed": row.get("eval_seed", EVAL_SEED)}
+        fields = {k: row.get(k) for k in ("length", "index", "n_samples")}
+        fields["eval_seed"] = row.get("eval_seed", EVAL_SEED)
         bad = [f"{k} {v!r}" for k, v in fields.items() if isinstance(v, bool) or not isinstance(v, int)]
         if bad:
             raise InputError(f"{at}: {', '.join(bad)}: needs the integer fields length, index and n_samples of the "
@@ -256,6 +257,29 @@ class _AnyModel:
         return logits
 
 
+RUNNABLE_DEVICES = ("cpu", "cuda")
+CAUSALITY_PROBE_TOKENS = 12  # tokens of the probe: enough that a model looking ahead sees a change
+
+
+def _refuse_a_model_that_reads_ahead(model: _AnyModel, task: Task, device: torch.device) -> None:
+    """Teacher-forced scoring reads the logits at every answer position at once, so a model whose logits at a
+    position depend on later tokens (no causal mask) would read the answer it predicts: refused, as ``check``
+    refuses such an encoding. The probe changes the last token and compares the logits before it."""
+    generator = torch.Generator().manual_seed(0)
+    tokens = torch.randint(N_SPECIAL, task.vocab_size, (2, CAUSALITY_PROBE_TOKENS), generator=generator).to(device)
+    changed = tokens.clone()
+    changed[:, -1] = N_SPECIAL + (changed[:, -1] - N_SPECIAL + 1) % (task.vocab_size - N_SPECIAL)
+    if isinstance(model.fn, torch.nn.Module):
+        model.fn.eval()
+    with torch.no_grad():
+        before, after = (model(t, None)[:, :-1].float() for t in (tokens, changed))
+    if not torch.allclose(before, after, rtol=1e-4, atol=1e-4):
+        shift = (before - after).abs().max().item()
+        raise InputError(f"the model reads ahead: its logits at earlier positions change (by up to {shift:.3g}) when "
+                         "only the last token changes, so it would read the answers it is scored on (teacher-forced); "
+                         "give a causal model (mask attention to earlier positions)")
+
+
 def evaluate_any(model, task_name: str, lengths, n_samples: int, eval_seed: int = EVAL_SEED,
                  heads: int = 8, device: torch.device | None = None) -> list[dict]:
     """Per-length metrics of ``model`` on the evaluation instances
@@ -272,5 +296,12 @@ def evaluate_any(model, task_name: str, lengths, n_samples: int, eval_seed: int 
     if device is None:
         parameter = next(iter(model.parameters()), None) if isinstance(model, torch.nn.Module) else None
         device = parameter.device if parameter is not None else torch.device("cpu")
+    device = torch.device(device)
+    if device.type not in RUNNABLE_DEVICES:
+        why = "meta holds no values: load its weights" if device.type == "meta" else "it runs on cpu and cuda"
+        raise InputError(f"the model is on device {device}, where the harness cannot run it ({why}); move it to "
+                         "cpu or cuda")
     wrapped = model if own else _AnyModel(model, task.vocab_size)
+    if not own:
+        _refuse_a_model_that_reads_ahead(wrapped, task, device)
     return [evaluate_at(wrapped, task, length, eval_seed, n_samples, heads, device) for length in lengths]

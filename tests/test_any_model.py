@@ -86,6 +86,25 @@ def test_any_callable_and_a_hugging_face_style_output_are_evaluated(trained):
         lengthbench.evaluate(lambda t: t.float(), "copy", [3], samples=2)
 
 
+def test_a_model_that_reads_ahead_or_cannot_run_here_is_refused(trained):
+    """A model whose logits at a position see later tokens (no causal mask) would read the answers it is scored
+    on: refused, as `check` refuses such an encoding; a model on the meta device holds no weights."""
+    config, model, rows = trained
+
+    def plain(tokens):
+        return model(tokens, torch.arange(tokens.shape[1])[None])
+
+    def reads_ahead(tokens):  # every position also sees the sequence's last token
+        logits = plain(tokens)
+        return logits + logits[:, -1:]
+
+    with pytest.raises(lengthbench.api.InputError, match="the model reads ahead: its logits at earlier positions"):
+        lengthbench.evaluate(reads_ahead, "copy", [3], samples=2)
+    meta = torch.nn.Linear(4, 4, device="meta")
+    with pytest.raises(lengthbench.api.InputError, match="on device meta, where the harness cannot run it"):
+        lengthbench.evaluate(meta, "copy", [3], samples=2)
+
+
 def test_generate_then_score_from_the_command_line(tmp_path, capsys):
     out = tmp_path / "x.jsonl"
     assert main(["generate", "copy", "--lengths", "8,16,32", "--samples", "64", "--out", str(out)]) == 0
