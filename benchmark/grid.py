@@ -147,6 +147,11 @@ def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = Fal
         except UnreadableRecord as err:
             unreadable.append(str(err))
             continue
+        if stored is not None and save_predictions and (problem := folder.set_aside_damaged_predictions(
+                config.run_id)) is not None:
+            log.warning("the saved predictions of %s are damaged (%s): they and the run's record are moved aside "
+                        "(.invalid) and the run trains again to write them whole", config.run_id, problem)
+            stored = None
         if stored is not None:
             records[config.run_id] = stored
         else:

@@ -204,7 +204,7 @@ def score_predictions(task_name: str, rows: list[tuple[int, dict]], where: str =
             raise InputError(f"{at}: instance {index} of length {key[0]} is scored twice")
         seen.add((key, index))
         predicted, answer, scored = _predicted_ids(task, row, at), instance["answer_ids"], scored_positions(instance)
-        if -1 in predicted:
+        if "prediction_ids" not in row and -1 in predicted:  # a word of the text that is no symbol
             unknown.append(row["prediction"])
         right = sum(i < len(predicted) and predicted[i] == answer[i] for i in scored)
         by_length[key].append((right / len(scored) if scored else 1.0, right == len(scored)))

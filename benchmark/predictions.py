@@ -69,21 +69,38 @@ def _versions(task: str) -> dict[str, int]:
                                                   if split_label(task)[1] != PLAIN else {})}
 
 
-def read_predictions(path: str | Path) -> tuple[dict, list[dict]]:
-    """(the file's ``meta``, one line per instance as ``score`` reads them:
-    the instance's fields, its ``answer_ids`` and the ``prediction_ids``).
-    A file that is not a predictions file, or whose answers the task no
-    longer generates, is refused naming it."""
-    path = Path(path)
+def _unpacked(path: Path) -> tuple[dict, dict]:
+    """(``meta``, length -> predicted-minus-answer token deltas) of a predictions file, or an ``InputError``
+    naming it when it is not one whole (truncated, corrupted, another kind of file)."""
     try:
         with np.load(path, allow_pickle=False) as archive:
             meta = json.loads(str(archive["meta"]))
             flat = np.frombuffer(lzma.decompress(archive["deltas"].tobytes()), dtype=meta["dtype"])
         if flat.size != sum(meta["sizes"]):
             raise ValueError(f"{flat.size} predicted tokens where the lengths' sizes add up to {sum(meta['sizes'])}")
-        deltas = dict(zip(meta["lengths"], np.split(flat.astype(np.int64), np.cumsum(meta["sizes"])[:-1])))
-    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, lzma.LZMAError) as err:
+        return meta, dict(zip(meta["lengths"], np.split(flat.astype(np.int64), np.cumsum(meta["sizes"])[:-1])))
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, lzma.LZMAError, EOFError) as err:
         raise InputError(f"{path} is not a predictions file written by run --save-predictions ({err})") from None
+
+
+def predictions_problem(path: str | Path) -> str | None:
+    """Why the predictions file at ``path`` cannot be read (damaged), or None (whole, or absent)."""
+    if not Path(path).exists():
+        return None
+    try:
+        _unpacked(Path(path))
+    except InputError as err:
+        return str(err).rpartition("(")[2].rstrip(")") or str(err)
+    return None
+
+
+def read_predictions(path: str | Path) -> tuple[dict, list[dict]]:
+    """(the file's ``meta``, one line per instance as ``score`` reads them:
+    the instance's fields, its ``answer_ids`` and the ``prediction_ids``).
+    A file that is not a predictions file, or whose answers the task no
+    longer generates, is refused naming it."""
+    path = Path(path)
+    meta, deltas = _unpacked(path)
     if meta.get("format") != FORMAT:
         raise InputError(f"{path}: predictions format {meta.get('format')!r}; this lengthbench reads {FORMAT}")
     now = _versions(meta["task"])

@@ -21,7 +21,7 @@ from lengthbench.benchmark import claims
 from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S, Checkpoint, remove_finished
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.files import file_problem, json_text, write_json, write_text
-from lengthbench.benchmark.predictions import PREDICTIONS_FOLDER, write_predictions
+from lengthbench.benchmark.predictions import PREDICTIONS_FOLDER, predictions_problem, write_predictions
 from lengthbench.benchmark.records import MAX_RECORD_BYTES, QUARANTINE_SUFFIX, RecordError, RunRecord, read_record
 
 log = logging.getLogger(__name__)
@@ -74,6 +74,16 @@ class ResultsFolder:
         self.create()
         write_text(self.record_path(run_id), source.record_path(run_id).read_text(encoding="utf-8"))
         return True
+
+    def set_aside_damaged_predictions(self, run_id: str) -> str | None:
+        """When the run's saved predictions are damaged (truncated, corrupted), move them and the run's record
+        to ``<file>.invalid`` (kept for inspection) so that the run trains again and writes both whole; returns
+        what was wrong, or None."""
+        problem = predictions_problem(self.predictions_path(run_id))
+        if problem is not None:
+            for path in (self.predictions_path(run_id), self.record_path(run_id)):
+                path.replace(path.with_name(path.name + QUARANTINE_SUFFIX))
+        return problem
 
     def predictions_path(self, run_id: str) -> Path:
         return self.path / PREDICTIONS_FOLDER / f"{run_id}.npz"

@@ -5,6 +5,7 @@ rescored to the record's own numbers."""
 from __future__ import annotations
 
 import json
+import shutil
 import logging
 from pathlib import Path
 
@@ -129,3 +130,23 @@ def test_predictions_are_written_before_their_record(monkeypatch, tmp_path):
         lengthbench.run("smoke", tasks=["copy"], encodings=["nope"], workers=1, progress=False,
                         results=tmp_path, save_predictions=True)
     assert not list(tmp_path.glob("*__seed*.json"))
+
+
+@pytest.mark.parametrize("damage", ["truncated", "corrupted"])
+def test_damaged_predictions_heal_on_the_next_run_with_a_line_saying_so(saved, tmp_path, caplog, damage):
+    """A truncated or corrupted predictions file is found by the next `run --save-predictions`: it and its record
+    are set aside and the run trains again, writing both whole (the same numbers, the file readable again)."""
+    folder = tmp_path / "r"
+    shutil.copytree(saved / "with", folder)
+    npz = next((folder / "predictions").glob("copy__nope__*.npz"))
+    data = npz.read_bytes()
+    npz.write_bytes(data[: len(data) // 2] if damage == "truncated" else data[:200] + b"\0" * 64 + data[264:])
+    record = folder / npz.name.replace(".npz", ".json")
+    before = json.loads(record.read_text())
+    with caplog.at_level(logging.WARNING):
+        assert main(["run", "--preset", "smoke", "--tasks", "copy", "--encodings", "nope", "--results", str(folder),
+                     "--save-predictions", "--no-progress", "--workers", "1"]) == 0
+    assert f"the saved predictions of {record.stem} are damaged" in caplog.text and "trains again" in caplog.text
+    assert json.loads(record.read_text())["per_length"] == before["per_length"]
+    assert lengthbench.score("copy", npz).exact_match.tolist() == [r["exact_match"] for r in before["per_length"]]
+    assert (npz.parent / (npz.name + ".invalid")).exists() and (folder / (record.name + ".invalid")).exists()
