@@ -20,12 +20,13 @@ import ast
 import logging
 import multiprocessing
 import os
+import queue
 import signal
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,6 +116,49 @@ class SerialExecutor(ExecutorContext):
         self.configs = []
 
 
+PROGRESS_EVERY_S = 0.5  # how often a worker posts its run's steps to the driver
+
+
+_progress_queue = None  # in a pool worker with progress shown: the queue to the driver (``_worker_init``)
+
+
+@dataclass(frozen=True)
+class QueueProgress:
+    """A progress-bar factory for pool workers (picklable, it holds nothing):
+    each bar posts its run's steps to the driver through the worker's queue at
+    most every ``PROGRESS_EVERY_S``, and the driver draws them
+    (``PoolExecutor``). A lost queue never costs a run: the bar goes quiet."""
+
+    def __call__(self, total: int, desc: str) -> "_QueuedBar":
+        return _QueuedBar(_progress_queue, desc, total)
+
+
+class _QueuedBar:
+    def __init__(self, queue, desc: str, total: int):
+        self.queue, self.desc, self.total, self.done, self.posted = queue, desc, total, 0, 0.0
+        self._post(force=True)
+
+    def _post(self, force: bool = False, closed: bool = False) -> None:
+        now = time.monotonic()
+        if self.queue is None or not (force or closed or now - self.posted >= PROGRESS_EVERY_S):
+            return
+        self.posted = now
+        try:
+            self.queue.put((os.getpid(), self.desc, self.done, self.total, closed))
+        except Exception:  # noqa: BLE001  (the driver or its queue is gone: draw nothing more)
+            self.queue = None
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        self._post()
+
+    def set_postfix(self, **_) -> None:
+        pass
+
+    def close(self) -> None:
+        self._post(closed=True)
+
+
 def _bar_factory(position: int):
     def make(total, desc):
         return tqdm(total=total, desc=desc, leave=False, position=position, dynamic_ncols=True)
@@ -127,7 +171,9 @@ def _exit_with_parent(parent: int) -> None:
     os._exit(1)
 
 
-def _worker_init(threads: int, plugins: tuple, parent: int) -> None:
+def _worker_init(threads: int, plugins: tuple, parent: int, progress_queue=None) -> None:
+    global _progress_queue
+    _progress_queue = progress_queue
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     torch.set_num_threads(threads)
     load_plugins(plugins)  # re-register third-party encodings in the child
@@ -155,36 +201,78 @@ UNGUARDED_SCRIPT_HINT = ("If the grid was started from a Python script, worker p
 
 
 class PoolExecutor(ExecutorContext):
-    """``workers`` spawned processes, each with its share of the CPU threads."""
+    """``workers`` spawned processes, each with its share of the CPU threads;
+    with ``progress``, one bar per worker of the steps of the run it trains."""
 
-    def __init__(self, job: RunJob, workers: int):
+    def __init__(self, job: RunJob, workers: int, progress: bool = False):
         threads = max(1, torch.get_num_threads() // workers)
-        self.job, self.futures = job, {}
+        self.job, self.futures, self.bars = job, {}, {}
         self.before = set(multiprocessing.active_children())
-        self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=_worker_init, initargs=(threads, tuple(job.plugins), os.getpid()))
+        context = multiprocessing.get_context("spawn")
+        self.queue = context.Queue() if progress else None  # the workers' steps, drawn here (``_draw``)
+        self.progress = QueueProgress() if progress else None
+        self.pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init,
+                                        initargs=(threads, tuple(job.plugins), os.getpid(), self.queue))
 
     def submit(self, configs: list[RunConfig]) -> None:
         with _SigintIgnored():
-            self.futures |= {self.pool.submit(self.job, config): config for config in configs}
+            self.futures |= {self.pool.submit(self.job, config, self.progress): config for config in configs}
 
     def completed(self) -> Iterator[Outcome]:
-        for future in as_completed(self.futures):
-            try:
-                yield future.result()
-            except Exception as err:  # noqa: BLE001  (a worker died: record it, go on)
-                if isinstance(err, BrokenProcessPool) and getattr(sys.modules["__main__"], "__file__", None):
-                    err = BrokenProcessPool(f"{err} {UNGUARDED_SCRIPT_HINT}")
-                yield self.job.failed(self.futures[future], err)
+        pending = set(self.futures)
+        while pending:
+            done, pending = wait(pending, timeout=PROGRESS_EVERY_S if self.queue is not None else None,
+                                 return_when=FIRST_COMPLETED)
+            self._draw()
+            for future in done:
+                try:
+                    yield future.result()
+                except Exception as err:  # noqa: BLE001  (a worker died: record it, go on)
+                    if isinstance(err, BrokenProcessPool) and getattr(sys.modules["__main__"], "__file__", None):
+                        err = BrokenProcessPool(f"{err} {UNGUARDED_SCRIPT_HINT}")
+                    yield self.job.failed(self.futures[future], err)
+
+    def _draw(self) -> None:
+        """Show what the workers posted: one bar per worker, below the grid's."""
+        if self.queue is None:
+            return
+        try:
+            while True:
+                pid, desc, done, total, closed = self.queue.get_nowait()
+                bar = self.bars.get(pid)
+                if bar is None or bar.desc != desc:
+                    if bar is not None:
+                        bar.close()
+                    bar = self.bars[pid] = tqdm(total=total, desc=desc, leave=False, position=len(self.bars) + 1,
+                                                dynamic_ncols=True)
+                bar.update(done - bar.n)
+                if closed:
+                    bar.close()
+                    del self.bars[pid]
+        except queue.Empty:
+            pass
+        except (OSError, EOFError, ValueError):  # the queue is closed (shutting down)
+            self.queue = None
+
+    def _stop_progress(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
+        self.bars = {}
+        if self.queue is not None:
+            self.queue.close()
+            self.queue.cancel_join_thread()  # what a dead worker left in it is not waited for
+            self.queue = None
 
     def cancel(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
+        self._stop_progress()
         for process in set(multiprocessing.active_children()) - self.before:
             process.kill()
             process.join(PARENT_POLL_S * 4)
 
     def close(self) -> None:
         self.pool.shutdown()
+        self._stop_progress()
 
 
 # What starts a grid when a script calls it: ``lengthbench.run``, ``lengthbench.submit``, ``cli.main``.
@@ -197,8 +285,8 @@ def unguarded_script() -> Path | None:
     start the grid again and die. None for a guarded script, an interactive
     session or a notebook (no file to import)."""
     path = getattr(sys.modules["__main__"], "__file__", None)
-    if not path or not str(path).endswith(".py"):
-        return None
+    if not path or not str(path).endswith(".py") or Path(path).name == "__main__.py":
+        return None  # a package's __main__.py (python -m) is never run again in a worker
     try:
         tree = ast.parse(Path(path).read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError):
@@ -228,4 +316,4 @@ def local_executor(job: RunJob, *, workers: int, n_runs: int, progress: bool, ad
         workers = 1
     if workers <= 1 or n_runs <= 1:
         return SerialExecutor(job, progress)
-    return PoolExecutor(job, min(workers, n_runs))
+    return PoolExecutor(job, min(workers, n_runs), progress)

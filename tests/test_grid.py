@@ -182,7 +182,7 @@ def test_dead_worker_is_recorded(tmp_path, tiny_preset, monkeypatch):
         def shutdown(self, *a, **k):
             pass
 
-        def submit(self, job, config):
+        def submit(self, job, config, progress=None):
             future = Future()
             if config.task == "copy":
                 future.set_exception(RuntimeError("worker killed"))
@@ -240,3 +240,19 @@ def test_the_cpu_description_counts_its_threads_in_words():
         assert device_description(torch.device("cpu")) == "cpu (2 threads)"
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_pool_shows_the_steps_of_the_runs_its_workers_train(tmp_path):
+    """The grid's bar counts finished runs; below it, each worker's run counts its steps as it trains (the bar
+    once sat at 0/N for minutes on `quick`)."""
+    import re
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "lengthbench", "run", "--preset", "smoke", "--tasks", "copy,parity_check",
+            "--encodings", "nope", "--set", "steps=300", "--results", str(tmp_path / "r"), "--workers", "2"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    steps = {(task, int(done)) for task, done in re.findall(r"train (\w+)/transformer/nope:.*?\| *(\d+)/300", out.stderr)}
+    assert {task for task, _ in steps} == {"copy", "parity_check"}  # each worker's run, drawn by the driver
+    assert "starts the grid at its top level" not in out.stderr  # python -m lengthbench: a pool, not one process
