@@ -210,11 +210,17 @@ def plot_compare(diff: pd.DataFrame, path: Path, name_a: str = "A", name_b: str 
     return save_figure(compare_figure(diff, name_a, name_b), path, dpi=SAVE_DPI, bbox_inches="tight")
 
 
+MAX_FIGURE_ROWS = 40  # cells drawn in compare.png: about 1400 px tall at most; the tables hold every cell
+
+
 def compare_figure(diff: pd.DataFrame, name_a: str = "A", name_b: str = "B") -> Figure:
-    """Each tested cell's delta with its 95% CI, one row per cell, under a
-    title naming A and B; the figure is as wide as its longest row label
-    needs, and is saved with a tight box, so every label stays whole."""
-    both = diff[diff.delta.notna()].copy()
+    """Each tested cell's delta with its 95% CI, one row per cell (the
+    ``MAX_FIGURE_ROWS`` with the largest |delta| where more were tested, the
+    title says so), under a title naming A and B; the figure is as wide as
+    its longest row label needs, and is saved with a tight box, so every
+    label stays whole."""
+    tested = diff[diff.delta.notna()]
+    both = tested.loc[tested.delta.abs().sort_values(ascending=False, kind="stable").index[:MAX_FIGURE_ROWS]].copy()
     both["order"] = both.method.map({m: i for i, m in enumerate(method_order(both.method.unique()))})
     both = both.sort_values(["task", "order"])
     colors = method_colors(both.method.unique())
@@ -238,7 +244,9 @@ def compare_figure(diff: pd.DataFrame, name_a: str = "A", name_b: str = "B") -> 
                   f"(percentage points)\nbars: 95% CI; *: corrected p < {ALPHA}", fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     width = int(12 * fig.get_figwidth())
-    fig.suptitle(textwrap.fill(direction(textwrap.shorten(name_a, 80), textwrap.shorten(name_b, 80)), width),
+    shown = "" if len(both) == len(tested) else (f"\nthe {len(both)} cells of the {len(tested)} with the largest "
+                                                 "|delta| (compare.csv and compare.md have every cell)")
+    fig.suptitle(textwrap.fill(direction(textwrap.shorten(name_a, 80), textwrap.shorten(name_b, 80)), width) + shown,
                  fontsize=9)
     if diff.attrs.get("mismatch"):
         ax.set_title(textwrap.fill("not like with like: " + textwrap.shorten(diff.attrs["mismatch"], 200),

@@ -790,3 +790,23 @@ def test_the_table_ends_with_each_tasks_chance_level():
     last = text.split("\n\n")[1].splitlines()[-1]  # the caption, then the table
     assert last == f"| *chance* | {100 * chance['parity_check']:.1f} | {100 * chance['copy']:.1f} |"
     assert 40 < 100 * chance["parity_check"] < 80 and "The last row, *chance*" in text
+
+
+def test_a_compare_of_many_cells_draws_the_largest_changes_and_says_so():
+    """compare.png of two full boards was 2966 px tall: it draws the cells with the largest |delta| (the
+    tables keep every cell) and its title says how many of how many."""
+    from lengthbench.leaderboard.compare import MAX_FIGURE_ROWS, compare_figure
+    from lengthbench.leaderboard.schema import read_leaderboard
+
+    board = read_leaderboard(Path(__file__).resolve().parent.parent / "leaderboard" / "reference" / "full" /
+                             "leaderboard.csv")
+    other = board.assign(ood_exact_match_mean=board.ood_exact_match_mean * 0.9)
+    diff = compare_frames(board, other)
+    tested = diff.dropna(subset=["delta"])
+    assert len(tested) > MAX_FIGURE_ROWS
+    fig = compare_figure(diff)
+    drawn = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert len(drawn) == MAX_FIGURE_ROWS and fig.get_figheight() * 110 < 1500
+    largest = tested.loc[tested.delta.abs().sort_values(ascending=False, kind="stable").index[:MAX_FIGURE_ROWS]]
+    assert set(drawn) == {f"{r.task} / {r.method}" for r in largest.itertuples()}
+    assert f"the {MAX_FIGURE_ROWS} cells of the {len(tested)} with the largest |delta|" in fig._suptitle.get_text()
