@@ -22,6 +22,7 @@ from lengthbench.leaderboard.plots import method_colors
 from lengthbench.leaderboard.ranking import board_ranking
 from lengthbench.leaderboard.tables import FIT_RULE, bands
 from lengthbench.models.encodings import encoding_kind
+from lengthbench.tasks.base import LEVEL_TITLES
 
 # (column, header, kind): "pct" cells show mean ± std from <column> and its _std twin; "share" a bare percentage.
 COLUMNS = [
@@ -78,7 +79,8 @@ def page_data(board: pd.DataFrame, per_length: pd.DataFrame, title: str) -> dict
                 "length": [int(x) for x in part.index.get_level_values("length")],
                 **{f"{metric}_{agg}": [round(float(v), 6) for v in part[(metric, agg)]]
                    for metric in ("exact_match", "token_accuracy") for agg in ("mean", "min", "max")}}
-    return {"title": title, "columns": [{"key": k, "label": lab, "kind": kind} for k, lab, kind in COLUMNS],
+    return {"title": title, "level_titles": LEVEL_TITLES,
+            "columns": [{"key": k, "label": lab, "kind": kind} for k, lab, kind in COLUMNS],
             "rows": rows, "curves": curves, "colors": colors, "method_order": methods,
             "ranking": _ranking_data(board), "protocol": _protocol(board)}
 
@@ -196,7 +198,13 @@ function svgEl(tag, attrs) {
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
   return node;
 }
-function pct(x) { return x === null || x === undefined ? "" : (100 * x).toFixed(1); }
+function pct(x) {  // as Python's "%.1f" writes the tables: an exact tie rounds to even (6.25 -> 6.2)
+  if (x === null || x === undefined) return "";
+  const v = 100 * x, [whole, frac] = Math.abs(v).toFixed(40).split(".");
+  if (!/^\d50*$/.test(frac)) return v.toFixed(1);
+  const tenths = Number(whole) * 10 + Number(frac[0]);
+  return (v < 0 ? "-" : "") + ((tenths % 2 === 0 ? tenths : tenths + 1) / 10).toFixed(1);
+}
 
 function buildFilters() {
   for (const [id, key] of [["filter-level", "level"], ["filter-family", "family"]]) {
@@ -206,7 +214,8 @@ function buildFilters() {
       box.checked = true;
       box.addEventListener("change", render);
       const label = el("label");
-      label.append(box, " " + v);
+      const title = key === "level" ? DATA.level_titles[v] : undefined;
+      label.append(box, " " + v + (title && title !== v ? " (" + title + ")" : ""));
       document.getElementById(id).append(label);
     }
   }

@@ -11,6 +11,10 @@ import pandas as pd
 from lengthbench.benchmark.files import write_csv, write_text
 from lengthbench.leaderboard.aggregate import level_summary, method_order
 from lengthbench.leaderboard.ranking import board_ranking, ranking_text
+from lengthbench.tasks.base import LEVEL_TITLES
+
+LEVELS_SPELLED = ("Levels: " + ", ".join(f"{short} {LEVEL_TITLES[short]}" for short in ("R", "DCF", "CS"))
+                  + " (the Chomsky hierarchy); arithmetic, sequence and state (state tracking) are task families.")
 
 
 def seeds_note(row: pd.Series) -> str:
@@ -115,7 +119,7 @@ def to_markdown(board: pd.DataFrame) -> str:
                   "that every one of them ran and fit (a method averaged over only the tasks it fit would gain "
                   "from failing the hard ones), the block of methods × tasks with the most cells; the ranking "
                   "below names the methods and tasks left out.", "",
-                  *markdown_table(["method"] + cols + ["mean rank", "tasks"], rows)]
+                  *markdown_table(["method"] + cols + ["mean rank", "tasks"], rows), "", LEVELS_SPELLED]
     chosen = board[board.selected.fillna("") != ""]
     if len(chosen):
         rows = [[r.task, f"`{r.method}`", r.selected, r.selection_evidence] for r in chosen.itertuples()]

@@ -228,3 +228,14 @@ def test_a_fractional_number_is_shown_rounded(browser, tmp_path):
     finally:
         page.close()
     assert any("." in t for t in texts) and all(len(t.partition(".")[2]) <= 1 for t in texts), texts
+
+
+def test_the_page_rounds_as_the_tables_do_and_spells_the_levels_out(page_of_quick):
+    """An exact tie (6.25 %) is 6.2 on the page as in leaderboard.md (Python rounds half to even; JavaScript's
+    toFixed rounded it up to 6.3); the level filter says what R, DCF and CS stand for."""
+    page, *_ = page_of_quick
+    values = [0.0625, 0.0675, 0.00125, 0.0035, 1 / 3, 0.5, 0.995, -0.0625, 0.0]
+    shown = page.evaluate(f"{values}.map(pct)")
+    assert shown == [f"{100 * v:.1f}" for v in values]
+    labels = [label.inner_text().strip() for label in page.query_selector_all("#filter-level label")]
+    assert "R (regular)" in labels and "DCF (deterministic context-free)" in labels
