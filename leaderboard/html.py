@@ -53,7 +53,7 @@ def _clean(value):
     return value.item() if hasattr(value, "item") else value
 
 
-def page_data(board: pd.DataFrame, per_length: pd.DataFrame, title: str) -> dict:
+def page_data(board: pd.DataFrame, per_length: pd.DataFrame, title: str, submitted=()) -> dict:
     methods = method_order(board["method"].unique())
     from matplotlib.colors import to_hex
 
@@ -73,13 +73,16 @@ def page_data(board: pd.DataFrame, per_length: pd.DataFrame, title: str) -> dict
         stats = per_length.groupby(["task", "method", "length"])[["exact_match", "token_accuracy"]].agg(
             ["mean", "min", "max"])
         for (task, method), part in stats.groupby(level=[0, 1]):
-            curves.setdefault(task, {"train_length": int(per_length[per_length.task == task].train_length.iloc[0]),
+            of_task = per_length[per_length.task == task]
+            validation = of_task[of_task.split == "val"].length
+            curves.setdefault(task, {"train_length": int(of_task.train_length.iloc[0]),
+                                     "validation_length": int(validation.max()) if len(validation) else None,
                                      "methods": {}})
             curves[task]["methods"][method] = {
                 "length": [int(x) for x in part.index.get_level_values("length")],
                 **{f"{metric}_{agg}": [round(float(v), 6) for v in part[(metric, agg)]]
                    for metric in ("exact_match", "token_accuracy") for agg in ("mean", "min", "max")}}
-    return {"title": title, "level_titles": LEVEL_TITLES,
+    return {"title": title, "level_titles": LEVEL_TITLES, "submitted": list(submitted),
             "columns": [{"key": k, "label": lab, "kind": kind} for k, lab, kind in COLUMNS],
             "rows": rows, "curves": curves, "colors": colors, "method_order": methods,
             "ranking": _ranking_data(board), "protocol": _protocol(board)}
@@ -113,14 +116,15 @@ def _ranking_data(board: pd.DataFrame) -> dict | None:
             "groups": [list(g) for g in ranking.groups()]}
 
 
-def render_html(board: pd.DataFrame, per_length: pd.DataFrame, title: str) -> str:
-    data = json.dumps(page_data(board, per_length, title), separators=(",", ":"), allow_nan=False)
+def render_html(board: pd.DataFrame, per_length: pd.DataFrame, title: str, submitted=()) -> str:
+    """The page; ``submitted``: methods whose rows are marked (a submission's page)."""
+    data = json.dumps(page_data(board, per_length, title, submitted), separators=(",", ":"), allow_nan=False)
     data = data.replace("<", "\\u003c")  # inline in <script>: no "</script", "<!--" or "<script" can end it
     return TEMPLATE.replace("__TITLE__", html.escape(title)).replace("__DATA__", data)
 
 
-def write_html(board: pd.DataFrame, per_length: pd.DataFrame, path: Path, title: str) -> Path:
-    return write_text(Path(path), render_html(board, per_length, title))
+def write_html(board: pd.DataFrame, per_length: pd.DataFrame, path: Path, title: str, submitted=()) -> Path:
+    return write_text(Path(path), render_html(board, per_length, title, submitted))
 
 
 TEMPLATE = """<!doctype html>
@@ -149,6 +153,7 @@ button.task { border: 0; background: none; color: #0645ad; cursor: pointer; padd
 dialog { border: 1px solid #aaa; border-radius: 6px; max-width: 95vw; }
 #legend { columns: 2; font-size: .9em; margin-top: .5em; }
 #legend div.highlight { font-weight: bold; }
+tr.submitted td { background: #fff3c4; font-weight: 600; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; }
 #cd { overflow-x: auto; }
 /* a wide board scrolls in its own box (its header stays on top), never the page sideways */
@@ -249,7 +254,8 @@ function render() {
   const body = document.querySelector("#board tbody");
   body.replaceChildren();
   for (const r of rows) {
-    const tr = el("tr", { "data-task": r.task, "data-method": r.method });
+    const tr = el("tr", { "data-task": r.task, "data-method": r.method,
+                          class: DATA.submitted.includes(r.method) ? "submitted" : "" });
     for (const col of DATA.columns) {
       const td = el("td", { "data-key": col.key });
       const v = r[col.key];
@@ -314,9 +320,20 @@ function drawChart() {
   const label = svgEl("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle" });
   label.textContent = "task length";
   svg.append(label);
-  const train = curves.train_length;
+  const train = curves.train_length, val = curves.validation_length;
+  if (val !== null && val > train) {  // the validation band, where settings are chosen; the test band after it
+    svg.append(svgEl("rect", { x: sx(train), y: T, width: sx(val) - sx(train), height: H - T - B, fill: "#000",
+                               "fill-opacity": 0.06, class: "validation-band" }));
+  }
   svg.append(svgEl("line", { x1: sx(train), x2: sx(train), y1: T, y2: H - B, stroke: "#555",
                              "stroke-dasharray": "4 3", class: "train-length" }));
+  const bands = [["train", x0, train], ["validation", train, val], ["test", val !== null && val > train ? val : train, x1]];
+  for (const [name, from, to] of bands) {
+    if (to === null || to <= from) continue;
+    const t = svgEl("text", { x: (sx(from) + sx(to)) / 2, y: T + 12, "text-anchor": "middle", class: "band-label" });
+    t.textContent = name;
+    svg.append(t);
+  }
   for (const m of methods) {
     const c = curves.methods[m], color = DATA.colors[m];
     const lo = c[metric + "_min"], hi = c[metric + "_max"], mean = c[metric + "_mean"];

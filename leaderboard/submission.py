@@ -127,7 +127,7 @@ def write_submission(board: pd.DataFrame, per_length: pd.DataFrame, name: str, p
         f"submission csv {name}": write_csv(out_dir / f"{stem}.csv", board[board.method == method]),
         f"submission md {name}": write_text(out_dir / f"{stem}.md", submission_markdown(board, name, preset)),
         f"submission html {name}": write_html(board, per_length, out_dir / f"{stem}.html",
-                                              f"lengthbench submission: {name} on {preset}"),
+                                              f"lengthbench submission: {name} on {preset}", submitted=[method]),
         f"submission provenance {name}": write_provenance(out_dir, command, seconds, records,
                                                           name=f"{stem}.provenance.json"),
     }

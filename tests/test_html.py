@@ -134,6 +134,10 @@ def test_a_tasks_chart_opens_from_the_table(page_of_quick):
     assert all(len(line.get_attribute("points").split()) == 16 for line in lines)  # lengths 1..16
     assert len(page.query_selector_all("#chart svg polygon.seed-range")) == len(lines)
     assert page.query_selector("#chart svg line.train-length") is not None
+    # the bands are drawn and named: quick trains 1..8, chooses on 9..10, tests 11..16
+    assert page.query_selector("#chart svg rect.validation-band") is not None
+    assert [t.text_content() for t in page.query_selector_all("#chart svg text.band-label")] == ["train", "validation",
+                                                                                             "test"]
     page.screenshot(path=str(ARTIFACTS / "leaderboard-chart.png"))
     page.select_option("#chart-metric", "token_accuracy")
     assert len(page.query_selector_all("#chart svg polyline.mean-line")) == len(lines)
@@ -239,3 +243,20 @@ def test_the_page_rounds_as_the_tables_do_and_spells_the_levels_out(page_of_quic
     assert shown == [f"{100 * v:.1f}" for v in values]
     labels = [label.inner_text().strip() for label in page.query_selector_all("#filter-level label")]
     assert "R (regular)" in labels and "DCF (deterministic context-free)" in labels
+
+
+def test_a_submissions_page_marks_the_submitted_method(browser, tmp_path):
+    from lengthbench.benchmark.records import length_frame
+    from lengthbench.leaderboard.aggregate import leaderboard_frame
+    from lengthbench.leaderboard.html import write_html
+
+    records = ResultsFolder(ROOT / "leaderboard/reference/quick/records").records()
+    path = write_html(leaderboard_frame(records), length_frame(records), tmp_path / "s.html", "submission",
+                      submitted=["transformer/alibi"])
+    page, errors, _ = open_page(browser, path)
+    try:
+        marked = {tr.get_attribute("data-method") for tr in page.query_selector_all("#board tbody tr.submitted")}
+        background = page.evaluate("getComputedStyle(document.querySelector('tr.submitted td')).backgroundColor")
+    finally:
+        page.close()
+    assert marked == {"transformer/alibi"} and background != "rgba(0, 0, 0, 0)" and errors == []
