@@ -258,15 +258,16 @@ class _AnyModel:
 
 
 RUNNABLE_DEVICES = ("cpu", "cuda")
-CAUSALITY_PROBE_TOKENS = 12  # tokens of the probe: enough that a model looking ahead sees a change
 
 
-def _refuse_a_model_that_reads_ahead(model: _AnyModel, task: Task, device: torch.device) -> None:
+def _refuse_a_model_that_reads_ahead(model: _AnyModel, task: Task, length: int, eval_seed: int,
+                                     device: torch.device) -> None:
     """Teacher-forced scoring reads the logits at every answer position at once, so a model whose logits at a
     position depend on later tokens (no causal mask) would read the answer it predicts: refused, as ``check``
-    refuses such an encoding. The probe changes the last token and compares the logits before it."""
-    generator = torch.Generator().manual_seed(0)
-    tokens = torch.randint(N_SPECIAL, task.vocab_size, (2, CAUSALITY_PROBE_TOKENS), generator=generator).to(device)
+    refuses such an encoding. The probe is two evaluation instances, whole (prompt and answer), and the same with
+    their last token changed: the logits before it must not move."""
+    instances = evaluation_instances(task.name, [length], 2, eval_seed)
+    tokens = torch.tensor([i["input_ids"] + i["answer_ids"] for i in instances], device=device)
     changed = tokens.clone()
     changed[:, -1] = N_SPECIAL + (changed[:, -1] - N_SPECIAL + 1) % (task.vocab_size - N_SPECIAL)
     if isinstance(model.fn, torch.nn.Module):
@@ -302,6 +303,6 @@ def evaluate_any(model, task_name: str, lengths, n_samples: int, eval_seed: int 
         raise InputError(f"the model is on device {device}, where the harness cannot run it ({why}); move it to "
                          "cpu or cuda")
     wrapped = model if own else _AnyModel(model, task.vocab_size)
-    if not own:
-        _refuse_a_model_that_reads_ahead(wrapped, task, device)
+    if not own and lengths:
+        _refuse_a_model_that_reads_ahead(wrapped, task, min(lengths), eval_seed, device)
     return [evaluate_at(wrapped, task, length, eval_seed, n_samples, heads, device) for length in lengths]
