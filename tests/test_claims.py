@@ -62,17 +62,24 @@ RACER = ("import sys, time\n"
          "from pathlib import Path\n"
          "from lengthbench.benchmark.claims import try_claim\n"
          "time.sleep(max(0.0, float(sys.argv[2]) - time.time()))\n"
-         "print(int(try_claim(Path(sys.argv[1]))))")
+         "print(int(try_claim(Path(sys.argv[1]))), flush=True)\n"
+         "sys.stdin.read()  # alive until every racer has tried, as a run's owner is while it trains\n")
 
 
 def test_of_racing_processes_exactly_one_wins(tmp_path):
     """Eight interpreters (importing the claims module only, so they start in
-    a fraction of a second) take the same claim at the same instant."""
+    a fraction of a second) take the same claim at the same instant. Each
+    stays alive until all have tried: a winner that exited would leave a claim
+    of a dead process, which a late racer rightly takes over (under load the
+    racers do not all start at the instant)."""
     start = time.time() + 2.0
     path = ResultsFolder(tmp_path).claim_path("contested")
     racers = [subprocess.Popen([sys.executable, "-c", RACER, str(path), str(start)], cwd=ROOT,
-                               stdout=subprocess.PIPE, text=True) for _ in range(8)]
-    wins = [int(p.communicate(timeout=180)[0]) for p in racers]
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for _ in range(8)]
+    wins = [int(p.stdout.readline()) for p in racers]  # blocks until each has tried (a bound: the timeout below)
+    for p in racers:
+        p.stdin.close()
+        p.wait(timeout=180)
     assert all(p.returncode == 0 for p in racers) and sum(wins) == 1
 
 
