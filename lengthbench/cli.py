@@ -11,12 +11,41 @@ import signal
 import sys
 import threading
 
-from lengthbench import api
+import lengthbench
 from lengthbench.core.errors import InputError
+
+
+class _API:
+    """``lengthbench.api``, imported on first use: the overview (``--help``,
+    ``--version``) needs none of it, nor torch, so it answers at once."""
+
+    def __getattr__(self, name):
+        from lengthbench import api as module  # the one layer the command line calls
+
+        return getattr(module, name)
+
+
+api = _API()
 
 EXIT_OK, EXIT_RUNS_FAILED, EXIT_REFUSED, EXIT_INTERRUPTED = 0, 1, 2, 130
 DESCRIPTION = ("Train transformers (and recurrent baselines) on short inputs, test them on longer ones, and rank "
                "the position encodings: run a preset's grid, submit a new encoding, compare leaderboards.")
+
+
+# Each command and its one line: the overview (`lengthbench --help`) and the full parser both read it.
+COMMANDS = {
+    "run": "train and evaluate a preset's grid, then build the leaderboard",
+    "list": "list tasks, data formats, encodings, model families, presets or studies",
+    "reproduce": "published-vs-ours report of a study from run records",
+    "leaderboard": "build leaderboard files from run records",
+    "check": "run the encodings and model families a Python file registers through their contracts",
+    "submit": "check a new encoding or model family, run it through a preset, rank it",
+    "compare": "per-cell differences between two leaderboard CSVs",
+    "generate": "write a task's test instances as JSON Lines, for any model",
+    "score": "score predictions for generated instances (exact match, token accuracy)",
+    "bench-generation": "time batch generation for every task",
+    "perf": "measure training and evaluation speed on this machine",
+}
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -240,7 +269,7 @@ def _grid_parser() -> argparse.ArgumentParser:
 
 
 def _add_run(sub, grid) -> None:
-    run = sub.add_parser("run", parents=[grid], help="train and evaluate a preset's grid, then build the leaderboard")
+    run = sub.add_parser("run", parents=[grid], help=COMMANDS["run"])
     run.add_argument("--preset", default="quick", help=f"one of: {', '.join(api.PRESETS)} (default quick)")
     run.add_argument("--tasks", type=_csv, help="comma-separated subset of tasks")
     run.add_argument("--encodings", type=_csv, help="comma-separated subset of encodings (of the transformer)")
@@ -266,8 +295,7 @@ def _add_run(sub, grid) -> None:
 
 
 def _add_submit(sub, grid) -> None:
-    sbm = sub.add_parser("submit", parents=[grid],
-                         help="check a new encoding or model family, run it through a preset, rank it")
+    sbm = sub.add_parser("submit", parents=[grid], help=COMMANDS["submit"])
     sbm.add_argument("path", help="Python file that registers the encoding or model family")
     sbm.add_argument("--preset", default="quick", help=f"one of: {', '.join(api.PRESETS)} (default quick)")
     sbm.add_argument("--name", help="leaderboard name for the file's single encoding (a model family keeps its own name)")
@@ -280,14 +308,14 @@ def _add_submit(sub, grid) -> None:
 
 def _add_records_commands(sub) -> None:
     """``list``, ``reproduce``, ``leaderboard``, ``check``: read the registry or records, train nothing."""
-    lst = sub.add_parser("list", help="list tasks, data formats, encodings, model families, presets or studies")
+    lst = sub.add_parser("list", help=COMMANDS["list"])
     lst.add_argument("what", choices=("tasks", "formats", "encodings", "models", "presets", "studies"),
                      help="what to list: tasks, formats (the data formats), encodings, models (the model families), "
                           "presets or studies (each with its presets, sources, report and reference records)")
     lst.add_argument("--json", action="store_true", help="with presets: every setting of every preset, as JSON")
     lst.set_defaults(func=cmd_list)
 
-    rep = sub.add_parser("reproduce", help="published-vs-ours report of a study from run records")
+    rep = sub.add_parser("reproduce", help=COMMANDS["reproduce"])
     rep.add_argument("study", choices=api.study_names(), metavar="STUDY",
                      help="a study with a report (lengthbench list studies)")
     rep.add_argument("--results", required=True, help="records folder (e.g. of run --preset chomsky, or of full)")
@@ -296,7 +324,7 @@ def _add_records_commands(sub) -> None:
                                       "records)")
     rep.set_defaults(func=cmd_reproduce)
 
-    board = sub.add_parser("leaderboard", help="build leaderboard files from run records")
+    board = sub.add_parser("leaderboard", help=COMMANDS["leaderboard"])
     board.add_argument("--results", default="results/quick", help="records folder")
     board.add_argument("--out", help="output folder (default: the records folder)")
     board.add_argument("--preset", help="only the records of this preset's grid (e.g. suite's cells from full's "
@@ -308,7 +336,7 @@ def _add_records_commands(sub) -> None:
                             "ranked beside the records' methods in every table and on the page; repeatable")
     board.set_defaults(func=cmd_leaderboard)
 
-    chk = sub.add_parser("check", help="run the encodings and model families a Python file registers through their contracts")
+    chk = sub.add_parser("check", help=COMMANDS["check"])
     chk.add_argument("path", help="Python file that registers encodings (@register_encoding) or model families "
                                   "(@register_family), or the name of a registered one (forget, deltanet)")
     chk.add_argument("--preset", default="quick",
@@ -320,7 +348,7 @@ def _add_records_commands(sub) -> None:
 
 def _add_any_model(sub) -> None:
     """``generate`` and ``score``: the test instances for a model lengthbench does not train, and its answers scored."""
-    gen = sub.add_parser("generate", help="write a task's test instances as JSON Lines, for any model")
+    gen = sub.add_parser("generate", help=COMMANDS["generate"])
     gen.add_argument("task", help="the task (lengthbench list tasks names them)")
     gen.add_argument("--lengths", type=_lengths, help="task lengths (default: those the preset evaluates)")
     gen.add_argument("--samples", type=_count(1, "--samples is a positive number of instances per length"),
@@ -332,7 +360,7 @@ def _add_any_model(sub) -> None:
     gen.add_argument("--out", required=True, help="the JSON Lines file to write")
     gen.set_defaults(func=cmd_generate)
 
-    scr = sub.add_parser("score", help="score predictions for generated instances (exact match, token accuracy)")
+    scr = sub.add_parser("score", help=COMMANDS["score"])
     scr.add_argument("task", help="the task the instances are of")
     scr.add_argument("predictions", help="the generated JSON Lines, each line with a prediction (the answer as "
                                          "text) or prediction_ids (token ids) added")
@@ -345,7 +373,7 @@ def _add_any_model(sub) -> None:
 
 
 def _add_compare(sub) -> None:
-    cmp = sub.add_parser("compare", help="per-cell differences between two leaderboard CSVs")
+    cmp = sub.add_parser("compare", help=COMMANDS["compare"])
     cmp.add_argument("a", help="baseline leaderboard.csv (A)")
     cmp.add_argument("b", help="new leaderboard.csv (B)")
     cmp.add_argument("--out", default="compare", help="output folder (default ./compare)")
@@ -363,14 +391,14 @@ def _add_compare(sub) -> None:
 
 def _add_benchmarks(sub) -> None:
     """``bench-generation`` and ``perf``: how fast this machine makes batches and trains."""
-    gen = sub.add_parser("bench-generation", help="time batch generation for every task")
+    gen = sub.add_parser("bench-generation", help=COMMANDS["bench-generation"])
     gen.add_argument("--lengths", type=_lengths, default=[40, 500], help="task lengths (default 40,500)")
     gen.add_argument("--batch", type=_count(1, "--batch is a positive number of examples"), default=128,
                      help="batch size (default 128)")
     gen.add_argument("--tasks", type=_csv, help="comma-separated subset of tasks")
     gen.set_defaults(func=cmd_bench_generation)
 
-    prf = sub.add_parser("perf", help="measure training and evaluation speed on this machine")
+    prf = sub.add_parser("perf", help=COMMANDS["perf"])
     prf.add_argument("--configs", type=_csv, default=["reference", "quick"],
                      help="model configurations to time (default reference,quick)")
     prf.add_argument("--steps", type=_count(1, "--steps is a positive number of training steps"),
@@ -385,12 +413,26 @@ def _add_benchmarks(sub) -> None:
     prf.set_defaults(func=cmd_perf)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    """The global options and the commands' slot, shared by the overview and the full parser."""
     parser = OneLineParser(prog="lengthbench", description=DESCRIPTION)
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
-    parser.add_argument("--version", action="version", version=f"lengthbench {api.__version__}",
+    parser.add_argument("--version", action="version", version=f"lengthbench {lengthbench.__version__}",
                         help="print the version and exit")
-    sub = parser.add_subparsers(dest="command", required=True)
+    return parser, parser.add_subparsers(dest="command", required=True)
+
+
+def build_overview_parser() -> argparse.ArgumentParser:
+    """The commands and their one lines, no command's own arguments: what
+    ``lengthbench --help`` prints, built without the API (no torch import)."""
+    parser, sub = _top_parser()
+    for name, summary in COMMANDS.items():
+        sub.add_parser(name, help=summary)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser, sub = _top_parser()
     grid = _grid_parser()
     _add_run(sub, grid)
     _add_records_commands(sub)
@@ -415,6 +457,8 @@ def main(argv=None) -> int:
     found a contract failure); 2 refused: bad input or a file that cannot be
     read or written, with nothing lost; 130 interrupted (Ctrl-C, SIGTERM)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not set(argv) & set(COMMANDS):  # no command: the overview answers (help, version, a missing command)
+        build_overview_parser().parse_args(argv)
     args = build_parser().parse_args(argv)
     args.argv = argv
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,

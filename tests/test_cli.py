@@ -118,3 +118,23 @@ def test_version_is_printed(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["--version"])
     assert stop.value.code == 0 and capsys.readouterr().out == f"lengthbench {__version__}\n"
+
+
+def test_the_overview_is_the_full_parsers_help_and_imports_no_torch():
+    """`lengthbench --help` and `--version` answer from the commands' one lines, without the API or torch (3.5 s
+    under load before); what they print is what the full parser would."""
+    import subprocess
+    import sys
+
+    from lengthbench.cli import build_overview_parser
+
+    assert build_overview_parser().format_help() == build_parser().format_help()
+    code = ("import sys; from lengthbench.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print('torch' in sys.modules, 'lengthbench.api' in sys.modules, file=sys.stderr)")
+    for argv in (["--help"], ["--version"], []):
+        out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
+        assert out.stderr.strip().splitlines()[-1] == "False False", (argv, out.stderr)
+    listed = subprocess.run([sys.executable, "-c", code, "list", "studies"], capture_output=True, text=True,
+                            timeout=300)
+    assert "horizon" in listed.stdout  # a command builds the full parser (and imports what it needs)
