@@ -70,9 +70,16 @@ def test_a_fresh_install_is_one_namespace(tmp_path):
     assert len(list((shipped / "quick" / "records").glob("*.json"))) == 20
     # submit from the wheel: the built-in cells are the shipped records, only the new encoding's one run trains
     results = tmp_path / "submitted"
-    submit = subprocess.run([str(site / "bin" / "lengthbench"), "-v", "submit", str(source / "examples" / "log_decay_sink.py"),
+    example = source / "examples" / "log_decay_sink.py"
+    submit = subprocess.run([str(site / "bin" / "lengthbench"), "-v", "submit", str(example),
                              "--tasks", "parity_check", "--results", str(results), "--no-progress", "--workers", "1"],
                             cwd=tmp_path, env=env, capture_output=True, text=True)
     assert submit.returncode == 0, submit.stderr
     assert "5 runs of the grid taken from the shipped quick reference" in submit.stderr
     assert "1 runs trained here" in submit.stderr and (results / "submission-log-decay-sink.md").exists()
+    # and the third job: two leaderboard CSVs compared, from the wheel
+    board, submitted = shipped / "quick" / "leaderboard.csv", results / "submission-log-decay-sink.csv"
+    compare = subprocess.run([str(site / "bin" / "lengthbench"), "compare", str(board), str(submitted), "--out",
+                              str(tmp_path / "cmp")],
+                             cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert compare.returncode == 0 and (tmp_path / "cmp" / "compare.csv").exists(), compare.stderr
