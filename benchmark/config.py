@@ -21,6 +21,7 @@ from lengthbench.benchmark.seeding import init_seed
 from lengthbench.benchmark.versions import code_versions
 from lengthbench.core.errors import InputError
 from lengthbench.models.encodings import (
+    ENCODINGS,
     PositionEncoding,
     PositionsOutOfRange,
     build_encoding,
@@ -118,11 +119,22 @@ class RunConfig:
 
     def cell_key(self) -> str:
         """The grid cell this run fills, whatever code version made it: its
-        config without ``code_versions`` (a record of an earlier trainer still
-        belongs to its cell of a preset, which ``config_hash`` tells apart)."""
+        config without ``code_versions`` and without the encoding parameters
+        its encoding no longer takes (a record of an earlier trainer, or of
+        KERPLE before its initialization lost its parameters, still belongs
+        to its cell of a preset, which ``config_hash`` tells apart)."""
         data = self.to_dict()
         data.pop("code_versions", None)
+        if self.encoding in ENCODINGS:
+            taken = ENCODINGS[self.encoding].defaults
+            data["encoding_params"] = {k: v for k, v in self.encoding_params.items() if k in taken}
         return json.dumps(data, sort_keys=True)
+
+    def version_rank(self) -> int:
+        """How far past version 1 the code that made this run is, summed over
+        its components (task, format, encoding, family, trainer): of two runs
+        of one cell, the later code's is the higher."""
+        return sum(v - 1 for v in self.code_versions.values())
 
     @property
     def cell(self) -> Cell:

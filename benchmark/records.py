@@ -286,11 +286,22 @@ def read_record(path: Path) -> RunRecord:
 
 
 def distinct_runs(records: list[RunRecord]) -> list[RunRecord]:
-    """Each run once: a record listed twice must not count as two seeds."""
-    first: dict[str, RunRecord] = {}
+    """Each run once: a record listed twice must not count as two seeds, and
+    a run recorded by several code versions (a version bump, its cell rerun
+    beside the old records) counts once, by the latest code's record."""
+    latest: dict[str, RunRecord] = {}
     for r in records:
-        first.setdefault(r.run_id, r)
-    return list(first.values())
+        key = r.config.cell_key()
+        if key not in latest or r.config.version_rank() > latest[key].config.version_rank():
+            latest[key] = r
+    return list(latest.values())
+
+
+def superseded_runs(records: list[RunRecord]) -> list[RunRecord]:
+    """The records ``distinct_runs`` leaves out for a later code version's
+    record of the same run (kept on disk, never counted)."""
+    kept = {r.run_id for r in distinct_runs(records)}
+    return [r for r in records if r.run_id not in kept]
 
 
 LENGTH_COLUMNS = ["task", "method", "seed", "train_length", "length", "split", "status", "token_accuracy",

@@ -23,6 +23,7 @@ from lengthbench.benchmark.batching import length_buckets, packed_groups
 from lengthbench.benchmark.checkpoints import Checkpoint
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.seeding import data_rng, position_generator
+from lengthbench.models.encodings.base import project_encoding_parameters
 from lengthbench.models.families import RunModel
 from lengthbench.tasks import IGNORE, PAD, Batch, Task, make_batch
 
@@ -131,6 +132,7 @@ def train_step(model: RunModel, task: Task, config: RunConfig, state: TrainState
     if math.isfinite(value):
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         state.optimizer.step()
+        project_encoding_parameters(model)
     state.step += 1
     return value
 

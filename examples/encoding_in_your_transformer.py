@@ -1,6 +1,6 @@
 """Any lengthbench encoding inside your own PyTorch transformer.
 
-An encoding is an ``nn.Module`` with eight hooks, each the identity (or
+An encoding is an ``nn.Module`` with nine hooks, each the identity (or
 plain softmax) unless the encoding overrides it; a plain causal
 self-attention applies them all in a few lines, so FIRE, ALiBi, RoPE, CoPE,
 KERPLE, a randomized variant, the Forgetting Transformer's gates, PaTH,
@@ -20,7 +20,9 @@ stick-breaking or scalable softmax drops into a model you already have:
 7. ``input_bias(x, q, k, pos)``: biases from the layer's input (forget
    gates, Householder products);
 8. ``attention_weights(logits)``: the weights from the logits, softmax
-   unless replaced (stick-breaking, scalable softmax).
+   unless replaced (stick-breaking, scalable softmax);
+9. ``project_parameters()``: called after every optimizer step, puts stored
+   parameters back in their admissible set (KERPLE's bounds).
 
 The model below is a nanoGPT-style decoder written from scratch; with the
 same weights it computes exactly what lengthbench's own transformer computes
@@ -37,7 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lengthbench.models.encodings import PositionContext, build_encoding
+from lengthbench.models.encodings import PositionContext, PositionEncoding, build_encoding
 
 
 class Attention(nn.Module):
@@ -112,6 +114,9 @@ def main(encoding: str = "fire") -> None:
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        for module in model.modules():  # hook 9: KERPLE's bounds, projected after each step
+            if isinstance(module, PositionEncoding):
+                module.project_parameters()
         print(f"{encoding}: step {step} loss {loss.item():.3f}")
 
 

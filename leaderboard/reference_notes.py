@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from lengthbench.benchmark.records import RunRecord
+from lengthbench.benchmark.records import RunRecord, distinct_runs, superseded_runs
 from lengthbench.leaderboard.aggregate import judged
 from lengthbench.leaderboard.protocol_checks import checks_table, protocol_checks
 from lengthbench.leaderboard.tables import bands, markdown_table
@@ -127,6 +127,7 @@ def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, f
     ``folder`` has no provenance, that of the records' folder (or of its
     parent) counts: a view of another reference's records. ``settings_source``:
     where the preset's settings are written (its study's module, or the core presets)."""
+    superseded, records = superseded_runs(records), distinct_runs(records)
     ran = [r for r in records if r.status != "not_applicable"]
     complete = ("" if grid_runs is None else
                 f" They are {len(records)} of the {grid_runs} runs of the preset's grid"
@@ -135,6 +136,10 @@ def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, f
              f"{len(records)} run records ({len(ran)} trained, {len(records) - len(ran)} not applicable) of "
              f"{board.task.nunique()} tasks × {board.method.nunique()} methods, seeds "
              f"{', '.join(map(str, sorted({r.seed for r in records})))}.{complete}", ""]
+    if superseded:
+        methods = ", ".join(f"`{m}`" for m in sorted({r.method for r in superseded}))
+        lines += [f"{len(superseded)} more records in the folder were made by an earlier version of their code and "
+                  f"rerun since ({methods}): kept on disk, never counted (a board reads a run's latest code).", ""]
     if (Path(folder) / DESIGN_NOTES).is_file():
         lines += [f"How the reference was designed, what it cuts and how to read it: [{DESIGN_NOTES}]({DESIGN_NOTES}) "
                   "(written by hand; this README is rebuilt from the records).", ""]

@@ -365,7 +365,9 @@ def of_preset(records: list[RunRecord], preset: str | None, where: PathLike) -> 
     """The records of ``preset``'s grid cells only (all with None): a preset
     whose cells are another's (``suite`` in ``full``) is built from its records.
     A cell is matched whatever code version made its record (``RunConfig.cell_key``),
-    so a folder of records stays readable as its preset after a version bump."""
+    so a folder of records stays readable as its preset after a version bump
+    (where a run has records of several code versions, a board counts the
+    latest code's: ``distinct_runs``)."""
     if preset is None:
         return records
     cells = {config.cell_key() for config in grid_configs(PRESETS[preset])}

@@ -1,6 +1,8 @@
 """Encoding contract: causality for every encoding, randomized positions,
 ALiBi slopes, RoPE relativity, out-of-range tables."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -140,6 +142,55 @@ def test_fire_uses_max_not_min():
     torch.testing.assert_close(lifted[0, :, 5, 2], lifted[0, :, 7, 4])
     big = torch.arange(100, 108)[None]
     assert not torch.allclose(enc.bias(big, big)[0, :, 5, 2], lifted[0, :, 5, 2])
+
+
+@pytest.mark.parametrize("name", ["kerple-log", "kerple-power"])
+def test_kerple_bounds_project_the_stored_parameters_after_every_step(name):
+    """As the authors' code keeps them: a parameter below its bound is put
+    back on it by the trainer's step, and on the bound it keeps its gradient
+    and moves (a clamp in the forward pass alone left it below, gradient-free,
+    while weight decay pushed it further down)."""
+    from lengthbench.benchmark.presets import get_preset
+    from lengthbench.benchmark.train import train_run
+    from lengthbench.models.encodings.kerple import MIN_PARAM
+    from lengthbench.tasks import get_task
+
+    config = replace(get_preset("quick").run_config("copy", name, 0), steps=20, warmup_steps=5)
+    model = config.build_model(get_task("copy").vocab_size)
+    encoding = model.encoding
+    with torch.no_grad():
+        encoding.r1.fill_(MIN_PARAM / 10)
+    train_run(model, get_task("copy"), config, torch.device("cpu"))
+    assert encoding.r1.min() >= MIN_PARAM and encoding.r2.min() >= MIN_PARAM
+    assert (encoding.r1 > MIN_PARAM).any()  # moved off the bound it was put on
+
+
+@pytest.mark.parametrize("name, r1_top, r2_top", [("kerple-log", 2.0, 1.0), ("kerple-power", 1.0, 2.0)])
+def test_kerple_starts_from_the_authors_per_head_uniform_draws(name, r1_top, r2_top):
+    """log: r1 ~ U(0, 2), r2 ~ U(0, 1); power: r1 ~ U(0, 1), r2 ~ U(0, 2),
+    each projected onto its bound (version 1 started every head at r1 = 1)."""
+    torch.manual_seed(0)
+    drawn = [build_encoding(name, 16, 8) for _ in range(40)]
+    for which, top in (("r1", r1_top), ("r2", r2_top)):
+        values = torch.stack([getattr(e, which).detach() for e in drawn])
+        assert values.min() >= 0.01 and values.max() <= top
+        assert values.max() > 0.9 * top and values.std() > 0.2 * top  # spread over the whole range
+        assert values[0].unique().numel() == 8  # one draw per head
+
+
+def test_fire_threshold_moves_at_the_papers_rate():
+    """L = |m * L_init| with the multiplier m learned (the paper's listing):
+    an Adam step moves m by about the learning rate, so L by about L_init
+    times it; a threshold learned directly moved by the learning rate alone."""
+    from lengthbench.benchmark.adamw import FusedAdamW
+
+    encoding = build_encoding("fire", 16, 2, {"L_init": 32.0})
+    pos = torch.arange(16)[None]  # every query below L: the normaliser is psi(L)
+    before = float(encoding.threshold)
+    optimizer = FusedAdamW(encoding.parameters(), lr=1e-3, weight_decay=0.0)
+    encoding.bias(pos, pos).square().sum().backward()
+    optimizer.step()
+    assert abs(float(encoding.threshold) - before) == pytest.approx(32.0 * 1e-3, rel=0.05)
 
 
 def test_t5_buckets():
@@ -351,7 +402,7 @@ def _example(name: str):
 @pytest.mark.parametrize("name", [n for n in encoding_names() if not build_encoding(n, 64, 4).uses_task_positions])
 def test_an_encoding_in_your_own_transformer_computes_what_ours_does(name):
     """The recipe in examples/encoding_in_your_transformer.py: a decoder
-    written from scratch that applies the eight hooks gives, with the same
+    written from scratch that applies the nine hooks gives, with the same
     weights, the logits of lengthbench's transformer, in evaluation and in
     training (randomized positions drawn from the same generator)."""
     from lengthbench.models.transformer import Transformer, position_parameters

@@ -4,12 +4,14 @@ unchanged in effect, and a change without a bump does not go unnoticed."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 import lengthbench.benchmark.versions as versions
 from lengthbench.benchmark.grid import grid_configs, run_grid
+from lengthbench.benchmark.records import superseded_runs
 from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.leaderboard.aggregate import MixedConfigError, leaderboard_frame
 from lengthbench.tasks import get_task
@@ -41,6 +43,7 @@ def test_configs_name_only_the_bumped_versions(tiny_preset, monkeypatch):
 
 
 def test_a_bumped_task_reruns_its_cells_and_reuses_the_others(tmp_path, tiny_preset, monkeypatch, caplog):
+    tiny_preset = replace(tiny_preset, seeds=(0, 1))
     first = {r.run_id: r for r in run_grid(tiny_preset, tmp_path, progress=False)}
     monkeypatch.setattr(type(get_task("copy")), "version", 2)
     with caplog.at_level(logging.WARNING):
@@ -50,10 +53,17 @@ def test_a_bumped_task_reruns_its_cells_and_reuses_the_others(tmp_path, tiny_pre
             assert record.run_id not in first and record.config.code_versions == {"task": 2, "trainer": versions.TRAINER_VERSION}
         else:
             assert first[record.run_id] == record  # reused as it was
-    assert "2 records were made by other code versions (stale)" in caplog.text
-    with pytest.raises(MixedConfigError, match="made by different code versions"):
-        leaderboard_frame(ResultsFolder(tmp_path).records())  # old and new copy records side by side
+    assert "4 records were made by other code versions (stale)" in caplog.text
     assert len(grid_configs(tiny_preset)) == len(second)
+    # old and new copy records side by side: a board counts the latest code's, the old ones kept on disk
+    records = ResultsFolder(tmp_path).records()
+    assert sorted(r.run_id for r in superseded_runs(records)) == sorted(i for i in first if first[i].task == "copy")
+    assert leaderboard_frame(records).equals(leaderboard_frame(second))
+    # a cell whose seeds were made by different code versions is refused, never averaged
+    rerun = next(r for r in second if r.task == "copy" and r.seed == 1 and r.status == "ok")
+    ResultsFolder(tmp_path).record_path(rerun.run_id).unlink()
+    with pytest.raises(MixedConfigError, match="made by different code versions"):
+        leaderboard_frame(ResultsFolder(tmp_path).records())
 
 
 def test_run_refuses_a_grid_whose_sources_drifted_and_runs_one_that_did_not(tmp_path, monkeypatch, capsys):

@@ -1,8 +1,13 @@
 """The position-encoding contract and registry.
 
-Every encoding is one ``PositionEncoding`` module with eight hooks; the model
+Every encoding is one ``PositionEncoding`` module with nine hooks; the model
 calls them all and each encoding overrides only what it needs. Once per
-forward pass, for the whole model:
+optimizer step, on every encoding module of the model (the trainer calls it):
+
+* ``project_parameters()``: put stored parameters back in their admissible
+  set (KERPLE's bounds, as its authors' code does); nothing by default.
+
+Once per forward pass, for the whole model:
 
 * ``positions(pos, ctx)``: which positions the other hooks see (randomized
   sampling, training offsets); identity by default;
@@ -136,13 +141,28 @@ class PositionEncoding(nn.Module):
             return f"needs coupled position ids; {task.name} has none"
         return None
 
+    def project_parameters(self) -> None:
+        """Called by the trainer after every optimizer step: project this
+        module's own parameters onto their admissible set (a bound kept as a
+        projection of the stored value keeps its gradient, where a clamp in
+        the forward pass would zero it). Nothing by default."""
+
     def hooks_used(self) -> list[str]:
         """Names of the hooks this encoding overrides."""
         return [h for h in HOOKS if getattr(type(self), h) is not getattr(PositionEncoding, h)]
 
 
-HOOKS = ("positions", "embed", "rotate", "bias", "content_bias", "layer", "input_bias", "attention_weights")
+HOOKS = ("positions", "embed", "rotate", "bias", "content_bias", "layer", "input_bias", "attention_weights",
+         "project_parameters")
 LAYER_HOOKS = ("rotate", "content_bias", "input_bias", "attention_weights")
+
+
+def project_encoding_parameters(model: nn.Module) -> None:
+    """``project_parameters`` on every encoding module of ``model`` (the
+    shared one and those its layers own): the trainer's call after a step."""
+    for module in model.modules():
+        if isinstance(module, PositionEncoding):
+            module.project_parameters()
 
 
 def layer_encodings(encoding: PositionEncoding, n_layers: int) -> list[PositionEncoding]:
