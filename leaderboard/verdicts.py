@@ -8,18 +8,19 @@ name no paper: a study's claims and its report live in its own module.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.leaderboard.aggregate import fits_training, judged, leaderboard_frame, method_order, runs_frame
 from lengthbench.leaderboard.reference_notes import budget_text
-from lengthbench.leaderboard.statistics import paired_difference, probability_of_improvement
+from lengthbench.leaderboard.statistics import MIN_TASKS, TOO_FEW, paired_difference, probability_of_improvement
 from lengthbench.leaderboard.tables import markdown_table
 from lengthbench.models.encodings import encoding_kind
 from lengthbench.models.families import TRANSFORMER, ModelSize, describe_size
 from lengthbench.tasks.cells import method_parts
-
 
 NOT_FIT = "did not fit (no verdict)"
 
@@ -91,9 +92,12 @@ def horizon_text(records: list[RunRecord], protocol: str = "") -> str:
 
 
 def interval_text(test: dict) -> str:
-    """``+12.3 [+4.0, +20.6], p 0.031`` points with the sign-flip test's p (no interval with one unit)."""
+    """``+12.3 [+4.0, +20.6], p 0.031`` points with the sign-flip test's p; no
+    interval over fewer than 3 units (``+2.3 (2 tasks: no interval), p 1``)."""
     if test["n"] < 2:
         return f"{100 * test['mean']:+.1f}" if test["n"] else ""
+    if math.isnan(test["low"]):
+        return f"{100 * test['mean']:+.1f} ({test['n']} units: no interval), {p_text(test['p_value'])}"
     return (f"{100 * test['mean']:+.1f} [{100 * test['low']:+.1f}, {100 * test['high']:+.1f}], "
             f"{p_text(test['p_value'])}")
 
@@ -120,12 +124,20 @@ IMPROVEMENT_RULE = ("A P verdict needs the interval clear of 0.5 and a permutati
                     "only; the difference over them is the one that reaches beyond.")
 
 
-VERDICT_RULE = f"{DIFFERENCE_RULE} {IMPROVEMENT_RULE}"
+# The rule every cross-method verdict follows, said wherever one is shown.
+TASKS_RULE = (f"No verdict rests on fewer than {MIN_TASKS} tasks where every compared method fits: below that "
+              "the numbers are shown and the verdict says too few tasks.")
+
+VERDICT_RULE = f"{DIFFERENCE_RULE} {IMPROVEMENT_RULE} {TASKS_RULE}"
 
 
-def verdict_text(test: dict, a: str, b: str) -> str:
-    """What a test's interval supports: ``a`` better, ``b`` better, or neither."""
-    return {"a better": f"{a} better", "b better": f"{b} better"}.get(test["verdict"], "not told apart")
+def verdict_text(test: dict, a: str, b: str, a_better: str | None = None, b_better: str | None = None) -> str:
+    """What a test supports: ``a`` better, ``b`` better (or the phrases given
+    for them), neither, or nothing on fewer than ``MIN_TASKS`` tasks."""
+    if test["verdict"] == TOO_FEW:
+        return f"too few tasks where both fit to test ({test['n_tasks']})"
+    return {"a better": a_better or f"{a} better", "b better": b_better or f"{b} better"}.get(test["verdict"],
+                                                                                            "not told apart")
 
 
 def improvement_text(test: dict, a: str = "randomized", b: str = "base") -> str:
@@ -184,13 +196,17 @@ def pooled_by_task(seeds: dict, encodings) -> dict[str, list[float]]:
     return pooled
 
 
-def effect(a_by_unit: dict, b_by_unit: dict) -> tuple[dict, dict]:
+def effect(a_by_unit: dict, b_by_unit: dict, tasks: int | None = None) -> tuple[dict, dict]:
     """A against B over the units both have (a unit's score: the mean of its
     seeds): the paired difference with its 95% Student-t interval over the
-    units, and the probability of improvement with the unit as the stratum."""
+    units, and the probability of improvement with the unit as the stratum.
+    ``tasks``: how many tasks the units span, where they are not tasks (the
+    methods of one task: 1), for the rule that fewer than 3 give no verdict."""
     units = [u for u in a_by_unit if u in b_by_unit and len(a_by_unit[u]) and len(b_by_unit[u])]
-    test = paired_difference([np.mean(a_by_unit[u]) for u in units], [np.mean(b_by_unit[u]) for u in units])
-    return test, probability_of_improvement({u: a_by_unit[u] for u in units}, {u: b_by_unit[u] for u in units})
+    test = paired_difference([np.mean(a_by_unit[u]) for u in units], [np.mean(b_by_unit[u]) for u in units],
+                             tasks=tasks)
+    return test, probability_of_improvement({u: a_by_unit[u] for u in units}, {u: b_by_unit[u] for u in units},
+                                            tasks=tasks)
 
 
 def over_tasks(a: pd.Series, b: pd.Series) -> tuple[dict, dict]:
@@ -202,9 +218,10 @@ def over_tasks(a: pd.Series, b: pd.Series) -> tuple[dict, dict]:
     return effect({t: list(g.a) for t, g in by_task}, {t: list(g.b) for t, g in by_task})
 
 
-def claim_row(a: dict, b: dict, names: tuple[str, str]) -> list[str]:
-    """Units, A − B [95% interval], P(A > B) [95% interval] and the verdict, or why there is none."""
-    test, better = effect(a, b)
+def claim_row(a: dict, b: dict, names: tuple[str, str], tasks: int | None = None) -> list[str]:
+    """Units, A − B [95% interval], P(A > B) [95% interval] and the verdict, or why there is none
+    (``tasks``: as ``effect``'s)."""
+    test, better = effect(a, b, tasks)
     if not test["n"]:
         return ["0", "", "", NO_FIT_PAIR]
     return [str(test["n"]), interval_text(test), improvement_text(better, *names), verdict_text(test, *names)]

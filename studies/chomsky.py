@@ -11,6 +11,7 @@ tasks, and the randomized variants' gain over their bases.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from lengthbench.benchmark.config import Preset
@@ -41,7 +42,6 @@ from lengthbench.leaderboard.verdicts import (
     chance_of,
     chosen_on_validation,
     chosen_scores,
-    effect,
     horizon_text,
     improvement_text,
     interval_text,
@@ -265,7 +265,7 @@ def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord]) -> 
     of the base, averaged over tasks; stratified bootstrap interval)."""
     rows = []
     seeds = seed_scores(records, "ood_token_accuracy")
-    pooled_a, pooled_b = {}, {}  # task -> every base's seeds (variant, base)
+    pooled_a, pooled_b = {}, {}  # (task, base) -> the variant's seeds, the base's seeds
     present = set(transformer.encoding)
     for variant, base in ((e, ENCODINGS[e].base) for e in dict.fromkeys(transformer.encoding) if e in ENCODINGS):
         if base is None or base not in present:
@@ -278,21 +278,24 @@ def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord]) -> 
         a_by_task = {t: seeds.get((t, transformer_method(variant)), []) for t in both.index}
         b_by_task = {t: seeds.get((t, transformer_method(base)), []) for t in both.index}
         for t in both.index:
-            pooled_a.setdefault(t, []).extend(a_by_task[t])
-            pooled_b.setdefault(t, []).extend(b_by_task[t])
+            pooled_a[(t, base)], pooled_b[(t, base)] = a_by_task[t], b_by_task[t]
         rows.append([f"`{base}`", str(test["n"]), interval_text(test), _randomized_verdict(test),
                      improvement_text(probability_of_improvement(a_by_task, b_by_task)),
                      f"{100 * d_max.mean():+.1f}" if len(d_max) else ""])
     if not rows:
         return []
-    pooled, improvement = effect(pooled_a, pooled_b)
-    rows.append(["**all**", str(pooled["n"]), interval_text(pooled), _randomized_verdict(pooled), improvement_text(improvement),
-                 ""])
+    tasks = sorted({t for t, _ in pooled_a})  # the difference: per task, the mean gain over its bases
+    pooled = paired_difference([np.mean([np.mean(v) for (u, _), v in pooled_a.items() if u == t]) for t in tasks],
+                               [np.mean([np.mean(v) for (u, _), v in pooled_b.items() if u == t]) for t in tasks])
+    improvement = probability_of_improvement(pooled_a, pooled_b, tasks=len(tasks))  # a variant against its own base
+    rows.append(["**all**", str(pooled["n"]), interval_text(pooled), _randomized_verdict(pooled),
+                 improvement_text(improvement), ""])
     return ["## Randomized positions (Ruoss et al.)", "",
             "Gain of `randomized-<base>` over `<base>` in test per-token accuracy (points): the mean over the "
             "tasks where both fit of the difference of their seed means, with its 95% Student-t interval over "
             "those tasks (paired by task); **all** takes every base together with the task as the unit (per task, "
-            "the mean gain over the bases where both fit; the probability of improvement over all their seeds). "
+            "the mean gain over the bases where both fit; the probability of improvement paired within each base "
+            "and task: a variant's seeds against its own base's seeds only). "
             f"Published: {100 * RANDOMIZED_GAIN:+.1f} on average over their "
             "tasks and encodings. P(randomized > base): the probability of improvement with the task as the "
             "unit (per task, the chance that a seed of the variant scores above a seed of the base, ties half; "

@@ -41,6 +41,7 @@ from lengthbench.leaderboard.verdicts import (
     pct,
     setup_text,
     test_scores,
+    verdict_text,
 )
 from lengthbench.studies.base import Study, register_study
 from lengthbench.studies.horizon import part_of_horizon
@@ -110,8 +111,8 @@ def copying_report(records: list[RunRecord]) -> str:
         others += [(f"`{m}`", m, scores[m]) for m in method_order(scores.columns) if m != ssm]
         for name, short, other in others:
             test, improvement = over_tasks(other, scores[ssm])
-            verdict = (NO_PAIR if not test["n"] else {"a better": "better than ssm", "b better": "worse than ssm",
-                                                       "not told apart": "not told apart"}[test["verdict"]])
+            verdict = (NO_PAIR if not test["n"] else
+                       verdict_text(test, short, "ssm", "better than ssm", "worse than ssm"))
             rows.append([name, str(test["n"]), interval_text(test), improvement_text(improvement, short, "ssm"), verdict])
     lines += ["## Against the state-space baseline", "",
               "Each method minus `ssm`: the difference in test exact match (points) with the task as the unit "

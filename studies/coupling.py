@@ -37,6 +37,7 @@ from lengthbench.leaderboard.verdicts import (
     judged_runs,
     pct,
     setup_text,
+    verdict_text,
 )
 from lengthbench.models.families import ModelSize
 from lengthbench.studies.base import Study, register_study
@@ -134,9 +135,8 @@ def _coupled_versus_others(records: list[RunRecord], task: str) -> list[str]:
         if (task, coupled) not in keep or (task, method) not in keep:
             rows.append([f"`{method}`", "", NOT_FIT])
             continue
-        test = paired_difference(score[coupled], score[method])
-        verdict = {"a better": "coupled better", "b better": "coupled worse",
-                   "not told apart": "not told apart"}[test["verdict"]]
+        test = paired_difference(score[coupled], score[method], tasks=1)  # the seeds of one task
+        verdict = verdict_text(test, "coupled", method, "coupled better", "coupled worse")
         rows.append([f"`{method}`", interval_text(test), verdict])
     return ["`coupled` against each method: test-band exact match difference (points), paired by seed, with its "
             f"95% Student-t interval (cells where both fit). {DIFFERENCE_RULE}", "",

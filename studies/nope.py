@@ -21,6 +21,7 @@ from lengthbench.benchmark.records import RunRecord, length_frame
 from lengthbench.leaderboard.aggregate import (
     test_band_chance,
 )
+from lengthbench.leaderboard.statistics import MIN_TASKS
 from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.leaderboard.verdicts import (
     CHANCE_COLUMN,
@@ -32,6 +33,7 @@ from lengthbench.leaderboard.verdicts import (
     over_tasks,
     pct,
     setup_text,
+    verdict_text,
 )
 from lengthbench.models.families import ModelSize
 from lengthbench.studies.base import Study, register_study
@@ -75,16 +77,27 @@ register_preset(Preset(
     task_settings={"addition": dict(train_length=8, validation_length=10, test_length=16)},))
 
 
-def _exact_match_per_run(records: list[RunRecord], test_band_only: bool = False) -> pd.DataFrame:
-    """Per run of a judged cell: exact match averaged over every evaluated
-    length (seen and unseen: Kazemnejad et al.'s score), or over the test band
-    only (length generalization alone, beside it)."""
+def _exact_match_per_run(records: list[RunRecord], test_band_only: bool = False,
+                         judged_only: bool = True) -> pd.DataFrame:
+    """Per run (of a judged cell only, unless not ``judged_only``): exact
+    match averaged over every evaluated length (seen and unseen: Kazemnejad et
+    al.'s score), or over the test band only (length generalization alone, beside it)."""
     per_length = length_frame(records)
     if test_band_only:
         per_length = per_length[per_length.split == "ood"]
     per_run = per_length.groupby(["task", "method", "seed"])["exact_match"].mean().reset_index()
+    if not judged_only:
+        return per_run
     keep = judged_runs(records)
     return per_run[[(t, m) in keep for t, m in zip(per_run.task, per_run.method)]]
+
+
+def _on_common_tasks(scores: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
+    """``scores`` of ``methods`` on the tasks where every one of them has a
+    score (a judged cell): the one task set a rank statistic compares them on."""
+    mine = scores[scores.method.isin(methods)]
+    counts = mine.groupby("task").method.nunique()
+    return mine[mine.task.isin(counts[counts == len(methods)].index)]
 
 
 def _score_mean_std(cell: pd.Series) -> str:
@@ -103,31 +116,52 @@ def nope_report(records: list[RunRecord]) -> str:
     scores = per_run.groupby(["task", "method"])["exact_match"].agg(["mean", "std", "count"]).reset_index()
     test_scores = (_exact_match_per_run(records, test_band_only=True).groupby(["task", "method"])["exact_match"]
                    .agg(["mean", "std", "count"]).reset_index())
-    mrr, test_mrr = reciprocal_ranks(scores), reciprocal_ranks(test_scores)
+    order = sorted(NOPE_MRR, key=lambda e: -NOPE_MRR[e])
+    fit_somewhere = [transformer_method(e) for e in order if transformer_method(e) in set(scores.method)]
+    common = _on_common_tasks(scores, fit_somewhere)
+    mrr, test_mrr = reciprocal_ranks(common), reciprocal_ranks(_on_common_tasks(test_scores, fit_somewhere))
+    unfiltered = (_exact_match_per_run(records, judged_only=False).groupby(["task", "method"])["exact_match"]
+                  .agg(["mean"]).reset_index())
+    all_mrr = reciprocal_ranks(_on_common_tasks(unfiltered, [transformer_method(e) for e in order
+                                                            if transformer_method(e) in set(unfiltered.method)]))
     lines = ["# NoPE and the decoder-only encodings (Kazemnejad et al. 2023)", "", setup_text(records), "",
              horizon_text(records, PROTOCOL), "",
              "Score: exact match averaged over every evaluated length (seen and unseen, their metric), "
-             "mean over seeds; mean reciprocal rank of the encodings over the tasks. Beside it, the same over "
+             "mean over seeds; mean reciprocal rank of the encodings over one task set for all of them: the "
+             "tasks where every one fits (an MRR over each encoding's own fit tasks would rank by which tasks "
+             "it fit). Beside it, the same over "
              "the test band alone: their score counts the training lengths, which every judged cell fits, so it "
              "mixes fit with length generalization. "
              f"{FIT_RULE} Source: {KAZEMNEJAD}.", ""]
-    order = sorted(NOPE_MRR, key=lambda e: -NOPE_MRR[e])
     ranked = [e for e in order if transformer_method(e) in mrr]
     ours_order = sorted(ranked, key=lambda e: -mrr[transformer_method(e)])
     test_order = sorted(ranked, key=lambda e: -test_mrr[transformer_method(e)])
+    all_order = sorted((e for e in order if transformer_method(e) in all_mrr),
+                       key=lambda e: -all_mrr[transformer_method(e)])
+    tasks = common.task.nunique()
     rows = [[f"`{e}`", f"{NOPE_MRR[e]:.2f}",
              *((f"{mrr[transformer_method(e)]:.2f}", f"{test_mrr[transformer_method(e)]:.2f}") if e in ranked
-               else ("not run or never fit", ""))]
+               else ("", "")),
+             f"{all_mrr[transformer_method(e)]:.2f}" if transformer_method(e) in all_mrr else "not run"]
             for e in order]
     missing = [e for e in order if e not in ranked]
     if missing:  # an order over fewer encodings is no test of the published one
-        verdict = f" ({', '.join(missing)}: not run or never fit, so the published order is not tested here)."
+        verdict = (f" Ours: {' > '.join(ours_order) or 'none ran and fit'} ({', '.join(missing)}: not run or "
+                   "never fit, so the published order is not tested here).")
+    elif tasks < MIN_TASKS:  # nor is an order over too few tasks
+        verdict = (f" Too few tasks where all of them fit to test the published order ({tasks}"
+                   + (f": {', '.join(sorted(common.task.unique()))}" if tasks else "") + "); no verdict.")
     else:
-        verdict = " (the same)." if ours_order == order else "."
+        verdict = f" Ours: {' > '.join(ours_order)}" + (" (the same)." if ours_order == order else ".")
+    if ranked and tasks:
+        verdict += f" On the test band alone: {' > '.join(test_order)}."
     lines += ["## Mean reciprocal rank", "",
-              *markdown_table(["encoding", "published MRR", "our MRR", "our MRR, test band only"], rows), "",
-              f"Published order: {' > '.join(order)}. Ours: {' > '.join(ours_order) or 'none ran and fit'}"
-              + verdict + (f" On the test band alone: {' > '.join(test_order)}." if test_order else ""), ""]
+              *markdown_table(["encoding", "published MRR",
+                               f"our MRR ({tasks} task{'' if tasks == 1 else 's'} where all of them fit)",
+                               "the same, test band only", "our MRR, every task and cell (no fit filter)"], rows), "",
+              f"Published order: {' > '.join(order)}." + verdict
+              + (f" Sensitivity, every cell of every task counted whether it fit or not: {' > '.join(all_order)}."
+                 if all_order else ""), ""]
     by_unit = per_run.pivot_table(index=["task", "seed"], columns="method", values="exact_match")
     rows = []
     for better, worse in zip(order, order[1:]):
@@ -136,7 +170,7 @@ def nope_report(records: list[RunRecord]) -> str:
             rows.append([f"`{better}` > `{worse}`", "0", "", "", "not run or never fit"])
             continue
         test, improvement = over_tasks(by_unit[a], by_unit[b])
-        verdict = {"a better": "holds", "b better": "reversed", "not told apart": "not told apart"}[test["verdict"]]
+        verdict = verdict_text(test, better, worse, "holds", "reversed")
         rows.append([f"`{better}` > `{worse}`", str(test["n"]), interval_text(test),
                      improvement_text(improvement, better, worse), verdict])
     lines += ["## The published order, pair by pair", "",

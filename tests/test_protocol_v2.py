@@ -279,8 +279,8 @@ def test_probability_of_improvement_covers_a_tie_and_tells_a_real_difference():
     assert covered >= 88  # nominal 95% (93 here)
     better = probability_of_improvement({t: [0.9, 0.8, 0.85] for t in range(5)}, {t: [0.6, 0.7, 0.65] for t in range(5)})
     assert (better["p"], better["verdict"], better["n_tasks"]) == (1.0, "a better", 5)
-    tie = probability_of_improvement({"x": [0.5, 0.5]}, {"x": [0.5, 0.5], "y": [1.0]})
-    assert (tie["p"], tie["n_tasks"], tie["verdict"]) == (0.5, 1, "not told apart")
+    tie = probability_of_improvement({t: [0.5, 0.5] for t in "xyz"}, {**{t: [0.5, 0.5] for t in "xyz"}, "w": [1.0]})
+    assert (tie["p"], tie["n_tasks"], tie["verdict"]) == (0.5, 3, "not told apart")
 
 
 def test_a_probability_of_improvement_needs_its_permutation_test_too():
@@ -295,13 +295,14 @@ def test_a_probability_of_improvement_needs_its_permutation_test_too():
 
     from lengthbench.leaderboard.statistics import improvement_p_value, probability_of_improvement
 
-    one = probability_of_improvement({"x": [0.9, 0.8, 0.85]}, {"x": [0.1, 0.2, 0.3]})
+    # tasks=3: the permutation test alone, apart from the rule that one task never decides
+    one = probability_of_improvement({"x": [0.9, 0.8, 0.85]}, {"x": [0.1, 0.2, 0.3]}, tasks=3)
     assert (one["low"], one["high"], one["p_value"], one["verdict"]) == (1.0, 1.0, pytest.approx(0.1), "not told apart")
     three = probability_of_improvement({t: [0.9, 0.8, 0.85] for t in range(3)}, {t: [0.1, 0.2, 0.3] for t in range(3)})
     assert three["p_value"] == pytest.approx(2 / 20**3) and three["verdict"] == "a better"
     worse = probability_of_improvement({t: [0.1, 0.2, 0.3] for t in range(3)}, {t: [0.9, 0.8, 0.85] for t in range(3)})
     assert worse["verdict"] == "b better"
-    edge = probability_of_improvement({0: [0, 0, 1], 1: [1, 1]}, {0: [0, 0, 0], 1: [0.5, 0.5, 0]})
+    edge = probability_of_improvement({0: [0, 0, 1], 1: [1, 1]}, {0: [0, 0, 0], 1: [0.5, 0.5, 0]}, tasks=3)  # the permutation p alone
     assert (edge["p_value"], edge["verdict"]) == (0.05, "not told apart")  # exactly 0.05, not a float below it
     summed = probability_of_improvement({0: [0.5, 0.5], 1: [1, 0.5, 0], 2: [0, 0.5]},
                                         {0: [1, 1], 1: [0.5, 1, 0.5], 2: [0.5, 1, 0.5]})
@@ -331,6 +332,28 @@ def test_a_probability_of_improvement_needs_its_permutation_test_too():
     assert told <= 20  # nominal 5% of 200 = 10
 
 
+def test_no_verdict_rests_on_fewer_than_three_tasks_and_no_difference_interval_is_clipped():
+    """Two tasks where A beats B by 80 points with every seed: both tests would
+    speak (P's permutation p is 0.01), yet the rule withholds the verdict and
+    says why; three tasks decide. Units finer than tasks (seeds, a task and a
+    base) count the tasks they span. A difference's t interval runs past
+    +-100 points where the data put it there, and over 2 units is not given."""
+    from lengthbench.leaderboard.statistics import TOO_FEW, paired_difference, probability_of_improvement
+    from lengthbench.leaderboard.verdicts import interval_text, verdict_text
+
+    a, b = {t: [0.9, 0.95, 0.92] for t in range(3)}, {t: [0.1, 0.12, 0.15] for t in range(3)}
+    two = probability_of_improvement({t: a[t] for t in (0, 1)}, {t: b[t] for t in (0, 1)})
+    assert two["p_value"] < 0.05 and two["verdict"] == TOO_FEW
+    assert verdict_text(two, "A", "B") == "too few tasks where both fit to test (2)"
+    assert probability_of_improvement(a, b)["verdict"] == "a better"
+    by_base = {(t, base): a[t] for t in (0, 1) for base in ("rope", "alibi")}
+    assert probability_of_improvement(by_base, {k: b[k[0]] for k in by_base}, tasks=2)["verdict"] == TOO_FEW
+    assert paired_difference([0.9] * 8, [0.1] * 8, tasks=1)["verdict"] == TOO_FEW  # 8 seeds of one task
+    wide = paired_difference([1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0])  # differences 1, -1, 1, 0
+    assert wide["low"] < -1.0 and wide["high"] > 1.0 and "[-" in interval_text(wide)
+    assert "no interval" in interval_text(paired_difference([0.9, 0.8], [0.1, 0.2]))
+
+
 def test_a_paired_difference_needs_its_sign_flip_test_too():
     """Differences that all agree give a t interval of zero width; the sign-flip test gives them p = 2/2^n, so
     2 to 5 units never decide and 6 do. Its p matches brute force over every sign pattern (ties included) and
@@ -343,10 +366,12 @@ def test_a_paired_difference_needs_its_sign_flip_test_too():
 
     from lengthbench.leaderboard.statistics import paired_difference, sign_flip_p_value
 
-    for n in (2, 3, 5):
+    for n in (3, 5):
         test = paired_difference([1.0] * n, [0.0] * n)
         assert (test["low"], test["high"]) == (1.0, 1.0)  # the t interval alone would say "certain"
         assert (test["p_value"], test["verdict"]) == (2 / 2**n, "not told apart")
+    two = paired_difference([1.0] * 2, [0.0] * 2, tasks=3)  # 2 units (seeds of 3 tasks): no interval printed
+    assert math.isnan(two["low"]) and (two["p_value"], two["verdict"]) == (0.5, "not told apart")
     six = paired_difference([1.0] * 6, [0.0] * 6)
     assert (six["p_value"], six["verdict"]) == (2 / 64, "a better")
     assert paired_difference([0.0] * 6, [0.3] * 6)["verdict"] == "b better"

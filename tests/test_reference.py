@@ -194,6 +194,24 @@ def test_every_interval_quoted_in_the_results_page_and_readme_is_a_shipped_numbe
     assert [q for q in quoted if q not in shipped and q not in recomputed] == []
 
 
+def test_the_protocol_notes_quote_the_unfit_count_their_readme_computes():
+    """``PROTOCOL.md`` is written by hand; the count of cells that did not fit it quotes is the README's,
+    which is rebuilt from the records."""
+    import re
+
+    folder = REFERENCE / "horizon"
+    computed = re.search(r"(\d+) of (\d+) cells that ran did not fit", (folder / "README.md").read_text())
+    quoted = re.search(r"(\d+) of (\d+) cells that ran did not fit", (folder / "PROTOCOL.md").read_text())
+    assert computed and quoted and quoted.groups() == computed.groups()
+
+
+def test_no_shipped_report_prints_a_clipped_interval():
+    """No interval is clipped at +-100 points (a clipped t interval hides how wide it is)."""
+    texts = [p.read_text() for p in REFERENCE.rglob("*.md")]
+    texts += [(REFERENCE.parent.parent / name).read_text() for name in ("docs/results.md", "README.md")]
+    assert not [t for t in texts if "[-100" in t.replace("−", "-") or "+100.0]" in t or ", +100]" in t]
+
+
 def test_an_earlier_commands_provenance_is_kept_under_its_finish_time_never_overwritten(tmp_path):
     from datetime import datetime, timezone
 

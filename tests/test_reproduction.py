@@ -17,6 +17,8 @@ from lengthbench.studies.copying import copying_report
 from lengthbench.studies.nope import nope_report, reciprocal_ranks
 from lengthbench.models import ModelSize
 
+TOO_FEW_TEXT = "too few tasks where both fit to test"
+
 MODEL = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "dropout": 0.0}
 
 
@@ -97,11 +99,11 @@ def test_chomsky_report_chooses_on_validation_and_rests_each_finding_on_the_mean
     assert "1/2 seeds solve); published: solved (every seed), does not hold" in text
     # lstm against the chosen encoding, the task the unit: +30 (even_pairs: 90 against 60), -6 (cycle_navigation:
     # 90 against 96); P: every lstm seed beats 60, one of two beats 96
-    assert "| `lstm` | 90.0 | 2 | +12.0 [-100.0, +100.0], p 1 | 0.75 [" in text
+    assert "| `lstm` | 90.0 | 2 | +12.0 (2 units: no interval), p 1 | 0.75 [" in text
     # randomized gain over the two tasks: (60 - 72.5 + 50 - 96) / 2 = -29.25 mean over seeds; two tasks
     # give a t interval (t = 12.7) wider than the range: not told apart
-    assert ("| `rope` | 2 | -29.2 [-100.0, +100.0], p 0.5 | not told apart | 0.25 [0.00, 0.50], p 0.22: not told "
-            "apart | -40.5 |") in text
+    assert (f"| `rope` | 2 | -29.2 (2 units: no interval), p 0.5 | {TOO_FEW_TEXT} (2) | 0.25 [0.00, 0.50], p 0.22: "
+            f"{TOO_FEW_TEXT} (2) | -40.5 |") in text
 
 
 def test_reproduce_cli_writes_the_report(capsys, tmp_path):
@@ -160,7 +162,7 @@ def test_paired_difference_by_hand():
     assert test["p_value"] == 2 / 16 and test["verdict"] == "not told apart"  # 4 units: the sign-flip test can't
     six = paired_difference([0.5, 0.7, 0.9, 0.6, 0.8, 0.7], [0.1, 0.2, 0.4, 0.3, 0.3, 0.3])
     assert six["verdict"] == "a better"
-    assert paired_difference([0.1, 0.5], [0.4, 0.2])["verdict"] == "not told apart"
+    assert paired_difference([0.1, 0.5], [0.4, 0.2])["verdict"] == "too few tasks"
     assert paired_difference([0.1, 0.2, 0.1, 0.2, 0.1, 0.1], [0.5, 0.6, 0.55, 0.5, 0.6, 0.5])["verdict"] == "b better"
 
 
@@ -189,15 +191,31 @@ def test_the_nope_order_is_tested_pair_by_pair():
     records = [record(t, f"transformer/{e}", s, [min(1, x + 0.01 * s) for x in curve])
                for t in ("copy", "reverse_string") for e, curve in curves.items() for s in range(3)]
     text = nope_report(records)
-    # the task the unit: +20 on both tasks (every seed of nope above every seed of t5)
-    # the t interval has zero width, but 2 tasks can't decide: the sign-flip test gives p 0.5
-    assert ("| `nope` > `t5` | 2 | +20.0 [+20.0, +20.0], p 0.5 | 1.00 [1.00, 1.00], p 0.005: nope better | "
-            "not told apart |") in text
-    assert "| `t5` > `alibi` | 2 | +0.0 [+0.0, +0.0], p 1 | 0.50 [" in text and "not told apart |" in text
+    # the task the unit: +20 on both tasks (every seed of nope above every seed of t5); P's permutation test
+    # alone would say nope better (p 0.005), but no verdict rests on 2 tasks, and 2 units get no t interval
+    assert ("| `nope` > `t5` | 2 | +20.0 (2 units: no interval), p 0.5 | 1.00 [1.00, 1.00], p 0.005: too few tasks "
+            "where both fit to test (2) | too few tasks where both fit to test (2) |") in text
+    assert "| `t5` > `alibi` | 2 | +0.0 (2 units: no interval), p 1 | 0.50 [" in text
     assert "| `rope` > `sinusoidal` | 0 |  |  | not run or never fit |" in text
     # the order of the four that fit matches the published one, but it is no test of the five-encoding order
     assert ("Ours: nope > t5 > alibi > rope (sinusoidal: not run or never fit, so the published order is not "
             "tested here).") in text and "(the same)" not in text
+
+
+def test_the_nope_mrr_ranks_every_encoding_on_one_task_set():
+    """All five fit copy, reverse_string and parity_check, where nope is last; only nope fits addition. An MRR
+    over each encoding's own fit tasks would count addition for nope alone and lift it; on the one task set
+    where all five fit nope is last, and the order with every cell counted (no fit filter) is beside it."""
+    unseen = {"nope": 0.1, "t5": 0.9, "alibi": 0.8, "rope": 0.7, "sinusoidal": 0.6}
+    records = [record(t, f"transformer/{e}", s, [1, 1, x, x]) for t in ("copy", "reverse_string", "parity_check")
+               for e, x in unseen.items() for s in range(3)]
+    records += [record("addition", f"transformer/{e}", s, [1, 1, 0.9, 0.9] if e == "nope" else [1, 0.3, 0, 0])
+                for e in unseen for s in range(3)]
+    text = nope_report(records)
+    assert "| encoding | published MRR | our MRR (3 tasks where all of them fit) |" in text
+    assert "| `nope` | 0.69 | 0.20 |" in text and "| `t5` | 0.55 | 1.00 |" in text
+    assert "Ours: t5 > alibi > rope > sinusoidal > nope." in text
+    assert "Sensitivity, every cell of every task counted whether it fit or not: t5 > alibi > nope > rope" in text
 
 
 def test_the_coupling_claim_is_tested_by_seed():
@@ -208,7 +226,7 @@ def test_the_coupling_claim_is_tested_by_seed():
     records += [record("addition", "transformer/rope", s, [1, 0.2, 0, 0]) for s in range(3)]  # did not fit
     text = coupling_report(records)
     # 3 seeds: the interval lies above 0, but the sign-flip test's smallest p is 2/8
-    assert "| `transformer/nope` | +80.5 [+69.3, +91.7], p 0.25 | not told apart |" in text
+    assert f"| `transformer/nope` | +80.5 [+69.3, +91.7], p 0.25 | {TOO_FEW_TEXT} (1) |" in text  # one task
     assert "| `transformer/rope` |  | did not fit (no verdict) |" in text
     # the horizon and budget every verdict is read at, beside the paper's own
     horizon = next(line for line in text.splitlines() if line.startswith("Horizon: "))
@@ -252,11 +270,11 @@ def test_copying_report_chooses_the_encoding_on_validation_and_tests_it_against_
     assert "| chance (%, test band) |" in text and 0 < float(copy_row.split("|")[-2]) < 10  # copy's answers differ
     # task-agnostic, the task the unit: +45 (copy), +50 (duplicate_string): mean 47.5, sd 3.54, t(0.975, 1) = 12.7;
     # the interval lies above 0, but two tasks can't decide (sign-flip p = 2/4)
-    assert ("| transformer, task-agnostic encoding (chosen on validation) | 2 | +47.5 [+15.7, +79.3], p 0.5 | 1.00 "
-            "[1.00, 1.00], p 0.056: not told apart | not told apart |") in text
-    assert "| transformer, any encoding (chosen on validation) | 2 | +55.0 [" in text  # coupled on duplicate_string
+    assert ("| transformer, task-agnostic encoding (chosen on validation) | 2 | +47.5 (2 units: no interval), p 0.5 | "
+            f"1.00 [1.00, 1.00], p 0.056: {TOO_FEW_TEXT} (2) | {TOO_FEW_TEXT} (2) |") in text
+    assert "| transformer, any encoding (chosen on validation) | 2 | +55.0 (2 units" in text  # coupled on duplicate_string
     # lstm fit copy only (10 against 10): one task, no interval
-    assert "| `lstm` | 1 | +0.0 | 0.50 [0.50, 0.50], p 1: not told apart | not told apart |" in text
+    assert f"| `lstm` | 1 | +0.0 | 0.50 [0.50, 0.50], p 1: {TOO_FEW_TEXT} (1) | {TOO_FEW_TEXT} (1) |" in text
     assert "parity_check" not in text
     with pytest.raises(InputError, match="no record of a copying task"):
         copying_report([r for r in records if r.task == "parity_check"])
@@ -276,8 +294,8 @@ def test_recurrent_families_are_tested_against_the_transformer_chosen_on_validat
                         run(task, "lstm", seed, 0.9, lstm)]
     text = chomsky_report(records)
     # the task the unit: 97.5 against 55 on both tasks: a t interval of zero width, but two tasks can't decide
-    assert ("| `lstm` | 97.5 | 2 | +42.5 [+42.5, +42.5], p 0.5 | 1.00 [1.00, 1.00], p 0.056: not told apart | not "
-            "told apart |") in text
+    assert ("| `lstm` | 97.5 | 2 | +42.5 (2 units: no interval), p 0.5 | 1.00 [1.00, 1.00], p 0.056: "
+            f"{TOO_FEW_TEXT} (2) | {TOO_FEW_TEXT} (2) |") in text
 
 
 def test_no_selection_or_reproduction_code_chooses_a_row_by_a_test_column():
@@ -364,7 +382,7 @@ def test_the_randomized_claim_over_every_base_takes_the_task_as_the_unit():
         ("parity_check", "alibi", 0.5), ("parity_check", "randomized-alibi", 0.4))]
     text = chomsky_report(records)
     # +30, +20: mean 25, sd 7.07, t(0.975, 1) = 12.7
-    assert "| **all** | 2 | +25.0 [-38.5, +88.5], p 0.5 | not told apart |" in text
+    assert f"| **all** | 2 | +25.0 (2 units: no interval), p 0.5 | {TOO_FEW_TEXT} (2) |" in text
 
 
 def test_formats_report_tests_each_format_against_plain_method_by_method():
@@ -385,21 +403,21 @@ def test_formats_report_tests_each_format_against_plain_method_by_method():
     records = [_banded(task, f"transformer/{e}", s, 1.0, x, fit=0.5 if (task, e) in unfit else 1.0)
                for (task, e), seeds in scores.items() for s, x in enumerate(seeds)]
     text = formats_report(records)
-    # reversed: differences .4, .3, .4 over three methods: mean 36.7, sd 5.77, t(0.975, 2) = 4.303; three methods
-    # can't decide the difference (sign-flip p = 2/8), the seeds within them decide P
+    # reversed: differences .4, .3, .4 over three methods: mean 36.7, sd 5.77, t(0.975, 2) = 4.303; P's
+    # permutation p (0.0093) would decide, but three methods of one task are one task: no verdict
     assert ("| Zhou et al. (sign turned) | addition | `reversed` | 6/6 → 6/6, p 1 | 3 | +36.7 [+22.3, +51.0], p 0.25 | 1.00 [1.00, "
-            "1.00], p 0.0093: reversed better | not told apart |") in text
+            f"1.00], p 0.0093: {TOO_FEW_TEXT} (1) | {TOO_FEW_TEXT} (1) |") in text
     # plain addition is already Zhou et al.'s reversed order (least significant digit first): the report says so
     assert "so their finding predicts `plain` above `reversed`" in text
     # index hints: fire did not fit, so one method (rope: 40 against 30): no interval, no verdict either way;
     # P: 40 beats 20 and ties 40
-    assert ("| Zhou et al. | addition | `index-hints` | 4/4 → 2/4, p 0.33 | 1 | +10.0 | 0.75 [0.50, 1.00], p 1: not told apart | not "
-            "told apart |") in text  # seeds fit over rope and fire, the methods that ran in both
+    assert ("| Zhou et al. | addition | `index-hints` | 4/4 → 2/4, p 0.33 | 1 | +10.0 | 0.75 [0.50, 1.00], p 1: "
+            f"{TOO_FEW_TEXT} (1) | {TOO_FEW_TEXT} (1) |") in text  # seeds fit over rope and fire, the methods that ran in both
     assert "| addition | index-hints | `transformer/fire` | 0/2 | 100.0 ± 0.0 (did not fit) |" in text
     assert "| Anil et al. | parity_check | `scratchpad` | 2/4 → 4/4, p 0.33 | 1 | +30.0 |" in text  # fire fit only here
-    # across tasks, the task the unit: +30 (parity) and 0 (addition): t(0.975, 1) = 12.7, interval clipped to +-100
-    assert ("| Anil et al. | every task above, the task as the unit | `scratchpad` |  | 2 | +15.0 [-100.0, +100.0], "
-            "p 1 |") in text
+    # across tasks, the task the unit: +30 (parity) and 0 (addition): 2 tasks give no t interval and no verdict
+    assert ("| Anil et al. | every task above, the task as the unit | `scratchpad` |  | 2 | +15.0 (2 units: no "
+            "interval), p 1 |") in text
     assert "Horizon: trained on lengths 1..2, tested on 4..5, up to 2.5× the longest training length; budget: " in text
     # each cell beside its task's chance level on the test band (the final answer's: parity's about half)
     scratchpad = [line for line in text.splitlines() if line.startswith("| parity_check | scratchpad | `transformer/rope`")]
@@ -440,12 +458,12 @@ def test_looped_report_pairs_looped_and_fixed_depth_by_task():
                for (task, m), seeds in scores.items() for s, x in enumerate(seeds)]
     text = looped_report(records)
     # nope: +45 (parity), +30 (cycle_navigation): mean 37.5, sd 10.6, t(0.975, 1) = 12.7: [-57.8, +100 (clipped)]
-    assert ("| `nope` | 2 | +37.5 [-57.8, +100.0], p 0.5 | 1.00 [1.00, 1.00], p 0.056: not told apart | not told "
-            "apart |") in text
-    assert "| `rope` | 1 | +30.0 | 1.00 [1.00, 1.00], p 0.33: not told apart | not told apart |" in text  # cycle: unfit
+    assert ("| `nope` | 2 | +37.5 (2 units: no interval), p 0.5 | 1.00 [1.00, 1.00], p 0.056: too few tasks where both "
+            "fit to test (2) | too few tasks where both fit to test (2) |") in text
+    assert f"| `rope` | 1 | +30.0 | 1.00 [1.00, 1.00], p 0.33: {TOO_FEW_TEXT} (1) | {TOO_FEW_TEXT} (1) |" in text  # cycle: unfit
     # seeds of both encodings together per task: parity (.9 1 .4 .6 against .5 .5 .2 .2: +37.5), cycle (nope
     # only: +30)
-    assert "| every encoding (seeds together per task) | 2 | +33.8 [" in text
+    assert "| every encoding (seeds together per task) | 2 | +33.8 (2 units: no interval)" in text
     assert "| cycle_navigation | `rope` | 2/2 | 30.0 ± 0.0 |" in text and "0/2 | 90.0 ± 0.0 (did not fit) |" in text
     assert "| copy |" not in text
     # each row ends with its task's chance level on the test band: parity's about half its examples
@@ -507,7 +525,8 @@ def test_state_report_says_who_tracks_the_state_past_the_training_lengths():
     assert "| word_problem_s3 | transformer (every encoding) | 0.00 [0.00, 0.00]" in text
     assert "| diagonal state space (`ssm`) | word_problem_s5 | 0/1 |  | 0 |" in text
     # 4 RNN seeds (100, 100, 55, 55) against 4 transformer seeds (10, 10, 20, 20): every pair won
-    assert "| word_problem_s5 | transformer (every encoding) | 1.00 [1.00, 1.00], p 0.029: nonlinear RNN better |" in text
+    # P's permutation p (0.029) would decide, but one task is too few for a verdict
+    assert f"| word_problem_s5 | transformer (every encoding) | 1.00 [1.00, 1.00], p 0.029: {TOO_FEW_TEXT} (1) |" in text
     assert "| copy |" not in text
     with pytest.raises(InputError, match="no state-tracking task"):
         state_report([r for r in records if r.task == "copy"])
@@ -524,7 +543,8 @@ def test_mechanisms_report_pairs_each_mechanism_with_rope_and_nope_where_both_fi
                for (task, e), seeds in scores.items() for s, x in enumerate(seeds)]
     text = mechanisms_report(records)
     # forget - rope: copy +30, parity +10: mean 20, sd 14.1, t(0.975, 1) = 12.7: the interval clipped to +-100
-    assert "| `forget` | `rope` | 2 | +20.0 [-100.0, +100.0], p 0.5 | 1.00 [1.00, 1.00], p 0.056: not told apart |" in text
+    assert ("| `forget` | `rope` | 2 | +20.0 (2 units: no interval), p 0.5 | 1.00 [1.00, 1.00], p 0.056: "
+            f"{TOO_FEW_TEXT} (2) |") in text
     assert "| `path` | `rope` | 0 |  |  | not tested: no cell pair where both fit |" in text
     assert "| every mechanism | every static encoding | 2 |" in text
     assert "No published claim compares these mechanisms" in text
