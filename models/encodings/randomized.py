@@ -6,6 +6,13 @@ sorts them and hands them to the base encoding, at training *and* test time
 (as in the original method). Sampling is per example (the reference code
 draws once per batch, a known defect). ``max_len`` defaults to 2048, the
 original example value; it must exceed the longest test sequence.
+
+Where ours differs for relative bases (ALiBi, T5, KERPLE, FIRE): the bias
+reads the differences of the sampled positions, so a distance varies along
+a diagonal; Ruoss et al.'s code samples sorted distances instead (one per
+diagonal, constant along it) and only for bidirectional attention (noisy
+ALiBi and Transformer-XL). We keep one sampler, the positions their paper
+describes, whose distances add up as a causal decoder's do.
 """
 
 import torch
