@@ -191,12 +191,29 @@ class RunConfig:
             reason = self._out_of_range(encoding)
         return None if reason is None else f"{self.label} {reason}"
 
+    def _longest_batch(self):
+        """One example at the longest evaluated task length, and that length."""
+        length = max(self.eval_lengths())
+        return make_batch(get_task(self.task), np.random.default_rng(0), np.array([length])), length
+
+    def reachable_parameters(self, n_parameters: int) -> int:
+        """``n_parameters`` (the run's model) less its encoding's parameters
+        that no evaluated sequence can reach (a learned table's rows past the
+        longest one): the count the parameter check compares."""
+        if self.encoding not in ENCODINGS:  # none (a family without one), or a plugin not loaded here
+            return n_parameters
+        taken = ENCODINGS[self.encoding].defaults  # a record of an earlier version may name parameters since dropped
+        encoding = build_encoding(self.encoding, self.model.d_model, self.model.n_heads,
+                                  {k: v for k, v in self.encoding_params.items() if k in taken})
+        longest = int(self._longest_batch()[0].tokens.shape[1])
+        own = sum(p.numel() for p in encoding.parameters())
+        return n_parameters - own + encoding.reachable_parameters(longest)
+
     def _out_of_range(self, encoding: PositionEncoding) -> str | None:
         """Why ``encoding`` cannot place the longest evaluated sequence (a
         randomized range or a position table too short), or None: such a
         cell is refused at plan time, never scored 0 at its long lengths."""
-        task, length = get_task(self.task), max(self.eval_lengths())
-        batch = make_batch(task, np.random.default_rng(0), np.array([length]))
+        batch, length = self._longest_batch()
         tokens = torch.from_numpy(batch.tokens)
         try:
             with torch.no_grad():  # the positions, and the tables they index (learned, coupled, abacus)

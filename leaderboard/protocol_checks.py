@@ -6,7 +6,8 @@ protocol v2's (docs/presets.md, "Protocol v2"): one budget per task for every me
 and no stop at fit; training to at least 16 and tests to at least 4x at 6 or
 more lengths; no length scored "unsupported"; at least 85% of the
 non-arithmetic cells fit on every seed; baseline families within 10% of the
-transformer's parameters; at least 3 seeds per cell. A reference made under
+transformer's parameters, and every transformer encoding within 10% of NoPE's
+(counted as a run can use them); at least 3 seeds per cell. A reference made under
 the first protocol shows where it falls short of them.
 """
 
@@ -42,7 +43,7 @@ def protocol_checks(records: list[RunRecord], board: pd.DataFrame) -> list[Check
     ran = [r for r in records if r.per_length]
     ok = board[board.status == "ok"]
     return [_one_budget(ran), _no_early_stop(ran), _horizon(ran), _no_unsupported(ran), _fit(ok),
-            _matched(ok), _seeds(ok)]
+            _matched(ok), _encodings_matched(ran), _seeds(ok)]
 
 
 def _counted(n: int, noun: str) -> str:
@@ -129,6 +130,28 @@ def _matched(ok: pd.DataFrame) -> Check:
     measured = (f"{len(off)} of {_counted(len(gaps), 'cell')} off ({_named(off)})" if off else
                 f"{_counted(len(gaps), 'cell')}, the largest gap {gaps[0][0]:+.1%} ({gaps[0][1]})")
     return Check("families matched", bar, measured, not off)
+
+
+def _encodings_matched(ran: list[RunRecord]) -> Check:
+    """Every transformer encoding's parameters against ``REFERENCE_ENCODING``'s on its task, counted as a run
+    can use them (``RunConfig.reachable_parameters``: a learned table to the longest evaluated sequence)."""
+    reference = transformer_method(REFERENCE_ENCODING)
+    usable: dict[tuple[str, str], int] = {}
+    for r in ran:
+        if r.config.family == TRANSFORMER and r.n_parameters and (r.task, r.method) not in usable:
+            usable[(r.task, r.method)] = r.config.reachable_parameters(r.n_parameters)
+    gaps = sorted(((n / usable[(task, reference)] - 1, f"{task} {method}") for (task, method), n in usable.items()
+                   if method != reference and (task, reference) in usable), key=lambda g: -abs(g[0]))
+    bar = (f"transformer encodings within {MATCH_TOLERANCE:.0%} of `{reference}`'s parameters on every task "
+           "(a learned table counted to the longest evaluated sequence)")
+    if not gaps:
+        return Check("encodings matched", bar, f"no transformer encoding beside `{reference}`", None)
+    off = [f"{name} {gap:+.0%}" for gap, name in gaps if abs(gap) > MATCH_TOLERANCE]
+    methods = sorted({name.split(" ")[1] for gap, name in gaps if abs(gap) > MATCH_TOLERANCE})
+    measured = (f"{len(off)} of {_counted(len(gaps), 'cell')} off, {_counted(len(methods), 'encoding')} "
+                f"({', '.join(f'`{m}`' for m in methods)}; {_named(off)})" if off else
+                f"{_counted(len(gaps), 'cell')}, the largest gap {gaps[0][0]:+.1%} ({gaps[0][1]})")
+    return Check("encodings matched", bar, measured, not off)
 
 
 def _seeds(ok: pd.DataFrame) -> Check:

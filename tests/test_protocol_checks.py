@@ -46,7 +46,7 @@ def test_a_grid_that_keeps_protocol_v2_passes_every_check():
     records = _grid()
     checks = protocol_checks(records, leaderboard_frame(records))
     assert [c.name for c in checks] == ["one budget per task", "no stop at fit", "horizon", "no unsupported length",
-                                        "fit", "families matched", "seeds"]
+                                        "fit", "families matched", "encodings matched", "seeds"]
     assert all(c.holds for c in checks), [c for c in checks if not c.holds]
     assert {c.name: c.measured for c in checks}["horizon"] == "3 of 3 tasks"
 
@@ -91,6 +91,27 @@ def test_each_way_of_breaking_the_protocol_fails_its_check_by_name(kind, check, 
     records = _grid()
     _break(records, kind)
     assert _failing(records) == {check: needle}
+
+
+def test_encodings_are_matched_on_the_parameters_a_run_can_use():
+    """A 2048-row learned table more than doubles the model, but a run indexes only the rows of its longest
+    evaluated sequence: counted so, `learned` is within 10% of NoPE. A randomized table's every row is drawn
+    in training, so `randomized-learned` (512 rows) counts whole and is off, named with its gap."""
+    records = _grid()
+    d_model = records[0].config.model.d_model
+    longest = records[0].config._longest_batch()[0].tokens.shape[1]  # copy at length 64
+    learned = [_record("copy", "learned", "transformer", s) for s in range(3)]
+    randomized = [_record("copy", "randomized-learned", "transformer", s) for s in range(3)]
+    for r in learned:
+        r.n_parameters = TARGET_PARAMETERS + 2048 * d_model
+    for r in randomized:
+        r.n_parameters = TARGET_PARAMETERS + 512 * d_model
+    assert 2048 * d_model > TARGET_PARAMETERS and longest * d_model < 0.1 * TARGET_PARAMETERS
+    assert _failing(records + learned) == {}
+    gap = 512 * d_model / TARGET_PARAMETERS
+    assert _failing(records + randomized) == {"encodings matched": (
+        "1 of 3 cells off, 1 encoding (`transformer/randomized-learned`; copy transformer/randomized-learned "
+        f"{gap:+.0%})")}
 
 
 def test_an_arithmetic_cell_that_does_not_fit_leaves_the_fit_check_alone():

@@ -39,6 +39,10 @@ class LearnedAbsolute(PositionEncoding):
         check_table_range(pos, self.table.num_embeddings, "the learned position table")
         return h + self.table(pos)
 
+    def reachable_parameters(self, longest):
+        """The rows positions 0..longest-1 index; the rest stay at their initialization."""
+        return min(longest, self.table.num_embeddings) * self.d_model
+
 
 def sinusoid(pos: torch.Tensor, dim: int, base: float) -> torch.Tensor:
     """``(..., T)`` positions -> ``(..., T, dim)`` sin/cos features."""

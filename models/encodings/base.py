@@ -147,6 +147,13 @@ class PositionEncoding(nn.Module):
         projection of the stored value keeps its gradient, where a clamp in
         the forward pass would zero it). Nothing by default."""
 
+    def reachable_parameters(self, longest: int) -> int:
+        """How many of this encoding's own parameters a run can use when its
+        sequences are at most ``longest`` tokens long: all of them by
+        default; a learned table counts only the rows those positions index
+        (the parameter check compares encodings by this count)."""
+        return sum(p.numel() for p in self.parameters())
+
     def hooks_used(self) -> list[str]:
         """Names of the hooks this encoding overrides."""
         return [h for h in HOOKS if getattr(type(self), h) is not getattr(PositionEncoding, h)]

@@ -47,6 +47,10 @@ class RandomizedPositions:
             seq_lens = torch.full((ctx.batch_size,), ctx.seq_len, device=pos.device)
         return random_sorted_positions(seq_lens, ctx.seq_len, self.params["max_len"], ctx.generator)
 
+    def reachable_parameters(self, longest):
+        """Every parameter: training draws positions from the whole range, whatever the length."""
+        return sum(p.numel() for p in self.parameters())
+
 
 def _register_randomized(base_name: str) -> None:
     base = encoding_entry(base_name)
