@@ -12,6 +12,7 @@ import sys
 import threading
 
 import lengthbench
+from lengthbench import catalog
 from lengthbench.core.errors import InputError
 
 
@@ -452,6 +453,14 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def _print_listing(text: str) -> int:
+    try:
+        print(text)
+    except BrokenPipeError:  # `lengthbench list tasks | head`: the reader stopped early, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_OK
+
+
 def main(argv=None) -> int:
     """Exit codes: 0 done; 1 done, but some runs ended in error (or ``check``
     found a contract failure); 2 refused: bad input or a file that cannot be
@@ -459,6 +468,9 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not set(argv) & set(COMMANDS):  # no command: the overview answers (help, version, a missing command)
         build_overview_parser().parse_args(argv)
+    stored = catalog.listing(argv[1:]) if argv[:1] == ["list"] else None
+    if stored is not None:  # a built-in listing, answered without importing torch
+        return _print_listing(stored)
     args = build_parser().parse_args(argv)
     args.argv = argv
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
