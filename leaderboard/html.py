@@ -2,7 +2,8 @@
 
 Everything is inline (styles, script, data as JSON), so the file opens from
 disk or a mail attachment with no network. The table sorts by any column
-and filters by task level and encoding family; each task's accuracy-vs-length
+and filters by task level and encoding family, shows the columns a verdict
+reads (ticking more in its "columns" box); each task's accuracy-vs-length
 chart (mean over seeds, seed range shaded; SVG drawn by the page) opens from
 the task's cell. Colours are the PNG plots' (``method_colors``).
 """
@@ -38,6 +39,11 @@ COLUMNS = [
     ("rank", "rank in task", "num"), ("n_seeds", "seeds", "num"), ("n_failed", "failed seeds (count as 0)", "num"),
     ("n_errors", "errors (not counted)", "num"),
 ]
+# Shown until the reader ticks another in the page's "columns" box: the ones a verdict reads, so that the
+# table fits a 1366-pixel screen without scrolling sideways (all 20 did not).
+SHOWN_COLUMNS = ("task", "level", "method", "status", "ood_exact_match_mean", "ood_token_accuracy_mean",
+                 "chance_exact_match", "id_exact_match_mean", "fit_status", "n_fit",
+                 "generalization_length_exact_match", "rank")
 
 
 def method_family(method: str, encoding: str) -> str:
@@ -83,7 +89,8 @@ def page_data(board: pd.DataFrame, per_length: pd.DataFrame, title: str, submitt
                 **{f"{metric}_{agg}": [round(float(v), 6) for v in part[(metric, agg)]]
                    for metric in ("exact_match", "token_accuracy") for agg in ("mean", "min", "max")}}
     return {"title": title, "level_titles": LEVEL_TITLES, "submitted": list(submitted),
-            "columns": [{"key": k, "label": lab, "kind": kind} for k, lab, kind in COLUMNS],
+            "columns": [{"key": k, "label": lab, "kind": kind, "shown": k in SHOWN_COLUMNS}
+                        for k, lab, kind in COLUMNS],
             "rows": rows, "curves": curves, "colors": colors, "method_order": methods,
             "ranking": _ranking_data(board), "protocol": _protocol(board)}
 
@@ -168,6 +175,7 @@ Click a column to sort, a task to see its accuracy-vs-length chart.</p>
 <div id="filters">
   <fieldset id="filter-level"><legend>task level</legend></fieldset>
   <fieldset id="filter-family"><legend>encoding family</legend></fieldset>
+  <fieldset id="columns"><legend>columns</legend></fieldset>
   <p id="shown"></p>
 </div>
 <div id="board-wrap"><table id="board"><thead><tr></tr></thead><tbody></tbody></table></div>
@@ -225,9 +233,23 @@ function buildFilters() {
     }
   }
 }
+function visibleColumns() {
+  return DATA.columns.filter(c => document.querySelector('#columns input[value="' + c.key + '"]').checked);
+}
+function buildColumnChoice() {
+  for (const col of DATA.columns) {
+    const box = el("input", { type: "checkbox", value: col.key });
+    box.checked = col.shown;
+    box.addEventListener("change", () => { buildHeader(); render(); });
+    const label = el("label");
+    label.append(box, " " + col.label);
+    document.getElementById("columns").append(label);
+  }
+}
 function buildHeader() {
   const tr = document.querySelector("#board thead tr");
-  for (const col of DATA.columns) {
+  tr.replaceChildren();
+  for (const col of visibleColumns()) {
     const th = el("th", { "data-key": col.key, scope: "col" }, col.label);
     th.addEventListener("click", () => {
       state.dir = state.key === col.key ? -state.dir : (col.kind === "text" || col.key === "rank" ? 1 : -1);
@@ -251,12 +273,12 @@ function render() {
   }
   const rows = DATA.rows.filter(r => allowed.level.has(r.level) && allowed.family.has(r.family));
   if (state.key) rows.sort(compare);
-  const body = document.querySelector("#board tbody");
+  const body = document.querySelector("#board tbody"), columns = visibleColumns();
   body.replaceChildren();
   for (const r of rows) {
     const tr = el("tr", { "data-task": r.task, "data-method": r.method,
                           class: DATA.submitted.includes(r.method) ? "submitted" : "" });
-    for (const col of DATA.columns) {
+    for (const col of columns) {
       const td = el("td", { "data-key": col.key });
       const v = r[col.key];
       if (col.key === "task") {
@@ -422,6 +444,7 @@ function drawRanking() {
   });
 }
 buildFilters();
+buildColumnChoice();
 buildHeader();
 render();
 document.getElementById("protocol").textContent = DATA.protocol;
