@@ -17,6 +17,8 @@ import json
 import sys
 from pathlib import Path
 
+from lengthbench.core.entry_points import installed_plugins
+
 CATALOG = Path(__file__).with_name("catalog.json")
 LISTED = ("tasks", "formats", "encodings", "models", "presets", "studies")
 
@@ -27,7 +29,7 @@ def listing(args: list[str]) -> str | None:
     has loaded a registry already: it may hold more than the built-ins (a
     plugin, a preset registered by the script that calls the command line)."""
     key = " ".join(sorted(args, key=lambda a: a.startswith("-")))
-    if "lengthbench.core.registry" in sys.modules or not CATALOG.is_file():
+    if "lengthbench.core.registry" in sys.modules or installed_plugins() or not CATALOG.is_file():
         return None
     return json.loads(CATALOG.read_text()).get(key)
 

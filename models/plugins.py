@@ -20,12 +20,12 @@ import sys
 import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from lengthbench.core.entry_points import ENTRY_POINT_GROUP, installed_plugins
 from lengthbench.core.errors import InputError
 from lengthbench.models.contract import check_encoding, check_family
 from lengthbench.models.encodings.base import (
@@ -40,7 +40,6 @@ from lengthbench.models.families import FAMILIES, set_family_source
 
 log = logging.getLogger(__name__)
 
-ENTRY_POINT_GROUP = "lengthbench.encodings"
 # Top-level names of lengthbench before its modules moved under ``lengthbench.``.
 OLD_TOP_LEVEL = ("models", "tasks", "benchmark", "leaderboard")
 
@@ -232,7 +231,7 @@ def contract_failure(plugins, reports) -> PluginError:
 def load_entry_points() -> list[str]:
     """Import every installed ``lengthbench.encodings`` entry point."""
     added = []
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    for ep in installed_plugins():
         before = _registered()
         try:
             with globals_kept(f"entry point {ep.value}"):

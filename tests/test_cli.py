@@ -13,9 +13,8 @@ from lengthbench.leaderboard.schema import COLUMN_NAMES
     (["run", "--tasks", "copyy"], "unknown task 'copyy' (did you mean 'copy'?); valid choices: addition, addition-index-hints, binary_addition"),
     (["run", "--encodings", "rop"], "unknown encoding 'rop' (did you mean 'rope'?); valid choices:"),
     (["run", "--preset", "huge"], "unknown preset 'huge'; valid choices: arithmetic, chomsky, chomsky-paper,"),
-    (["run", "--models", "lstn"], "unknown model family 'lstn' (did you mean 'lstm'?); valid choices: deltanet, "
-     "deltanet-negative, gated-deltanet, gated-deltanet-negative, looped, lstm, rnn, ssm, stack-rnn, tape-rnn, "
-     "transformer"),
+    # the choices are the registry's: a family another test's plugin registered in this process is one of them
+    (["run", "--models", "lstn"], "unknown model family 'lstn' (did you mean 'lstm'?); valid choices: "),
 ])
 def test_unknown_names_one_line_error(capsys, tmp_path, argv, needle):
     assert main(argv + ["--results", str(tmp_path)]) == 2

@@ -133,10 +133,36 @@ def test_entry_point_plugins_are_discovered(tmp_path, monkeypatch):
         "class Demo(PositionEncoding):\n    pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     ep = EntryPoint(name="demo", value="lb_entry_plugin", group=plugins.ENTRY_POINT_GROUP)
-    monkeypatch.setattr(plugins, "entry_points", lambda group: [ep] if group == plugins.ENTRY_POINT_GROUP else [])
+    monkeypatch.setattr(plugins, "installed_plugins", lambda: [ep])
     assert plugins.load_entry_points() == ["entry-point-demo"]
     assert "entry-point-demo" in encoding_names()
     assert encoding_entry("entry-point-demo").source.startswith("entry point lb_entry_plugin")
+
+
+def test_an_installed_distributions_encoding_is_listed_though_list_reads_a_stored_catalogue(tmp_path):
+    """A real installed distribution (its dist-info with an entry point, on the path): `lengthbench list
+    encodings` then lists live, with the encoding and where it came from, not the stored built-in listing."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "lb_installed_demo.py").write_text(
+        "from lengthbench.models.encodings import PositionEncoding, register_encoding\n"
+        "@register_encoding('installed-demo', description='an encoding from an installed package')\n"
+        "class Demo(PositionEncoding):\n    pass\n")
+    info = tmp_path / "lb_installed_demo-1.2.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: lb-installed-demo\nVersion: 1.2\n")
+    (info / "entry_points.txt").write_text(f"[{plugins.ENTRY_POINT_GROUP}]\ndemo = lb_installed_demo\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-m", "lengthbench", "list", "encodings"], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    line = next(line for line in out.stdout.splitlines() if line.startswith("installed-demo"))
+    assert "an encoding from an installed package" in line and "entry point lb_installed_demo version 1.2" in line
+    plain = subprocess.run([sys.executable, "-m", "lengthbench", "list", "encodings"], capture_output=True,
+                           text=True, timeout=300)
+    assert "installed-demo" not in plain.stdout and "rope" in plain.stdout
 
 
 def test_a_plugin_with_the_old_top_level_imports_is_told_the_new_namespace(tmp_path):
