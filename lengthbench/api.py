@@ -84,7 +84,7 @@ from lengthbench.studies import STUDIES
 from lengthbench.studies.base import settings_source
 from lengthbench.tasks import TASKS
 from lengthbench.tasks.cells import cell_name, method_parts
-from lengthbench.tasks.listing import formats_table, tasks_table
+from lengthbench.tasks import listing
 
 PathLike = str | Path
 log = logging.getLogger(__name__)
@@ -733,6 +733,18 @@ def presets_text(as_json: bool = False) -> str:
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1] for row in rows)
 
 
+def tasks_table() -> str:
+    """Every registered task (installed packages' included), as a markdown table."""
+    load_entry_points()
+    return listing.tasks_table()
+
+
+def formats_table() -> str:
+    """Every registered data format (installed packages' included), as a markdown table."""
+    load_entry_points()
+    return listing.formats_table()
+
+
 def encodings_text() -> str:
     """Every registered encoding (plugins installed as entry points included)."""
     load_entry_points()
@@ -744,7 +756,8 @@ def encodings_text() -> str:
 
 
 def models_text() -> str:
-    """Every model family, the descriptions in one column."""
+    """Every model family (installed packages' included), the descriptions in one column."""
+    load_entry_points()
     width = max(12, *(len(name) for name in FAMILIES.names()))
     return "\n".join(f"{name:{width}s} {entry.description}  ["
                      + (f"takes an encoding (method {name}/<encoding>)" if entry.takes_encoding else "no encoding")

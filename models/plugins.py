@@ -1,7 +1,10 @@
 """Third-party encodings and model families: from a Python file path or from
-installed packages that declare a ``lengthbench.encodings`` entry point.
-Either way the module registers its encodings with ``@register_encoding``
-and its families with ``@register_family`` when imported.
+installed packages that declare an entry point in ``lengthbench.plugins``
+(``core/entry_points.py``; such a package may add tasks and data formats
+too). Either way the module registers what it adds with
+``@register_encoding``, ``@register_family``, ``@register_task`` or
+``@register_format`` when imported; a command that takes a plugin file also
+takes an installed package's name.
 
 ``run --plugin``, ``check`` and ``submit`` all go through ``load_plugin``
 (import, with any failure reported as one line naming the file and line) and
@@ -25,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lengthbench.core.entry_points import ENTRY_POINT_GROUP, installed_plugins
+from lengthbench.core.entry_points import distribution_key, installed_plugins
 from lengthbench.core.errors import InputError
 from lengthbench.models.contract import check_encoding, check_family
 from lengthbench.models.encodings.base import (
@@ -37,6 +40,8 @@ from lengthbench.models.encodings.base import (
     set_source,
 )
 from lengthbench.models.families import FAMILIES, set_family_source
+from lengthbench.tasks.base import TASKS
+from lengthbench.tasks.formats import FORMATS
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +110,7 @@ def _import_file(path: Path, key: str) -> list[str]:
     except BaseException as err:  # noqa: BLE001  (SystemExit included: reported, never obeyed)
         del sys.modules[key]
         for name in _registered() - before:
-            (FAMILIES if name in FAMILIES else ENCODINGS).remove(name)
+            _unregister(name)
         raise _import_failure(path, err) from None
     module.__lengthbench_registered__ = [n for n in [*encoding_names(), *FAMILIES.names()] if n not in before]
     return module.__lengthbench_registered__
@@ -156,8 +161,13 @@ def globals_kept(what: str):
 
 
 def _registered() -> set[str]:
-    """Every encoding and model family name registered now."""
-    return set(encoding_names()) | set(FAMILIES.names())
+    """Every encoding, model family, task and data format name registered now."""
+    return set(encoding_names()) | set(FAMILIES.names()) | set(TASKS.names()) | set(FORMATS.names())
+
+
+def _unregister(name: str) -> None:
+    """Take back a name a plugin's failed import registered."""
+    next(r for r in (ENCODINGS, FAMILIES, TASKS, FORMATS) if name in r).remove(name)
 
 
 def _set_source(name: str, source: str) -> None:
@@ -182,7 +192,12 @@ def load_plugin(plugin: PluginFile) -> list[str]:
     it contributes: its own, or ``plugin.rename`` for its single encoding."""
     path = Path(plugin.path).resolve()
     if not path.exists():
-        raise PluginError(f"encoding file {plugin.path!r} does not exist")
+        installed = distribution_plugin(plugin.path)
+        if installed:
+            return installed
+        raise PluginError(f"encoding file {plugin.path!r} does not exist" + (
+            "" if installed is None else f"; the installed package {plugin.path!r} registers nothing through its "
+                                         "entry points") + " (give a .py file, or an installed package's name)")
     problem = _file_problem(path)
     if problem is not None:
         raise PluginError(f"encoding file {plugin.path!r} is {problem}; give a .py file")
@@ -228,24 +243,61 @@ def contract_failure(plugins, reports) -> PluginError:
                        f"was run; `lengthbench check FILE` shows why")
 
 
+# What each installed distribution's entry points registered (by ``distribution_key``), or why they did not
+# load: filled once per process by ``load_entry_points``.
+DISTRIBUTIONS: dict[str, list[str]] = {}
+BROKEN: dict[str, str] = {}
+LOADED: set[str] = set()  # the entry points (``module:object``) imported in this process
+
+
 def load_entry_points() -> list[str]:
-    """Import every installed ``lengthbench.encodings`` entry point."""
+    """Import every installed entry point of the plugins' groups (once per
+    process); returns the names they registered. A broken one (an import
+    error, a name already taken) is set aside with one warning line naming
+    its package, and the built-ins and the other plugins work as without it."""
     added = []
     for ep in installed_plugins():
+        dist = ep.dist.name if getattr(ep, "dist", None) else ep.value
+        key = distribution_key(dist)
+        if key in BROKEN or ep.value in LOADED:
+            continue
         before = _registered()
         try:
             with globals_kept(f"entry point {ep.value}"):
                 ep.load()
         except KeyboardInterrupt:
             raise
-        except BaseException as err:  # noqa: BLE001  (a broken installed plugin: one line)
-            raise PluginError(f"entry point {ep.name} = {ep.value} (group {ENTRY_POINT_GROUP}) failed "
-                              f"to import: {type(err).__name__}: {err}; uninstall or fix that package") from None
+        except BaseException as err:  # noqa: BLE001  (a broken installed plugin: one line, never the built-ins)
+            for name in _registered() - before:
+                _unregister(name)
+            message = str(err).splitlines()[0] if str(err) else ""
+            BROKEN[key] = (f"package {dist}'s entry point {ep.name} = {ep.value} failed to load: "
+                           f"{type(err).__name__}: {message}; uninstall or fix that package")
+            log.warning("%s (set aside; everything else works as without it)", BROKEN[key])
+            continue
         version = ep.dist.version if getattr(ep, "dist", None) else "unknown"
-        for name in sorted(_registered() - before):
-            _set_source(name, f"entry point {ep.value} version {version}")
-            added.append(name)
+        names = sorted(_registered() - before)
+        for name in names:
+            if name in ENCODINGS or name in FAMILIES:
+                _set_source(name, f"package {dist} {version}, entry point {ep.value}")
+        DISTRIBUTIONS.setdefault(key, []).extend(names)
+        LOADED.add(ep.value)
+        added += names
     return added
+
+
+def distribution_plugin(name: str) -> list[str] | None:
+    """The encodings and model families an installed distribution called
+    ``name`` registers through its entry points (loading them: its tasks and
+    formats join their registries), or None when no such distribution has
+    any; a broken one is refused in one line."""
+    key = distribution_key(name)
+    if not any(distribution_key(ep.dist.name) == key for ep in installed_plugins() if getattr(ep, "dist", None)):
+        return None
+    load_entry_points()
+    if key in BROKEN:
+        raise PluginError(BROKEN[key])
+    return [n for n in DISTRIBUTIONS.get(key, []) if n in ENCODINGS or n in FAMILIES]
 
 
 def load_plugins(plugins=()) -> None:

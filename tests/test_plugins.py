@@ -10,6 +10,7 @@ import torch
 
 import lengthbench.benchmark.runner as runner_module
 from lengthbench.cli import main
+from lengthbench.core.entry_points import ENTRY_POINT_GROUP
 from lengthbench.models import plugins
 from lengthbench.models.encodings import encoding_entry, encoding_names
 
@@ -132,37 +133,65 @@ def test_entry_point_plugins_are_discovered(tmp_path, monkeypatch):
         "@register_encoding('entry-point-demo')\n"
         "class Demo(PositionEncoding):\n    pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    ep = EntryPoint(name="demo", value="lb_entry_plugin", group=plugins.ENTRY_POINT_GROUP)
+    ep = EntryPoint(name="demo", value="lb_entry_plugin", group=ENTRY_POINT_GROUP)
     monkeypatch.setattr(plugins, "installed_plugins", lambda: [ep])
     assert plugins.load_entry_points() == ["entry-point-demo"]
     assert "entry-point-demo" in encoding_names()
-    assert encoding_entry("entry-point-demo").source.startswith("entry point lb_entry_plugin")
+    assert encoding_entry("entry-point-demo").source.endswith("entry point lb_entry_plugin")
 
 
-def test_an_installed_distributions_encoding_is_listed_though_list_reads_a_stored_catalogue(tmp_path):
-    """A real installed distribution (its dist-info with an entry point, on the path): `lengthbench list
-    encodings` then lists live, with the encoding and where it came from, not the stored built-in listing."""
+def _installed(folder: Path, dist: str, module: str, source: str) -> None:
+    """A real installed distribution in ``folder``: its dist-info with an entry point, and its module."""
+    (folder / f"{module}.py").write_text(source)
+    info = folder / f"{dist.replace('-', '_')}-1.2.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.2\n")
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nmain = {module}\n")
+
+
+def _lengthbench(*argv, path=None):
     import os
     import subprocess
     import sys
 
-    (tmp_path / "lb_installed_demo.py").write_text(
-        "from lengthbench.models.encodings import PositionEncoding, register_encoding\n"
-        "@register_encoding('installed-demo', description='an encoding from an installed package')\n"
-        "class Demo(PositionEncoding):\n    pass\n")
-    info = tmp_path / "lb_installed_demo-1.2.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: lb-installed-demo\nVersion: 1.2\n")
-    (info / "entry_points.txt").write_text(f"[{plugins.ENTRY_POINT_GROUP}]\ndemo = lb_installed_demo\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-m", "lengthbench", "list", "encodings"], capture_output=True, text=True,
-                         env=env, timeout=300)
-    assert out.returncode == 0, out.stderr
-    line = next(line for line in out.stdout.splitlines() if line.startswith("installed-demo"))
-    assert "an encoding from an installed package" in line and "entry point lb_installed_demo version 1.2" in line
-    plain = subprocess.run([sys.executable, "-m", "lengthbench", "list", "encodings"], capture_output=True,
-                           text=True, timeout=300)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(path), os.environ.get("PYTHONPATH", "")])} if path else None
+    return subprocess.run([sys.executable, "-m", "lengthbench", *argv], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+def test_an_installed_package_adds_encodings_and_tasks_and_is_named_where_a_plugin_file_is(tmp_path):
+    """A real installed distribution (its dist-info on the path) declaring an entry point in
+    `lengthbench.plugins`: its encoding and its task are listed with the package they came from (live, not from
+    the stored catalogue), and `check` takes the package's name as it takes a plugin file."""
+    _installed(tmp_path, "lb-installed-demo", "lb_installed_demo",
+               "from lengthbench.models.encodings import PositionEncoding, register_encoding\n"
+               "from lengthbench.tasks.base import register_task\n"
+               "from lengthbench.tasks.sequence import Copy\n"
+               "@register_encoding('installed-demo', description='an encoding from an installed package')\n"
+               "class Demo(PositionEncoding):\n    pass\n"
+               "@register_task\n"
+               "class InstalledCopy(Copy):\n    name = 'installed_copy'\n    description = 'copy, installed'\n")
+    listed = _lengthbench("list", "encodings", path=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    line = next(line for line in listed.stdout.splitlines() if line.startswith("installed-demo"))
+    assert "an encoding from an installed package" in line and "[package lb-installed-demo 1.2" in line
+    tasks = _lengthbench("list", "tasks", path=tmp_path)
+    assert "| `installed_copy` |" in tasks.stdout and "copy, installed" in tasks.stdout
+    checked = _lengthbench("check", "lb_installed_demo", path=tmp_path)  # the package's name, spelled as pip allows
+    assert checked.returncode == 0 and "installed-demo" in checked.stdout, checked.stdout + checked.stderr
+    plain = _lengthbench("list", "encodings")
     assert "installed-demo" not in plain.stdout and "rope" in plain.stdout
+
+
+def test_a_broken_installed_package_is_named_in_one_line_and_the_built_ins_still_work(tmp_path):
+    _installed(tmp_path, "lb-broken-demo", "lb_broken_demo", "import a_module_nobody_installed\n")
+    listed = _lengthbench("list", "encodings", path=tmp_path)
+    assert listed.returncode == 0 and "rope" in listed.stdout
+    warning = [line for line in listed.stderr.splitlines() if "lb-broken-demo" in line]
+    assert len(warning) == 1 and "ModuleNotFoundError" in warning[0] and "set aside" in warning[0], listed.stderr
+    checked = _lengthbench("check", "lb-broken-demo", path=tmp_path)
+    assert checked.returncode == 2 and "package lb-broken-demo's entry point main = lb_broken_demo failed to load" \
+        in checked.stderr and "Traceback" not in checked.stderr
 
 
 def test_a_plugin_with_the_old_top_level_imports_is_told_the_new_namespace(tmp_path):
