@@ -75,6 +75,7 @@ from lengthbench.models.contract import CheckShape, ContractReport, check_encodi
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import FAMILIES, family_entry
 from lengthbench.models.plugins import (
+    ORIGINS,
     PluginFile,
     check_plugins,
     contract_failure,
@@ -82,9 +83,9 @@ from lengthbench.models.plugins import (
 )
 from lengthbench.studies import STUDIES
 from lengthbench.studies.base import settings_source
-from lengthbench.tasks import TASKS
+from lengthbench.tasks import TASKS, listing
 from lengthbench.tasks.cells import cell_name, method_parts
-from lengthbench.tasks import listing
+from lengthbench.tasks.formats import FORMATS
 
 PathLike = str | Path
 log = logging.getLogger(__name__)
@@ -734,15 +735,21 @@ def presets_text(as_json: bool = False) -> str:
 
 
 def tasks_table() -> str:
-    """Every registered task (installed packages' included), as a markdown table."""
+    """Every registered task (installed packages' included, named after the table), as a markdown table."""
     load_entry_points()
-    return listing.tasks_table()
+    return listing.tasks_table() + _origins(TASKS.names())
 
 
 def formats_table() -> str:
-    """Every registered data format (installed packages' included), as a markdown table."""
+    """Every registered data format (installed packages' included, named after the table), as a markdown table."""
     load_entry_points()
-    return listing.formats_table()
+    return listing.formats_table() + _origins(FORMATS.names())
+
+
+def _origins(names) -> str:
+    """The line naming the installed package each of ``names`` came from, if any did."""
+    added = [f"`{name}` ({ORIGINS[name]})" for name in names if name in ORIGINS]
+    return f"\n\nFrom installed packages: {', '.join(added)}." if added else ""
 
 
 def encodings_text() -> str:
@@ -761,4 +768,6 @@ def models_text() -> str:
     width = max(12, *(len(name) for name in FAMILIES.names()))
     return "\n".join(f"{name:{width}s} {entry.description}  ["
                      + (f"takes an encoding (method {name}/<encoding>)" if entry.takes_encoding else "no encoding")
-                     + f"; shaped by {', '.join(entry.size_fields)}]" for name, entry in FAMILIES.items())
+                     + f"; shaped by {', '.join(entry.size_fields)}]"
+                     + ("" if entry.source == "built-in" else f"  [{entry.source}]")
+                     for name, entry in FAMILIES.items())

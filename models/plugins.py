@@ -248,6 +248,7 @@ def contract_failure(plugins, reports) -> PluginError:
 DISTRIBUTIONS: dict[str, list[str]] = {}
 BROKEN: dict[str, str] = {}
 LOADED: set[str] = set()  # the entry points (``module:object``) imported in this process
+ORIGINS: dict[str, str] = {}  # each name an entry point registered -> "package <name> <version>"
 
 
 def load_entry_points() -> list[str]:
@@ -278,6 +279,7 @@ def load_entry_points() -> list[str]:
         version = ep.dist.version if getattr(ep, "dist", None) else "unknown"
         names = sorted(_registered() - before)
         for name in names:
+            ORIGINS[name] = f"package {dist} {version}"
             if name in ENCODINGS or name in FAMILIES:
                 _set_source(name, f"package {dist} {version}, entry point {ep.value}")
         DISTRIBUTIONS.setdefault(key, []).extend(names)

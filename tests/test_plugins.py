@@ -177,6 +177,7 @@ def test_an_installed_package_adds_encodings_and_tasks_and_is_named_where_a_plug
     assert "an encoding from an installed package" in line and "[package lb-installed-demo 1.2" in line
     tasks = _lengthbench("list", "tasks", path=tmp_path)
     assert "| `installed_copy` |" in tasks.stdout and "copy, installed" in tasks.stdout
+    assert "From installed packages: `installed_copy` (package lb-installed-demo 1.2)." in tasks.stdout
     checked = _lengthbench("check", "lb_installed_demo", path=tmp_path)  # the package's name, spelled as pip allows
     assert checked.returncode == 0 and "installed-demo" in checked.stdout, checked.stdout + checked.stderr
     plain = _lengthbench("list", "encodings")
