@@ -63,10 +63,11 @@ class RunJob:
     checkpoint_every: float
     plugins: tuple = ()  # ``PluginFile``s a worker loads before its first run
     save_predictions: bool = False
+    live_log: str | None = None  # a kind of ``benchmark.live_log``: training written as it runs
 
     def __call__(self, config: RunConfig, progress_factory=None) -> Outcome:
         return Outcome(config, run_claimed(config, self.folder, self.force, progress_factory,
-                                           self.checkpoint_every, self.save_predictions))
+                                           self.checkpoint_every, self.save_predictions, self.live_log))
 
     def failed(self, config: RunConfig, err: BaseException) -> Outcome:
         """The outcome of a run whose worker died: an error record."""

@@ -23,6 +23,7 @@ from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S
 from lengthbench.benchmark.config import Preset, RunConfig
 from lengthbench.benchmark.device import default_device
 from lengthbench.benchmark.executors import Executor, RunJob, local_executor
+from lengthbench.benchmark.live_log import check_live_log
 from lengthbench.benchmark.ray_executor import RayExecutor, require_ray
 from lengthbench.benchmark.records import RunRecord, UnreadableRecord
 from lengthbench.benchmark.store import ResultsFolder
@@ -123,7 +124,8 @@ def _collect_elsewhere(pending: list[RunConfig], folder: ResultsFolder, since: f
 def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = False, workers: int = 1,
              plugins: tuple = (), progress: bool = True,
              checkpoint_every: float = CHECKPOINT_EVERY_S, executor: str = "local",
-             address: str | None = None, save_predictions: bool = False) -> list[RunRecord]:
+             address: str | None = None, save_predictions: bool = False,
+             live_log: str | None = None) -> list[RunRecord]:
     """Run (or load) every cell of ``preset`` into the folder ``results``;
     returns the records in grid order.
 
@@ -182,7 +184,8 @@ def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = Fal
         outer.set_postfix_str(f"{cell_name(record.task, record.method)}: {record.status}")
         outer.update(1)
 
-    job = RunJob(folder, force, checkpoint_every, tuple(plugins), save_predictions)
+    check_live_log(live_log)
+    job = RunJob(folder, force, checkpoint_every, tuple(plugins), save_predictions, live_log)
     try:
         with entry.make(job, workers=workers, n_runs=len(todo), progress=progress, address=address) as runner:
             runner.submit(todo)

@@ -16,6 +16,7 @@ from lengthbench.benchmark.claims import Heartbeat
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.device import default_device
 from lengthbench.benchmark.evaluate import evaluate, held_out_fit
+from lengthbench.benchmark.live_log import open_live_log
 from lengthbench.benchmark.records import RunRecord, summarize
 from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.benchmark.train import train_run
@@ -34,12 +35,14 @@ def error_record(config: RunConfig, err: BaseException) -> RunRecord:
 
 def execute_run(config: RunConfig, device: torch.device, progress_factory=None,
                 checkpoints: ResultsFolder | None = None, checkpoint_every: float = CHECKPOINT_EVERY_S,
-                save_predictions: bool = False) -> RunRecord:
+                save_predictions: bool = False, live_log: str | None = None) -> RunRecord:
     """Train and evaluate one cell into its record; an error becomes an
     ``error`` record. With ``checkpoints`` (a results folder), training
     state is saved there every ``checkpoint_every`` s and an interrupted run
     resumes from it. With ``save_predictions``, the record carries its
-    predictions per length (written beside it: ``benchmark.predictions``)."""
+    predictions per length (written beside it: ``benchmark.predictions``).
+    With ``live_log`` (a kind of ``benchmark.live_log``) and ``checkpoints``,
+    the run's training is written under the folder's ``logs/`` as it runs."""
     record = RunRecord.start(config, device)
     start = time.perf_counter()
     try:
@@ -48,7 +51,12 @@ def execute_run(config: RunConfig, device: torch.device, progress_factory=None,
             record.status, record.reason, record.wall_time_s = "not_applicable", reason, 0.0
             return record
         checkpoint = checkpoints.checkpoint(config.run_id, checkpoint_every) if checkpoints is not None else None
-        _train_and_evaluate(config, record, device, progress_factory, checkpoint, save_predictions)
+        log = open_live_log(live_log, checkpoints.path, config.run_id) if checkpoints is not None else None
+        try:
+            _train_and_evaluate(config, record, device, progress_factory, checkpoint, save_predictions, log)
+        finally:
+            if log is not None:
+                log.close()
     except Exception as err:  # noqa: BLE001  (one bad cell must not stop the grid)
         record.record_error(err)
     record.wall_time_s = round(time.perf_counter() - start, 3)
@@ -56,13 +64,13 @@ def execute_run(config: RunConfig, device: torch.device, progress_factory=None,
 
 
 def _train_and_evaluate(config: RunConfig, record: RunRecord, device: torch.device, progress_factory,
-                        checkpoint: Checkpoint | None, save_predictions: bool) -> None:
+                        checkpoint: Checkpoint | None, save_predictions: bool, live_log=None) -> None:
     task = get_task(config.task)
     model = config.build_model(task.vocab_size).to(device)
     record.n_parameters = n_parameters(model)
     bar = progress_factory(config.steps, _label("train", config)) if progress_factory else None
     result = train_run(model, task, config, device, bar, checkpoint,
-                       fit_check=lambda: held_out_fit(model, task, config, device))
+                       fit_check=lambda: held_out_fit(model, task, config, device), live_log=live_log)
     if bar is not None:
         bar.close()
     record.training = {"steps_done": result.steps_done, "stopped": result.stopped,
@@ -79,6 +87,8 @@ def _train_and_evaluate(config: RunConfig, record: RunRecord, device: torch.devi
     if bar is not None:
         bar.close()
     record.status, record.summary, record.predictions = "ok", summarize(record.per_length, config), predictions
+    if live_log is not None:
+        live_log.finished(result.steps_done, record.summary)
 
 
 def _label(stage: str, config: RunConfig) -> str:
@@ -97,10 +107,12 @@ def _claim(config: RunConfig, folder: ResultsFolder, force: bool) -> bool:
 
 
 def run_claimed(config: RunConfig, folder: ResultsFolder, force: bool, progress_factory=None,
-                checkpoint_every: float = CHECKPOINT_EVERY_S, save_predictions: bool = False) -> RunRecord | None:
+                checkpoint_every: float = CHECKPOINT_EVERY_S, save_predictions: bool = False,
+                live_log: str | None = None) -> RunRecord | None:
     """Claim, train and evaluate one run: its record, or ``None`` when the
     run is left to another process. The claim stays fresh while it works."""
     if not _claim(config, folder, force):
         return None
     with Heartbeat([folder.claim_path(config.run_id)]):
-        return execute_run(config, default_device(), progress_factory, folder, checkpoint_every, save_predictions)
+        return execute_run(config, default_device(), progress_factory, folder, checkpoint_every, save_predictions,
+                           live_log)

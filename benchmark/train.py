@@ -156,14 +156,16 @@ def forward_passes(model: RunModel, batch: Batch, t: dict, positions: torch.Tens
 
 
 def train_run(model: RunModel, task: Task, config: RunConfig, device: torch.device, progress=None,
-              checkpoint: Checkpoint | None = None, fit_check=None) -> TrainResult:
+              checkpoint: Checkpoint | None = None, fit_check=None, live_log=None) -> TrainResult:
     """Train ``model`` in place for ``config.steps`` steps. A non-finite loss
     stops it there (``diverged``). With a budget until fit
     (``RunConfig.fit_check_every``), ``fit_check() -> held-out ID exact
     match`` is called every that many steps, and the run stops once it fit
     at ``fit_patience`` checks in a row (a patience of 0 only logs the
     checks: steps-to-fit as a diagnostic). With a ``checkpoint``, training
-    resumes from its saved state and saves its state whenever it is due."""
+    resumes from its saved state and saves its state whenever it is due.
+    With a ``live_log`` (``benchmark.live_log``), every step's loss and
+    learning rate and every fit check are written to it as they happen."""
     every = config.fit_check_every if fit_check is not None else 0
     state = resumed_state(model, config, device, checkpoint)
     if progress is not None and state.step:
@@ -176,8 +178,10 @@ def train_run(model: RunModel, task: Task, config: RunConfig, device: torch.devi
             stopped = "diverged"
             break
         state.losses.append(value)
+        if live_log is not None:
+            live_log.step(state.step, value, state.optimizer.lr)
         if every and state.step % every == 0 and state.step < config.steps and _fitted(model, fit_check, state,
-                                                                                       config):
+                                                                                       config, live_log):
             stopped = "fit"
             break
         if checkpoint is not None and checkpoint.due() and state.step < config.steps:
@@ -196,12 +200,14 @@ def train_run(model: RunModel, task: Task, config: RunConfig, device: torch.devi
     return TrainResult(state.step, False, _curve(state.losses), float(np.mean(tail)), state.losses, stopped, checks)
 
 
-def _fitted(model: RunModel, fit_check, state: TrainState, config: RunConfig) -> bool:
+def _fitted(model: RunModel, fit_check, state: TrainState, config: RunConfig, live_log=None) -> bool:
     """Run the fit check, log it; True once the run fit at its last
     ``fit_patience`` checks (never with a patience of 0: checks only logged)."""
     score = fit_check()
     model.train()
     state.fit_checks.append([state.step, round(score, 6)])
+    if live_log is not None:
+        live_log.fit_check(state.step, score)
     if not config.fit_patience:
         return False
     recent = [s for _, s in state.fit_checks[-config.fit_patience:]]

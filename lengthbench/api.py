@@ -49,6 +49,7 @@ from lengthbench.benchmark.instances import (
     score_predictions,
     write_jsonl,
 )
+from lengthbench.benchmark.live_log import LOG_KINDS
 from lengthbench.benchmark.plan import estimate, format_plan
 from lengthbench.benchmark.predictions import read_predictions
 from lengthbench.benchmark.presets import PRESETS
@@ -91,7 +92,7 @@ PathLike = str | Path
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "CHECKPOINT_EVERY_S", "CORRECTIONS", "DEFAULT_CORRECTION", "EXECUTORS", "METRICS", "PRESETS", "STUDIES",
+    "CHECKPOINT_EVERY_S", "LOG_KINDS", "CORRECTIONS", "DEFAULT_CORRECTION", "EXECUTORS", "METRICS", "PRESETS", "STUDIES",
     "GridInterrupted", "InputError", "RunsFailed", "bench_generation", "cell_name", "check", "compare", "compare_text", "encodings_text",
     "evaluate", "generate", "leaderboard_text", "load_leaderboard", "load_records", "models_text", "parse_setting",
     "load_predictions", "perf", "perf_configs", "plan", "presets_text", "reproduce", "run", "score", "studies_text",
@@ -106,7 +107,7 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
         workers: int = 0, executor: str = "local", address: str | None = None,
         plugins: Iterable[PathLike] = (), checkpoint_every: float | None = None, progress: bool = True,
         select: str | None = None, settings: Mapping[str, int | float] | None = None,
-        save_predictions: bool = False, command: str | None = None) -> pd.DataFrame:
+        save_predictions: bool = False, command: str | None = None, live_log: str | None = None) -> pd.DataFrame:
     """Train and evaluate ``preset``'s grid (optionally narrowed to ``tasks``,
     ``encodings``, model families ``models`` and ``seeds``, each task written
     in each of ``formats``: ``formats_table``), then build its leaderboard;
@@ -128,6 +129,8 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
     ``results/<preset>-<settings>``, apart from the preset's own.
     ``save_predictions`` keeps each trained run's predictions at every
     evaluated length beside its record (``load_predictions`` reads them).
+    ``live_log`` (``"tensorboard"``) writes each run's training as it runs
+    under ``results/logs/`` (``benchmark.live_log``).
     ``command`` is what provenance.json records as the call (default: this
     call, written as Python)."""
     grid, plugin_files = _narrowed_grid(preset, tasks, encodings, models, seeds, plugins, settings, formats)
@@ -142,7 +145,7 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
                                      executor=executor, address=address,
                                      checkpoint_every=checkpoint_every or CHECKPOINT_EVERY_S,
                                      save_predictions=save_predictions, progress=progress, command=command,
-                                     selection=selection)
+                                     selection=selection, live_log=live_log)
     if board.attrs["failed"] and len(board.attrs["failed"]) == board.attrs["trained"]:
         raise RunsFailed(board)
     return board
@@ -195,7 +198,7 @@ def submit(path: PathLike, preset: str = "quick", *, name: str | None = None,
            tasks: Sequence[str] | None = None, seeds: Sequence[int] | None = None, results: PathLike | None = None,
            formats: Sequence[str] | None = None, out: PathLike | None = None, workers: int = 0, executor: str = "local",
            address: str | None = None, checkpoint_every: float = CHECKPOINT_EVERY_S, progress: bool = True,
-           save_predictions: bool = False, command: str | None = None) -> pd.DataFrame:
+           save_predictions: bool = False, command: str | None = None, live_log: str | None = None) -> pd.DataFrame:
     """Check the encoding (or model-family) file ``path``, run its cells through ``preset`` (the
     built-in cells come from the stored records, trained only if missing) on
     ``tasks``, ``formats`` and ``seeds`` (default: the preset's, which are its shipped
@@ -218,7 +221,7 @@ def submit(path: PathLike, preset: str = "quick", *, name: str | None = None,
     records, out, seconds = _run_grid(grid, plugins, results=results, out=out, force=False, workers=workers,
                                       executor=executor, address=address,
                                       checkpoint_every=checkpoint_every, save_predictions=save_predictions,
-                                      progress=progress)
+                                      progress=progress, live_log=live_log)
     board = _with_outcome(leaderboard_frame(records), records, {})
     per_length = length_frame(records)
     command = command or f"lengthbench.submit({str(path)!r}, {preset!r})"
@@ -314,7 +317,7 @@ def default_results(grid: Preset) -> str:
 def _run_grid(grid: Preset, plugin_files: list, *, results: PathLike | None, out: PathLike | None, force: bool,
               workers: int, executor: str, address: str | None, checkpoint_every: float,
               progress: bool, save_predictions: bool = False, selection: SelectionGrid | None = None,
-              command: str | None = None) -> tuple[list[RunRecord], Path, float]:
+              command: str | None = None, live_log: str | None = None) -> tuple[list[RunRecord], Path, float]:
     """Run a validated grid (once per value of ``selection``, keeping the
     chosen records); returns its records, the output folder and the wall time.
     ``run`` and ``submit`` both start here. With ``command``, an interrupted
@@ -332,7 +335,7 @@ def _run_grid(grid: Preset, plugin_files: list, *, results: PathLike | None, out
     start = time.perf_counter()
     options = dict(force=force, workers=resolve_workers(workers), plugins=tuple(plugin_files),
                    checkpoint_every=checkpoint_every, executor=executor, address=address, progress=progress,
-                   save_predictions=save_predictions)
+                   save_predictions=save_predictions, live_log=live_log)
     try:
         records = (run_selection(grid, selection, results, **options) if selection is not None
                    else run_grid(grid, results, **options))

@@ -134,7 +134,7 @@ def _report_run(board) -> int:
 def _grid_options(args) -> dict:
     return dict(results=args.results, out=args.out, workers=args.workers,
                 executor=args.executor, address=args.address, checkpoint_every=args.checkpoint_every,
-                save_predictions=args.save_predictions, progress=not args.no_progress,
+                save_predictions=args.save_predictions, progress=not args.no_progress, live_log=args.log,
                 command="lengthbench " + " ".join(args.argv))
 
 
@@ -261,6 +261,10 @@ def _grid_parser() -> argparse.ArgumentParser:
     grid.add_argument("--save-predictions", action="store_true",
                       help="keep each trained run's predictions at every evaluated length, compressed, in "
                            "<results>/predictions/<run>.npz (lengthbench score TASK FILE.npz rescores one)")
+    grid.add_argument("--log", choices=api.LOG_KINDS,
+                      help="write each run's loss, learning rate and fit checks as it trains, to "
+                           "<results>/logs/<run> (tensorboard: watch with tensorboard --logdir <results>/logs; needs "
+                           "the tensorboard package)")
     grid.add_argument("--no-progress", action="store_true", help="hide progress bars")
     grid.add_argument("--formats", type=_csv,
                       help="comma-separated data formats to write each task in, e.g. plain,reversed (default: the "
