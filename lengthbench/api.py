@@ -50,7 +50,7 @@ from lengthbench.benchmark.instances import (
     write_jsonl,
 )
 from lengthbench.benchmark.live_log import LOG_KINDS
-from lengthbench.benchmark.plan import estimate, format_plan
+from lengthbench.benchmark.plan import check_training_memory, estimate, format_plan
 from lengthbench.benchmark.predictions import read_predictions
 from lengthbench.benchmark.presets import PRESETS
 from lengthbench.benchmark.provenance import write_run_provenance, write_sitting_provenance
@@ -324,6 +324,7 @@ def _run_grid(grid: Preset, plugin_files: list, *, results: PathLike | None, out
     grid leaves that sitting's provenance in ``out`` before it re-raises."""
     configs = grid_configs(grid)
     check_unchanged(configs)  # every name and setting resolves, and no source drifted, before any run
+    check_training_memory(configs)
     unseen = sorted({c.task for c in configs if c.fit_unseen})
     if save_predictions and unseen:
         raise InputError(f"save_predictions cannot be kept for cells that judge their fit on unseen inputs "

@@ -341,3 +341,23 @@ def test_plugin_that_fails_half_way_registers_nothing(ctx, capsys):
                       "raise ValueError('second encoding broke')\n")
     assert_refused(capsys, ["check", plugin], "half.py:5", "ValueError: second encoding broke")
     assert "half-registered" not in encoding_names()
+
+
+def test_a_training_batch_that_cannot_fit_is_refused_before_any_run_naming_the_estimate(tmp_path, monkeypatch):
+    """A batch of 400,000 under 2 GB: one line naming the batch size, the estimate, what is available and the
+    largest batch that fits, before anything trains; quick's own batch fits the same 2 GB."""
+    import lengthbench.benchmark.plan as plan
+    from lengthbench.api import run
+    from lengthbench.benchmark.grid import grid_configs
+    from lengthbench.benchmark.presets import get_preset
+    from lengthbench.core.errors import InputError
+
+    monkeypatch.setattr(plan, "available_memory", lambda: 2_000_000_000)
+    with pytest.raises(InputError) as refused:
+        run("quick", tasks=["copy"], encodings=["rope"], settings={"batch_size": 400_000}, results=tmp_path,
+            progress=False)
+    message = str(refused.value)
+    assert message.startswith("batch size 400000: a training step of copy would need about 43.1 GB")
+    assert "2.0 GB is available here; a batch of at most about 18" in message and "\n" not in message
+    assert not list(tmp_path.glob("*.json"))
+    plan.check_training_memory(grid_configs(get_preset("quick")))  # the preset itself fits
