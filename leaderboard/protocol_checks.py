@@ -140,17 +140,18 @@ def _encodings_matched(ran: list[RunRecord]) -> Check:
     for r in ran:
         if r.config.family == TRANSFORMER and r.n_parameters and (r.task, r.method) not in usable:
             usable[(r.task, r.method)] = r.config.reachable_parameters(r.n_parameters)
-    gaps = sorted(((n / usable[(task, reference)] - 1, f"{task} {method}") for (task, method), n in usable.items()
+    gaps = sorted(((n / usable[(task, reference)] - 1, task, method) for (task, method), n in usable.items()
                    if method != reference and (task, reference) in usable), key=lambda g: -abs(g[0]))
     bar = (f"transformer encodings within {MATCH_TOLERANCE:.0%} of `{reference}`'s parameters on every task "
            "(a learned table counted to the longest evaluated sequence)")
     if not gaps:
         return Check("encodings matched", bar, f"no transformer encoding beside `{reference}`", None)
-    off = [f"{name} {gap:+.0%}" for gap, name in gaps if abs(gap) > MATCH_TOLERANCE]
-    methods = sorted({name.split(" ")[1] for gap, name in gaps if abs(gap) > MATCH_TOLERANCE})
+    off = [(task, method, gap) for gap, task, method in gaps if abs(gap) > MATCH_TOLERANCE]
+    methods = sorted({method for _, method, _ in off})
     measured = (f"{len(off)} of {_counted(len(gaps), 'cell')} off, {_counted(len(methods), 'encoding')} "
-                f"({', '.join(f'`{m}`' for m in methods)}; {_named(off)})" if off else
-                f"{_counted(len(gaps), 'cell')}, the largest gap {gaps[0][0]:+.1%} ({gaps[0][1]})")
+                f"({', '.join(f'`{m}`' for m in methods)}; {_named([f'{t} {m} {g:+.0%}' for t, m, g in off])})"
+                if off else f"{_counted(len(gaps), 'cell')}, the largest gap {gaps[0][0]:+.1%} ({gaps[0][1]} "
+                f"{gaps[0][2]})")
     return Check("encodings matched", bar, measured, not off)
 
 

@@ -43,8 +43,9 @@ MIN_INTERVAL_UNITS = 3
 def t_interval(values, level: float = 0.95, bounds: tuple[float, float] | None = (0.0, 1.0)) -> tuple[float, float]:
     """Student-t interval of the mean over seeds, ``mean +- t(1 - a/2, n - 1) s / sqrt(n)``,
     clipped to ``bounds``, the metrics' range [0, 1] (which keeps its coverage); ``None`` for
-    a difference, never clipped (a clipped difference interval hides how wide it is). Exact under normality at any n; a percentile bootstrap of 3
-    values spans at most their range and covers ~76% of the time for a nominal 95%. Fewer
+    a difference, never clipped (a clipped difference interval hides how wide it is). Exact
+    under normality at any n; a percentile bootstrap of 3 values spans at most their range
+    and covers ~76% of the time for a nominal 95%. Fewer
     than two values have no interval (NaN, NaN)."""
     values = np.asarray(values, dtype=float)
     if values.size < 2:
@@ -152,7 +153,7 @@ def probability_of_improvement(a_by_task: dict, b_by_task: dict, level: float = 
     pairs = [(np.asarray(a_by_task[t], dtype=float), np.asarray(b_by_task[t], dtype=float)) for t in strata]
     pairs = [(a, b) for a, b in pairs if a.size and b.size]
     if not pairs:
-        return {"p": math.nan, "low": math.nan, "high": math.nan, "n_tasks": 0, "n_strata": 0, "p_value": math.nan,
+        return {"p": math.nan, "low": math.nan, "high": math.nan, "n_tasks": 0, "p_value": math.nan,
                 "verdict": TOO_FEW}
     rng = np.random.default_rng(seed)
     resampled = [_p_of(rng.choice(a, (n_boot, a.size)), rng.choice(b, (n_boot, b.size))) for a, b in pairs]
@@ -163,7 +164,7 @@ def probability_of_improvement(a_by_task: dict, b_by_task: dict, level: float = 
     verdict = "a better" if told and low > 0.5 else ("b better" if told and high < 0.5 else "not told apart")
     n_tasks = len(pairs) if tasks is None else tasks
     return {"p": float(np.mean([_p_of(a, b) for a, b in pairs])), "low": low, "high": high,
-            "n_tasks": n_tasks, "n_strata": len(pairs), "p_value": p_value,
+            "n_tasks": n_tasks, "p_value": p_value,
             "verdict": TOO_FEW if n_tasks < MIN_TASKS else verdict}
 
 

@@ -93,7 +93,7 @@ def horizon_text(records: list[RunRecord], protocol: str = "") -> str:
 
 def interval_text(test: dict) -> str:
     """``+12.3 [+4.0, +20.6], p 0.031`` points with the sign-flip test's p; no
-    interval over fewer than 3 units (``+2.3 (2 tasks: no interval), p 1``)."""
+    interval over fewer than 3 units (``+2.3 (2 units: no interval), p 1``)."""
     if test["n"] < 2:
         return f"{100 * test['mean']:+.1f}" if test["n"] else ""
     if math.isnan(test["low"]):

@@ -752,7 +752,7 @@ def formats_table() -> str:
 
 def _origins(names) -> str:
     """The line naming the installed package each of ``names`` came from, if any did."""
-    added = [f"`{name}` ({ORIGINS[name]})" for name in names if name in ORIGINS]
+    added = [f"`{name}` ({ORIGINS[name][1]})" for name in names if name in ORIGINS]
     return f"\n\nFrom installed packages: {', '.join(added)}." if added else ""
 
 

@@ -1,9 +1,9 @@
 """What ``lengthbench list`` prints for the built-in registries, stored.
 
 Listing the built-in tasks, formats, encodings, model families, presets and
-studies needs their registries, and building them imports torch: about 1.5 s
-of start-up on a 2-core CPU (3 s under load) for a command that trains
-nothing. ``catalog.json`` holds each listing's text as the registries print
+studies needs their registries, and building them imports torch: 1.9 to 2.8 s
+of start-up on a 2-core CPU at a load of 4.5 (0.04 s from the catalogue) for a
+command that trains nothing. ``catalog.json`` holds each listing's text as the registries print
 it, so ``lengthbench list`` answers from it without importing torch; a test
 holds it equal to the live registries (run ``python -m lengthbench.catalog
 --update`` after registering or changing a built-in). Anything else (a list

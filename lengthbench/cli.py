@@ -457,11 +457,17 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def _reader_gone() -> int:
+    """The reader of our output stopped early (`lengthbench list tasks | head`): not an error."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush does not fail again
+    return EXIT_OK
+
+
 def _print_listing(text: str) -> int:
     try:
         print(text)
-    except BrokenPipeError:  # `lengthbench list tasks | head`: the reader stopped early, not an error
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError:
+        return _reader_gone()
     return EXIT_OK
 
 
@@ -491,9 +497,8 @@ def main(argv=None) -> int:
         print("lengthbench: interrupted; files are written whole or not at all, so nothing is "
               "half-written", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except BrokenPipeError:  # the reader of our output stopped early (`lengthbench list tasks | head`): not an error
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush does not fail again
-        return EXIT_OK
+    except BrokenPipeError:
+        return _reader_gone()
     except (InputError, OSError) as err:
         print(f"lengthbench: error: {err}", file=sys.stderr)
         return EXIT_REFUSED

@@ -243,12 +243,12 @@ def contract_failure(plugins, reports) -> PluginError:
                        f"was run; `lengthbench check FILE` shows why")
 
 
-# What each installed distribution's entry points registered (by ``distribution_key``), or why they did not
-# load: filled once per process by ``load_entry_points``.
-DISTRIBUTIONS: dict[str, list[str]] = {}
+# Filled once per process by ``load_entry_points``: each name an entry point registered -> its distribution's
+# ``distribution_key`` and "package <name> <version>"; the packages that failed to load -> why; the entry points
+# (``module:object``) imported.
+ORIGINS: dict[str, tuple[str, str]] = {}
 BROKEN: dict[str, str] = {}
-LOADED: set[str] = set()  # the entry points (``module:object``) imported in this process
-ORIGINS: dict[str, str] = {}  # each name an entry point registered -> "package <name> <version>"
+LOADED: set[str] = set()
 
 
 def load_entry_points() -> list[str]:
@@ -279,10 +279,9 @@ def load_entry_points() -> list[str]:
         version = ep.dist.version if getattr(ep, "dist", None) else "unknown"
         names = sorted(_registered() - before)
         for name in names:
-            ORIGINS[name] = f"package {dist} {version}"
+            ORIGINS[name] = (key, f"package {dist} {version}")
             if name in ENCODINGS or name in FAMILIES:
                 _set_source(name, f"package {dist} {version}, entry point {ep.value}")
-        DISTRIBUTIONS.setdefault(key, []).extend(names)
         LOADED.add(ep.value)
         added += names
     return added
@@ -299,7 +298,7 @@ def distribution_plugin(name: str) -> list[str] | None:
     load_entry_points()
     if key in BROKEN:
         raise PluginError(BROKEN[key])
-    return [n for n in DISTRIBUTIONS.get(key, []) if n in ENCODINGS or n in FAMILIES]
+    return [n for n, (of, _) in ORIGINS.items() if of == key and (n in ENCODINGS or n in FAMILIES)]
 
 
 def load_plugins(plugins=()) -> None:

@@ -284,9 +284,9 @@ def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord]) -> 
                      f"{100 * d_max.mean():+.1f}" if len(d_max) else ""])
     if not rows:
         return []
-    tasks = sorted({t for t, _ in pooled_a})  # the difference: per task, the mean gain over its bases
-    pooled = paired_difference([np.mean([np.mean(v) for (u, _), v in pooled_a.items() if u == t]) for t in tasks],
-                               [np.mean([np.mean(v) for (u, _), v in pooled_b.items() if u == t]) for t in tasks])
+    variants, bases = _mean_over_bases(pooled_a), _mean_over_bases(pooled_b)
+    tasks = sorted(variants)  # the difference: per task, the mean gain over its bases
+    pooled = paired_difference([variants[t] for t in tasks], [bases[t] for t in tasks])
     improvement = probability_of_improvement(pooled_a, pooled_b, tasks=len(tasks))  # a variant against its own base
     rows.append(["**all**", str(pooled["n"]), interval_text(pooled), _randomized_verdict(pooled),
                  improvement_text(improvement), ""])
@@ -303,6 +303,14 @@ def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord]) -> 
             f"each task; Agarwal et al. 2021) and the verdict it supports. {VERDICT_RULE}",
             "", *markdown_table(["base", "tasks (both fit)", "gain [95% interval], p", "verdict",
                                   "P(randomized > base) [95% interval], p", "gain of the max over seeds"], rows), ""]
+
+
+def _mean_over_bases(by_stratum: dict) -> dict[str, float]:
+    """task -> the mean over its bases of each (task, base) stratum's seed mean."""
+    means: dict[str, list[float]] = {}
+    for (task, _), seeds in by_stratum.items():
+        means.setdefault(task, []).append(float(np.mean(seeds)))
+    return {task: float(np.mean(values)) for task, values in means.items()}
 
 
 def _randomized_verdict(test: dict) -> str:

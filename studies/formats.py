@@ -124,7 +124,8 @@ def formats_report(records: list[RunRecord]) -> str:
             continue
         a, b = by_method(label), by_method(task)
         source = f"{who} (sign turned)" if fmt == Reversed.name and task in DECIMAL_LSD_FIRST else who
-        rows.append([source, task, f"`{fmt}`", fit_shift(board, fits, task, label), *claim_row(a, b, (fmt, PLAIN), tasks=1)])
+        rows.append([source, task, f"`{fmt}`", fit_shift(board, fits, task, label),
+                     *claim_row(a, b, (fmt, PLAIN), tasks=1)])  # the methods of one task: one task
         both = [m for m in a if m in b]
         if fmt == "scratchpad" and both:
             pooled[task] = ([x for m in both for x in a[m]], [x for m in both for x in b[m]])
