@@ -122,6 +122,24 @@ def _instance(task: Task, batch, row: int, length: int, n_samples: int, eval_see
     return instance
 
 
+INSTANCE_ID_FIELDS = ("length", "eval_seed", "n_samples", "index")
+
+
+def instance_id(instance: dict) -> str:
+    """An instance's dataset id: ``TASK/LENGTH/EVAL_SEED/N_SAMPLES/INDEX``."""
+    return "/".join(str(instance[k]) for k in ("task", *INSTANCE_ID_FIELDS))
+
+
+def instance_fields(text) -> dict:
+    """The fields an ``instance_id`` names (task, length, eval_seed,
+    n_samples, index), refused by name when it is not one."""
+    parts = text.rsplit("/", len(INSTANCE_ID_FIELDS)) if isinstance(text, str) else []
+    if len(parts) != 1 + len(INSTANCE_ID_FIELDS) or not all(p.isdigit() for p in parts[1:]):
+        raise InputError(f"id {text!r} is not an exported instance's id (TASK/LENGTH/EVAL_SEED/N_SAMPLES/INDEX, as "
+                         "`lengthbench export` writes it)")
+    return {"task": parts[0], **{k: int(v) for k, v in zip(INSTANCE_ID_FIELDS, parts[1:])}}
+
+
 def scored_positions(instance: dict) -> list[int]:
     """The positions of an instance's ``answer_ids`` that are scored (all but a format's given symbols)."""
     return instance.get("scored", list(range(len(instance["answer_ids"]))))
@@ -147,6 +165,25 @@ def read_jsonl(text: str, where: str) -> list[dict]:
     if not rows:
         raise InputError(f"{where} holds no predictions (one JSON object per line, as `lengthbench generate` "
                          "writes them, with a prediction added)")
+    return rows
+
+
+def read_parquet_rows(path, where: str) -> list[tuple[int, dict]]:
+    """The rows of a Parquet file of predictions (an exported split with a
+    ``prediction`` column added), numbered from 1 as ``read_jsonl``'s lines;
+    a null field counts as absent."""
+    try:
+        import pyarrow.parquet
+    except ImportError:
+        raise InputError(f"{where} is Parquet, which needs pyarrow to read: pip install -e \".[hf]\"") from None
+    try:
+        table = pyarrow.parquet.read_table(path)
+    except (OSError, pyarrow.ArrowException) as err:
+        raise InputError(f"{where} cannot be read as Parquet ({err})") from None
+    rows = [(number, {k: v for k, v in row.items() if v is not None})
+            for number, row in enumerate(table.to_pylist(), 1)]
+    if not rows:
+        raise InputError(f"{where} holds no predictions (one row per instance, with a prediction added)")
     return rows
 
 
@@ -182,6 +219,8 @@ def score_predictions(task_name: str, rows: list[tuple[int, dict]], where: str =
     unknown: list[str] = []  # predictions holding a word that is no symbol of the task
     for number, row in rows:
         at = f"{where}, line {number}"
+        if "id" in row:
+            row = _with_id_fields(row, at)
         if split_label(str(row.get("task", task_name))) != split_label(task_name):  # an alias names its pair
             raise InputError(f"{at}: task {row.get('task')!r}, not {task_name!r}")
         fields = {k: row.get(k) for k in ("length", "index", "n_samples")}
@@ -189,7 +228,8 @@ def score_predictions(task_name: str, rows: list[tuple[int, dict]], where: str =
         bad = [f"{k} {v!r}" for k, v in fields.items() if isinstance(v, bool) or not isinstance(v, int)]
         if bad:
             raise InputError(f"{at}: {', '.join(bad)}: needs the integer fields length, index and n_samples of the "
-                             "instance it answers (as `lengthbench generate` writes them)")
+                             "instance it answers (as `lengthbench generate` writes them), or the id of an exported "
+                             "one (`lengthbench export`)")
         key, index = (fields["length"], fields["n_samples"], fields["eval_seed"]), fields["index"]
         if key not in generated:
             generated[key] = evaluation_instances(task_name, [key[0]], key[1], key[2])
@@ -212,6 +252,19 @@ def score_predictions(task_name: str, rows: list[tuple[int, dict]], where: str =
     return [{"length": key[0], "eval_seed": key[2], "exact_match": round(float(np.mean([e for _, e in scores])), 6),
              "token_accuracy": round(float(np.mean([t for t, _ in scores])), 6), "n_samples": len(scores),
              "n_instances": key[1]} for key, scores in sorted(by_length.items())]
+
+
+def _with_id_fields(row: dict, at: str) -> dict:
+    """A prediction keyed by an exported instance's ``id``: the fields the id
+    names filled in (any also given must agree with it)."""
+    try:
+        named = instance_fields(row["id"])
+    except InputError as err:
+        raise InputError(f"{at}: {err}") from None
+    differing = [f"{k} {row[k]!r}" for k, v in named.items() if k in row and row[k] != v]
+    if differing:
+        raise InputError(f"{at}: {', '.join(differing)} differ from id {row['id']!r}")
+    return {**row, **named}
 
 
 def _warn_about(task: Task, where: str, by_length: dict, unknown: list[str], lines: int) -> None:
@@ -246,7 +299,11 @@ class _AnyModel:
         return position_ids
 
     def __call__(self, tokens, positions):
-        out = self.fn(tokens)
+        try:
+            out = self.fn(tokens)
+        except IndexError as err:  # an embedding with fewer rows than the task has token ids
+            raise InputError(f"the model cannot read the task's token ids 0..{self.vocab_size - 1} ({err}); its "
+                             f"vocabulary must cover the task's {self.vocab_size} tokens (docs/any-model.md)") from None
         logits = getattr(out, "logits", out)
         if not isinstance(logits, torch.Tensor) or logits.ndim != 3 or logits.shape[:2] != tokens.shape \
                 or logits.shape[2] < self.vocab_size:

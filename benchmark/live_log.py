@@ -1,18 +1,23 @@
-"""Training you can watch as it runs: ``run --log tensorboard`` writes each
-run's loss and learning rate at every step, its fit checks, and at the end
-its test-band scores, to ``<results>/logs/<run id>/`` (``tensorboard
---logdir <results>/logs``). Nothing of it enters a record or changes a
-result; without ``--log`` nothing is written. TensorBoard's writer needs the
-``tensorboard`` package (the ``logs`` extra): a grid asked to log without it
-is refused before any run starts."""
+"""Training you can watch as it runs: ``run --log tensorboard`` (or
+``--log wandb``) writes each run's loss and learning rate at every step, its
+fit checks, and at the end its test-band scores, under
+``<results>/logs/<run id>/``: TensorBoard event files (``tensorboard
+--logdir <results>/logs``), or an offline Weights & Biases run
+(``wandb/offline-run-*``; ``wandb sync`` uploads it when you choose: nothing
+goes over the network while training). Nothing of it enters a record or
+changes a result; without ``--log`` nothing is written. Each needs its
+package (``tensorboard`` for torch's writer, ``wandb``; the ``logs`` extra):
+a grid asked to log without it is refused before any run starts."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 from lengthbench.core.errors import InputError
 
-LOG_KINDS = ("tensorboard",)
+LOG_KINDS = ("tensorboard", "wandb")
+PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb"}  # what each kind's writer imports
 FLUSH_SECONDS = 5  # how stale the file a watcher reads may be
 
 
@@ -23,9 +28,9 @@ def check_live_log(kind: str | None) -> None:
     if kind not in LOG_KINDS:
         raise InputError(f"unknown --log {kind!r}; valid choices: {', '.join(LOG_KINDS)}")
     try:
-        import tensorboard  # noqa: F401  (torch's writer needs it)
+        importlib.import_module(PACKAGES[kind])
     except ImportError:
-        raise InputError("--log tensorboard needs the tensorboard package: pip install tensorboard "
+        raise InputError(f"--log {kind} needs the {PACKAGES[kind]} package: pip install {PACKAGES[kind]} "
                          "(or lengthbench[logs])") from None
 
 
@@ -53,6 +58,34 @@ class TensorBoardLog:
         self.writer.close()
 
 
-def open_live_log(kind: str | None, results: Path, run_id: str) -> TensorBoardLog | None:
+class WandbLog:
+    """One run as an offline Weights & Biases run: the same scalars, at the same steps."""
+
+    def __init__(self, folder: Path, run_id: str):
+        import wandb
+
+        folder.mkdir(parents=True, exist_ok=True)
+        self.run = wandb.init(mode="offline", dir=str(folder), project="lengthbench", name=run_id,
+                              config={"run_id": run_id}, reinit="create_new",
+                              settings=wandb.Settings(silent=True, console="off", x_disable_stats=True))
+
+    def step(self, step: int, loss: float, lr: float) -> None:
+        self.run.log({"train/loss": loss, "train/learning_rate": lr}, step=step)
+
+    def fit_check(self, step: int, score: float) -> None:
+        self.run.log({"fit/held_out_exact_match": score}, step=step)
+
+    def finished(self, step: int, summary: dict) -> None:
+        self.run.log({f"test/{key}": value for key, value in summary.items()
+                      if isinstance(value, (int, float)) and key.startswith(("ood_", "id_", "val_"))}, step=step)
+
+    def close(self) -> None:
+        self.run.finish()
+
+
+def open_live_log(kind: str | None, results: Path, run_id: str) -> TensorBoardLog | WandbLog | None:
     """The run's live log under ``results/logs/run_id``, or None without ``--log``."""
-    return None if kind is None else TensorBoardLog(Path(results) / "logs" / run_id)
+    if kind is None:
+        return None
+    folder = Path(results) / "logs" / run_id
+    return TensorBoardLog(folder) if kind == "tensorboard" else WandbLog(folder, run_id)

@@ -44,8 +44,9 @@ def external_row(scores: pd.DataFrame, method: str, config: RunConfig) -> pd.Dat
     config = replace(config, eval_seed=int(seeds.pop()), eval_samples=int(max(samples)),
                      test_length=max(config.test_length, max(lengths)))
     if not [n for n in lengths if config.split(n) == "ood"]:
-        raise InputError(f"the predictions have no length in {config.task}'s test band (from {config.test_start}); "
-                         f"generate instances there (lengthbench generate {config.task}) for a leaderboard row")
+        raise InputError(f"no scored length is in {config.task}'s test band (from {config.test_start}); a leaderboard "
+                         f"row needs one: score instances there (lengthbench generate or evaluate {config.task} "
+                         "--lengths)")
     per_length = [{"length": int(r.length), "status": "ok", "exact_match": float(r.exact_match),
                    "token_accuracy": float(r.token_accuracy), "n_samples": int(r.n_samples)}
                   for r in scores.itertuples()]

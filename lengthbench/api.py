@@ -33,6 +33,7 @@ import pandas as pd
 
 from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S
 from lengthbench.benchmark.config import Preset, dotted, parse_setting
+from lengthbench.benchmark.dataset import export_dataset
 from lengthbench.benchmark.files import check_input_file, ensure_output_dir, write_csv, write_json, write_text
 from lengthbench.benchmark.grid import (
     EXECUTORS,
@@ -46,6 +47,7 @@ from lengthbench.benchmark.instances import (
     evaluate_any,
     evaluation_instances,
     read_jsonl,
+    read_parquet_rows,
     score_predictions,
     write_jsonl,
 )
@@ -75,6 +77,7 @@ from lengthbench.leaderboard.tables import to_markdown as leaderboard_markdown
 from lengthbench.models.contract import CheckShape, ContractReport, check_encoding, check_family
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import FAMILIES, family_entry
+from lengthbench.models.huggingface import load_saved_model
 from lengthbench.models.plugins import (
     ORIGINS,
     PluginFile,
@@ -94,7 +97,8 @@ log = logging.getLogger(__name__)
 __all__ = [
     "CHECKPOINT_EVERY_S", "LOG_KINDS", "CORRECTIONS", "DEFAULT_CORRECTION", "EXECUTORS", "METRICS", "PRESETS", "STUDIES",
     "GridInterrupted", "InputError", "RunsFailed", "bench_generation", "cell_name", "check", "compare", "compare_text", "encodings_text",
-    "evaluate", "generate", "leaderboard_text", "load_leaderboard", "load_records", "models_text", "parse_setting",
+    "evaluate", "export", "generate",
+    "leaderboard_text", "load_leaderboard", "load_records", "models_text", "parse_setting",
     "load_predictions", "perf", "perf_configs", "plan", "presets_text", "reproduce", "run", "score", "studies_text",
     "study_names", "submit", "tasks_table", "formats_table", "__version__",
 ]
@@ -541,6 +545,18 @@ def generate(task: str, lengths: Sequence[int] | None = None, *, samples: int | 
     return instances
 
 
+def export(preset: str = "quick", out: PathLike = "dataset", *, tasks: Sequence[str] | None = None) -> dict:
+    """Write ``preset``'s test instances (every task label of its grid, or
+    ``tasks``) to the folder ``out`` as a Hugging Face dataset: Parquet per
+    task and length band, a dataset card and Croissant metadata
+    (``benchmark.dataset``). ``datasets.load_dataset(out, TASK)`` loads it;
+    its rows are ``generate``'s instances plus an ``id`` that ``score`` reads.
+    Returns what was written (``configs``, ``skipped``, ``folder``)."""
+    if preset not in PRESETS:
+        raise UnknownNameError("preset", preset, PRESETS)
+    return export_dataset(PRESETS[preset], out, tasks)
+
+
 def score(task: str, predictions: PathLike, *, out: PathLike | None = None, method: str | None = None,
           preset: str = "quick") -> pd.DataFrame:
     """Per-length exact match and token accuracy of ``predictions``: the
@@ -555,6 +571,8 @@ def score(task: str, predictions: PathLike, *, out: PathLike | None = None, meth
     path = check_input_file(predictions, "predictions", MAX_PREDICTIONS_BYTES)
     if path.suffix == ".npz":
         rows = list(enumerate(read_predictions(path)[1], 1))
+    elif path.suffix == ".parquet":
+        rows = read_parquet_rows(path, str(predictions))
     else:
         try:
             text = path.read_text(encoding="utf-8-sig")
@@ -563,7 +581,16 @@ def score(task: str, predictions: PathLike, *, out: PathLike | None = None, meth
         rows = read_jsonl(text, str(predictions))
     table = pd.DataFrame(score_predictions(task, rows, str(predictions)))
     _warn_missing_lengths(task, preset, table, str(predictions))
-    row = None if method is None else external_row(table, method, PRESETS[preset].run_config(
+    return _scored(task, table, out, method, preset)
+
+
+def _scored(task: str, table: pd.DataFrame, out: PathLike | None, method: str | None, preset: str,
+            seed: int | None = None) -> pd.DataFrame:
+    """A per-length score table (``score``'s, ``evaluate``'s: of evaluation seed ``seed`` when it has no
+    ``eval_seed`` column) with its task; with ``out``, written there as ``score.csv``, and with ``method``
+    too, as one leaderboard row (``leaderboard.csv``; ``attrs["row"]``)."""
+    seeded = table if "eval_seed" in table else table.assign(eval_seed=seed)
+    row = None if method is None else external_row(seeded, method, PRESETS[preset].run_config(
         task, "nope", PRESETS[preset].seeds[0]))
     table.insert(0, "task", task)
     if out is not None:
@@ -604,18 +631,22 @@ def load_predictions(path: PathLike) -> pd.DataFrame:
 
 
 def evaluate(model, task: str, lengths: Sequence[int] | None = None, *, samples: int | None = None,
-             seed: int | None = None, preset: str = "quick", heads: int = 8) -> pd.DataFrame:
+             seed: int | None = None, preset: str = "quick", heads: int = 8, out: PathLike | None = None,
+             method: str | None = None) -> pd.DataFrame:
     """Per-length metrics of ``model`` on ``task``'s evaluation instances
     (those of ``generate``, with the same defaults), by the harness's own
     evaluation: ``model`` is any callable from token ids ``(batch, tokens)``
     to logits ``(batch, tokens, vocabulary)`` (a plain ``nn.Module``; a
-    Hugging Face causal LM, whose output's ``.logits`` is read), or a
-    lengthbench run's model (then its own positions are used, and the
-    numbers are those of its record). ``heads`` only sizes the chunks."""
+    Hugging Face causal LM, whose output's ``.logits`` is read), a folder a
+    ``transformers`` model's ``save_pretrained`` wrote (loaded from local
+    files only), or a lengthbench run's model (then its own positions are
+    used, and the numbers are those of its record). ``heads`` only sizes the
+    chunks. ``out`` and ``method`` write as ``score``'s do."""
     lengths, samples, seed = _evaluation_settings(task, preset, lengths, samples, seed)
+    if isinstance(model, (str, os.PathLike)):
+        model = load_saved_model(model)
     table = pd.DataFrame(evaluate_any(model, task, lengths, samples, seed, heads))
-    table.insert(0, "task", task)
-    return table
+    return _scored(task, table, out, method, preset, seed)
 
 
 def reproduce(study: str, results: PathLike, out: PathLike | None = None, preset: str | None = None) -> str:

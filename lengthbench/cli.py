@@ -43,7 +43,9 @@ COMMANDS = {
     "submit": "check a new encoding or model family, run it through a preset, rank it",
     "compare": "per-cell differences between two leaderboard CSVs",
     "generate": "write a task's test instances as JSON Lines, for any model",
+    "export": "write a preset's test instances as a Hugging Face dataset (Parquet, card, Croissant)",
     "score": "score predictions for generated instances (exact match, token accuracy)",
+    "evaluate": "score a saved Hugging Face model (a save_pretrained folder) on a task's test instances",
     "bench-generation": "time batch generation for every task",
     "perf": "measure training and evaluation speed on this machine",
 }
@@ -201,6 +203,29 @@ def cmd_generate(args) -> int:
     return EXIT_OK
 
 
+def cmd_evaluate(args) -> int:
+    if args.method is not None and args.out is None:
+        raise InputError("--method writes a leaderboard row: give --out DIR too")
+    table = api.evaluate(args.hf, args.task, args.lengths, samples=args.samples, seed=args.seed, preset=args.preset,
+                         out=args.out, method=args.method)
+    print(table.to_string(index=False))
+    _print_written(table.attrs.get("written", {}))
+    return EXIT_OK
+
+
+def cmd_export(args) -> int:
+    written = api.export(args.preset, args.out, tasks=args.tasks)
+    configs = written["configs"]
+    rows = sum(s["rows"] for c in configs.values() for s in c["splits"].values())
+    tasks = f"{len(configs)} task{'s' * (len(configs) != 1)}"
+    print(f"wrote {rows} instances of {tasks} of {args.preset} ({', '.join(configs)}) to {args.out}: Parquet per task "
+          "and split, README.md (the dataset card), croissant.json")
+    for label, why in written["skipped"].items():
+        print(f"  {label}: no instances ({why})")
+    print(f"load: datasets.load_dataset({str(args.out)!r}, {next(iter(configs), 'TASK')!r}, split='test')")
+    return EXIT_OK
+
+
 def cmd_score(args) -> int:
     if args.method is not None and args.out is None:
         raise InputError("--method writes a leaderboard row: give --out DIR too")
@@ -263,8 +288,8 @@ def _grid_parser() -> argparse.ArgumentParser:
                            "<results>/predictions/<run>.npz (lengthbench score TASK FILE.npz rescores one)")
     grid.add_argument("--log", choices=api.LOG_KINDS,
                       help="write each run's loss, learning rate and fit checks as it trains, to "
-                           "<results>/logs/<run> (tensorboard: watch with tensorboard --logdir <results>/logs; needs "
-                           "the tensorboard package)")
+                           "<results>/logs/<run> (tensorboard: watch with tensorboard --logdir <results>/logs; "
+                           "wandb: an offline run, uploaded when you run wandb sync; each needs its package)")
     grid.add_argument("--no-progress", action="store_true", help="hide progress bars")
     grid.add_argument("--formats", type=_csv,
                       help="comma-separated data formats to write each task in, e.g. plain,reversed (default: the "
@@ -351,30 +376,57 @@ def _add_records_commands(sub) -> None:
     chk.set_defaults(func=cmd_check)
 
 
+def _add_instances_options(parser, preset_help: str) -> None:
+    """A task and which of its test instances: the options ``generate`` and ``evaluate`` share."""
+    parser.add_argument("task", help="the task (lengthbench list tasks names them)")
+    parser.add_argument("--lengths", type=_lengths, help="task lengths (default: those the preset evaluates)")
+    parser.add_argument("--samples", type=_count(1, "--samples is a positive number of instances per length"),
+                        help="instances per length (default: the preset's evaluation samples)")
+    parser.add_argument("--seed", type=_count(0, "--seed is an integer >= 0"),
+                        help="evaluation seed (default: the preset's, that of every run)")
+    parser.add_argument("--preset", default="quick",
+                        help=f"{preset_help}: one of " + ", ".join(api.PRESETS) + " (default quick)")
+
+
+def _add_score_outputs(parser) -> None:
+    """Where a score goes: the options ``score`` and ``evaluate`` share."""
+    parser.add_argument("--out", help="folder for score.csv (default: print only)")
+    parser.add_argument("--method", help="also write leaderboard.csv to --out: one row for this method name (model "
+                                         "external), which compare reads and leaderboard --external puts on a board")
+
+
 def _add_any_model(sub) -> None:
-    """``generate`` and ``score``: the test instances for a model lengthbench does not train, and its answers scored."""
+    """``generate``, ``export``, ``score`` and ``evaluate``: the test instances for a model lengthbench does not
+    train, and its answers scored."""
     gen = sub.add_parser("generate", help=COMMANDS["generate"])
-    gen.add_argument("task", help="the task (lengthbench list tasks names them)")
-    gen.add_argument("--lengths", type=_lengths, help="task lengths (default: those the preset evaluates)")
-    gen.add_argument("--samples", type=_count(1, "--samples is a positive number of instances per length"),
-                     help="instances per length (default: the preset's evaluation samples)")
-    gen.add_argument("--seed", type=_count(0, "--seed is an integer >= 0"),
-                     help="evaluation seed (default: the preset's, that of every run)")
-    gen.add_argument("--preset", default="quick",
-                     help="whose evaluation the defaults are: one of " + ", ".join(api.PRESETS) + " (default quick)")
+    _add_instances_options(gen, "whose evaluation the defaults are")
     gen.add_argument("--out", required=True, help="the JSON Lines file to write")
     gen.set_defaults(func=cmd_generate)
+
+    exp = sub.add_parser("export", help=COMMANDS["export"])
+    exp.add_argument("--preset", default="quick", help="whose test instances: one of " + ", ".join(api.PRESETS)
+                     + " (default quick)")
+    exp.add_argument("--tasks", type=_csv, help="comma-separated subset of the preset's task labels (default all)")
+    exp.add_argument("--out", required=True, help="the folder to write (created if missing)")
+    exp.set_defaults(func=cmd_export)
 
     scr = sub.add_parser("score", help=COMMANDS["score"])
     scr.add_argument("task", help="the task the instances are of")
     scr.add_argument("predictions", help="the generated JSON Lines, each line with a prediction (the answer as "
-                                         "text) or prediction_ids (token ids) added")
-    scr.add_argument("--out", help="folder for score.csv (default: print only)")
-    scr.add_argument("--method", help="also write leaderboard.csv to --out: one row for this method name (model "
-                                      "external), which compare reads and leaderboard --external puts on a board")
+                                         "text) or prediction_ids (token ids) added; or lines keyed by an exported "
+                                         "instance's id; or an exported split (.parquet) with a prediction column")
+    _add_score_outputs(scr)
     scr.add_argument("--preset", default="quick",
                      help="whose length bands and fit rule the row is judged by (default quick, as generate's)")
     scr.set_defaults(func=cmd_score)
+
+    evl = sub.add_parser("evaluate", help=COMMANDS["evaluate"])
+    _add_instances_options(evl, "whose instances, length bands and fit rule")
+    evl.add_argument("--hf", required=True, help="the folder a transformers causal LM's save_pretrained wrote (local "
+                                                 "files only); it reads the task's token ids as its own ids "
+                                                 "(docs/any-model.md)")
+    _add_score_outputs(evl)
+    evl.set_defaults(func=cmd_evaluate)
 
 
 def _add_compare(sub) -> None:

@@ -2,7 +2,7 @@
 position-encoding registry."""
 
 from lengthbench.models import (  # noqa: F401  (they register their families)
-    delta_rule, looped, recurrent, state_space, transformer,
+    delta_rule, huggingface, looped, recurrent, state_space, transformer,
 )
 from lengthbench.models.encodings import build_encoding, encoding_entry, encoding_names
 from lengthbench.models.families import FAMILIES, ModelSize, RunModel, build_model, family_entry, family_names

@@ -110,7 +110,7 @@ class FamilyEntry:
 
 # Leaderboard row order of the built-in families; third-party families follow as they register.
 FAMILY_ORDER = (TRANSFORMER, "looped", "rnn", "lstm", "stack-rnn", "tape-rnn", "ssm", "deltanet", "deltanet-negative",
-                "gated-deltanet", "gated-deltanet-negative")
+                "gated-deltanet", "gated-deltanet-negative", "hf-llama", "hf-gpt-neox", "hf-bloom")
 FAMILIES: Registry[FamilyEntry] = Registry("model family", order=FAMILY_ORDER)
 
 

@@ -201,7 +201,7 @@ def test_scored_predictions_become_a_leaderboard_row_that_compare_reads(tmp_path
         return n <= 8
 
     assert main(["score", "copy", str(answered(trained_only)), "--method", "my-llm", "--out", str(tmp_path)]) == 2
-    assert "no length in copy's test band (from 11)" in capsys.readouterr().err
+    assert "no scored length is in copy's test band (from 11)" in capsys.readouterr().err
     assert main(["score", "copy", str(answered(every)), "--method", "a/b", "--out", str(tmp_path)]) == 2
     assert main(["score", "copy", str(answered(every)), "--method", "my-llm"]) == 2
     assert "--method writes a leaderboard row: give --out DIR too" in capsys.readouterr().err

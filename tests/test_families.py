@@ -140,7 +140,8 @@ def test_every_built_in_family_passes_the_family_contract(name):
 GROWN = {"d_model": 24, "n_layers": 2, "n_heads": 4, "d_ff": 48}  # each field of SIZE changed, every family valid
 
 
-@pytest.mark.parametrize("name", ["transformer", "looped", *RECURRENT, "ssm", "deltanet", "gated-deltanet-negative"])
+@pytest.mark.parametrize("name", ["transformer", "looped", *RECURRENT, "ssm", "deltanet", "gated-deltanet-negative",
+                                  "hf-llama", "hf-bloom"])
 def test_a_family_declares_exactly_the_size_fields_its_model_reads(name):
     """Reports state a family's shape by its ``size_fields`` (``describe_size``): a
     field it declares must change its model (weights' shapes or, same seed, its
