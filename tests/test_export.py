@@ -10,10 +10,13 @@ from dataclasses import replace
 
 import pytest
 
-from lengthbench import api
-from lengthbench.benchmark.dataset import export_dataset
-from lengthbench.benchmark.presets import PRESETS
-from lengthbench.core.errors import InputError
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before datasets reads its settings: nothing is fetched
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+from lengthbench import api  # noqa: E402
+from lengthbench.benchmark.dataset import export_dataset  # noqa: E402
+from lengthbench.benchmark.presets import PRESETS  # noqa: E402
+from lengthbench.core.errors import InputError  # noqa: E402
 
 datasets = pytest.importorskip("datasets")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -30,7 +33,6 @@ def exported(tmp_path_factory):
 
 
 def _load(out, config, split):
-    os.environ["HF_DATASETS_OFFLINE"] = "1"
     return datasets.load_dataset(str(out), config, split=split, cache_dir=str(out.parent / "hf-cache"))
 
 
