@@ -117,9 +117,13 @@ def test_export_refuses_a_task_not_in_the_grid(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def test_the_command_writes_a_loadable_folder(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "lengthbench", "export", "--preset", "smoke", "--tasks",
-                           "parity_check", "--out", str(tmp_path / "ds")], capture_output=True, text=True)
+def test_the_command_writes_quicks_test_sets_as_a_loadable_folder(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "lengthbench", "export", "--preset", "quick", "--out",
+                           str(tmp_path / "ds")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "wrote 320 instances of 1 task of smoke (parity_check)" in done.stdout
-    assert sorted(p.name for p in (tmp_path / "ds").iterdir()) == ["README.md", "croissant.json", "parity_check"]
+    assert "wrote 16384 instances of 4 tasks of quick (copy, reverse_string, parity_check, addition)" in done.stdout
+    assert sorted(p.name for p in (tmp_path / "ds").iterdir()) == [
+        "README.md", "addition", "copy", "croissant.json", "parity_check", "reverse_string"]
+    test = _load(tmp_path / "ds", "addition", "test")
+    generated = api.generate("addition", range(11, 17), preset="quick")  # quick's test band: 11..16
+    assert [{k: v for k, v in row.items() if k != "id"} for row in test] == generated
