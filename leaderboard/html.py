@@ -214,7 +214,7 @@ function svgEl(tag, attrs) {
 function pct(x) {  // as Python's "%.1f" writes the tables: an exact tie rounds to even (6.25 -> 6.2)
   if (x === null || x === undefined) return "";
   const v = 100 * x, [whole, frac] = Math.abs(v).toFixed(40).split(".");
-  if (!/^\d50*$/.test(frac)) return v.toFixed(1);
+  if (!/^\\d50*$/.test(frac)) return v.toFixed(1);
   const tenths = Number(whole) * 10 + Number(frac[0]);
   return (v < 0 ? "-" : "") + ((tenths % 2 === 0 ? tenths : tenths + 1) / 10).toFixed(1);
 }
