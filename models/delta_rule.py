@@ -76,7 +76,7 @@ def chunked_delta_rule(q, k, v, beta, log_alpha=None, segments=None, chunk: int 
     are masked out of ``L`` and ``O``, the state reaches only the tokens of
     the example it was carried in, and is carried on only by that example's tokens."""
     t, dv = q.shape[2], v.shape[-1]
-    state, out = None, []
+    state, carried_in, out = None, None, []  # carried_in: the example whose state is carried (packed rows)
     for start in range(0, t, chunk):
         part = slice(start, min(start + chunk, t))
         qc, kc, vc, bc = q[:, :, part], k[:, :, part], v[:, :, part], beta[:, :, part, None]
