@@ -423,6 +423,11 @@ class Preset:
                          code_versions=code_versions(task, encoding or None, family), family=family,
                          family_source=family_entry(family).source, **values)
 
+    def evaluation_config(self, task: str) -> RunConfig:
+        """A cell of ``task`` whose evaluation settings (lengths, bands, samples,
+        seed) are every run's of that task in this preset, whatever its method."""
+        return self.run_config(task, self.encodings[0] if self.encodings else "", self.seeds[0])
+
     def with_grid(self, tasks=None, encodings=None, seeds=None, families=None, formats=None) -> "Preset":
         """The same preset on another grid; ``None`` keeps the preset's axis.
         An empty axis, a repeated entry or a negative seed is refused: a grid

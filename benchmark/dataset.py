@@ -24,7 +24,6 @@ from lengthbench.benchmark.files import atomic_path, ensure_output_dir, json_tex
 from lengthbench.benchmark.instances import evaluation_instances, instance_id
 from lengthbench.benchmark.version import __version__
 from lengthbench.core.errors import InputError
-from lengthbench.tasks.cells import split_label
 from lengthbench.tasks.formats import label_not_applicable
 
 # The preset's bands as split names the Hub knows (the reported test band is `test`).
@@ -53,6 +52,9 @@ def export_dataset(preset, out, tasks=None) -> dict:
     ``configs`` (per task label: its splits' lengths, instance counts and
     files) and ``skipped`` (a label whose format cannot write its task: why)."""
     labels = preset.grid_tasks()
+    twice = next((t for i, t in enumerate(tasks or ()) if t in tasks[:i]), None)
+    if twice is not None:
+        raise InputError(f"--tasks lists {twice} twice; give each once")
     unknown = [t for t in tasks or () if t not in labels]
     if unknown:
         raise InputError(f"--tasks {', '.join(unknown)}: not in preset {preset.name}'s grid; its tasks are "
@@ -65,7 +67,7 @@ def export_dataset(preset, out, tasks=None) -> dict:
         if reason is not None:
             skipped[label] = reason
             continue
-        config = _run_config(preset, label)
+        config = preset.evaluation_config(label)
         instances = evaluation_instances(label, config.eval_lengths(), config.eval_samples, config.eval_seed)
         columns = [c for c in COLUMNS if c not in OPTIONAL_COLUMNS or any(c in i for i in instances)]
         splits = {}
@@ -84,15 +86,10 @@ def export_dataset(preset, out, tasks=None) -> dict:
         task = instances[0]
         configs[label] = {"columns": columns, "splits": splits, "task_version": task["task_version"],
                           "format_version": task.get("format_version"), "eval_seed": config.eval_seed,
-                          "n_samples": config.eval_samples, "base_task": split_label(label)[0]}
+                          "n_samples": config.eval_samples}
     write_text(folder / "README.md", _card(preset, configs, skipped))
     write_text(folder / "croissant.json", json_text(_croissant(preset, configs)))
     return {"configs": configs, "skipped": skipped, "folder": folder}
-
-
-def _run_config(preset, label: str):
-    """The settings a run of ``preset`` evaluates ``label`` with (the same for every method and seed)."""
-    return preset.run_config(label, preset.encodings[0] if preset.encodings else "", preset.seeds[0])
 
 
 def _schema(pa, columns: list[str]):
@@ -131,7 +128,7 @@ def _card(preset, configs: dict, skipped: dict) -> str:
         head += [f"  download_size: {sum(s['file_bytes'] for s in info['splits'].values())}",
                  f"  dataset_size: {sum(s['bytes'] for s in info['splits'].values())}"]
     head.append("---")
-    settings = _run_config(preset, next(iter(configs))) if configs else None
+    settings = preset.evaluation_config(next(iter(configs))) if configs else None
     rows = ["| config | task version | format version | split | lengths | instances |", "|---|---|---|---|---|---|"]
     for label, info in configs.items():
         for split, s in info["splits"].items():

@@ -523,8 +523,7 @@ def _evaluation_settings(task: str, preset: str, lengths, samples, seed) -> tupl
     ``preset`` evaluates ``task`` at, each unless given."""
     if preset not in PRESETS:
         raise UnknownNameError("preset", preset, PRESETS)
-    grid = PRESETS[preset]
-    config = grid.run_config(task, grid.encodings[0] if grid.encodings else "", grid.seeds[0])
+    config = PRESETS[preset].evaluation_config(task)
     return (list(config.eval_lengths()) if lengths is None else list(lengths),
             config.eval_samples if samples is None else samples, config.eval_seed if seed is None else seed)
 

@@ -111,9 +111,11 @@ def test_a_bad_id_is_refused_naming_it(tmp_path, line, says):
         api.score("parity_check", path)
 
 
-def test_export_refuses_a_task_not_in_the_grid(tmp_path):
+def test_export_refuses_a_task_not_in_the_grid_or_listed_twice(tmp_path):
     with pytest.raises(InputError, match="--tasks bogus: not in preset quick's grid; its tasks are copy"):
         api.export("quick", tmp_path, tasks=["bogus"])
+    with pytest.raises(InputError, match="--tasks lists copy twice; give each once"):
+        api.export("quick", tmp_path, tasks=["copy", "parity_check", "copy"])
     assert not list(tmp_path.iterdir())
 
 
