@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from lengthbench.benchmark.records import RunRecord, distinct_runs, superseded_runs
+from lengthbench.benchmark.records import RunRecord, distinct_runs, read_record, superseded_runs
 from lengthbench.leaderboard.aggregate import judged
 from lengthbench.leaderboard.protocol_checks import checks_table, protocol_checks
 from lengthbench.leaderboard.tables import bands, markdown_table
 from lengthbench.models.families import describe_size
 
 DESIGN_NOTES = "PROTOCOL.md"  # a reference's hand-written design notes, beside the README this module writes
+PLAN_CHECK = "plan-check"  # a quiet rerun of a sample of the reference's runs beside what --plan priced them at
 # The shipped references. An installed wheel holds quick's alone (its records are what `submit --preset quick`
 # reuses); a clone holds them all (setup.cfg's package data says which).
 REFERENCES = Path(__file__).resolve().with_name("reference")
@@ -167,7 +168,7 @@ def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, f
               "(each run's own wall time).",
               f"Code: {', '.join(f'`{v}`' for v in sorted({r.code_version for r in records}))} "
               "(committed code only: the build refuses records of uncommitted code).",
-              f"Machine: {'; '.join(hosts) or 'none ran'}.", "", "## Protocol", ""]
+              f"Machine: {'; '.join(hosts) or 'none ran'}.", *_plan_check(Path(folder), ran), "", "## Protocol", ""]
     lines += _protocol(ran, board)
     chosen = board[board.selected.fillna("") != ""]
     lines += ["", "## Selection", "",
@@ -191,6 +192,35 @@ def reference_readme(name: str, records: list[RunRecord], board: pd.DataFrame, f
               *markdown_table(["check", "bar", "the records", "holds"], checks_table(protocol_checks(records, board)))]
     lines += ["", "## Rebuild", "", f"`{rebuild}` rebuilds every table, figure and this README from the records.", ""]
     return "\n".join(lines)
+
+
+def _plan_check(folder: Path, ran: list[RunRecord]) -> list[str]:
+    """Why the summed run time differs from ``--plan``: the folder's ``plan-check/`` holds a sample of its
+    runs rerun on a quiet machine (their records) and what ``--plan`` priced them at just before
+    (``plan-check.json``); the same runs' records here say how much slower the reference's sittings were."""
+    where = folder / PLAN_CHECK
+    if not (where / f"{PLAN_CHECK}.json").is_file():
+        return []
+    check = json.loads((where / f"{PLAN_CHECK}.json").read_text())
+    quiet = {r.run_id: r for r in map(read_record, sorted((where / "records").glob("*.json")))}
+    here = [r for r in ran if r.run_id in quiet]
+    quiet_s = sum(r.wall_time_s for r in quiet.values())
+    here_s = sum(r.wall_time_s for r in here)
+    plan, rerun, whole = check["plan"], check["rerun"], check["whole_grid"]
+    summed = sum(r.wall_time_s or 0 for r in ran)
+    return ["", f"`--plan` against a quiet rerun (`{PLAN_CHECK}/`): with nothing else running, `--plan --force` prices "
+            f"the whole grid at {whole['run_time_one_worker_s'] / 3600:.1f} h of run time "
+            f"({whole['wall_time_s'] / 3600:.1f} h on 2 workers; load {whole['load_average_1min']:.1f}). A sample of "
+            f"{len(quiet)} of its runs, {check['what']}, priced at {plan['run_time_one_worker_s'] / 60:.1f} min "
+            f"(load {plan['load_average_1min']:.1f}), took {quiet_s / 60:.1f} min rerun at once from "
+            f"`{rerun['code_version']}` ({rerun['wall_time_s'] / 60:.1f} min wall on 2 workers; load "
+            f"{rerun['load_average_1min_before']:.1f} to {rerun['load_average_1min_after']:.1f}): the plan is "
+            f"{abs(plan['run_time_one_worker_s'] / quiet_s - 1):.0%} {'under' if plan['run_time_one_worker_s'] < quiet_s else 'over'} "
+            f"the quiet rerun. The same {len(here)} runs' records here took {here_s / 60:.1f} min, "
+            f"{here_s / quiet_s:.2f}× the quiet rerun on the same kind of CPU, and the summed run time above is "
+            f"{summed / whole['run_time_one_worker_s']:.2f}× the whole grid's quiet plan: the reference's sittings "
+            "shared the machine with other work (tests, builds, a second grid), and a run's own wall time counts "
+            "that load."]
 
 
 PROTOCOL_FIELDS = ("lengths", "budget", "optimizer", "size", "evaluation")
