@@ -29,6 +29,7 @@ from lengthbench.benchmark.records import RunRecord, UnreadableRecord
 from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.core.errors import InputError
 from lengthbench.core.registry import Registry
+from lengthbench.models.families import family_entry
 from lengthbench.tasks.cells import cell_name, method_name
 
 log = logging.getLogger(__name__)
@@ -185,6 +186,9 @@ def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = Fal
         outer.update(1)
 
     check_live_log(live_log)
+    missing = sorted({why for config in todo if (why := family_entry(config.family).missing()) is not None})
+    if missing:
+        raise InputError(f"{'; '.join(missing)} (nothing was run)")
     job = RunJob(folder, force, checkpoint_every, tuple(plugins), save_predictions, live_log)
     try:
         with entry.make(job, workers=workers, n_runs=len(todo), progress=progress, address=address) as runner:

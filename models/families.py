@@ -22,6 +22,7 @@ such a module imported in ``models/__init__.py`` with its name in
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -106,6 +107,17 @@ class FamilyEntry:
     source: str = "built-in"  # a plugin family: its file and content hash (part of its runs' configs)
     #: the ``ModelSize`` fields its model reads (a recurrent cell: ``d_model`` only), so a report states no other
     size_fields: tuple[str, ...] = ("d_model", "n_layers", "n_heads", "d_ff")
+    #: packages its builder imports that lengthbench does not install by default (an extra's), and the extra
+    requires: tuple[str, ...] = ()
+    extra: str = ""
+
+    def missing(self) -> str | None:
+        """Why this family cannot be built here (a package it needs is not installed), or None."""
+        absent = [p for p in self.requires if importlib.util.find_spec(p) is None]
+        if not absent:
+            return None
+        how = f'pip install -e ".[{self.extra}]"' if self.extra else f"pip install {' '.join(absent)}"
+        return f"model family {self.name} needs the {', '.join(absent)} package: {how}"
 
 
 # Leaderboard row order of the built-in families; third-party families follow as they register.
@@ -116,8 +128,10 @@ FAMILIES: Registry[FamilyEntry] = Registry("model family", order=FAMILY_ORDER)
 
 def register_family(name: str, *, description: str, flops=None, takes_encoding: bool = False,
                     not_applicable=no_cell_is_not_applicable, version: int = 1,
-                    size_fields: tuple[str, ...] = FamilyEntry.size_fields):
-    """Decorator for a family's builder ``build(vocab_size, size[, encoding])``."""
+                    size_fields: tuple[str, ...] = FamilyEntry.size_fields, requires: tuple[str, ...] = (),
+                    extra: str = ""):
+    """Decorator for a family's builder ``build(vocab_size, size[, encoding])``;
+    ``requires``: the optional packages it imports (``extra``: the extra that installs them)."""
     check_encoding_name(name)  # the same rules: it becomes a row key and part of record file names
     unknown = [f for f in size_fields if f not in SIZE_LABELS]
     if unknown or not size_fields:
@@ -125,7 +139,7 @@ def register_family(name: str, *, description: str, flops=None, takes_encoding: 
 
     def deco(build):
         FAMILIES.add(name, FamilyEntry(name, build, description, flops, not_applicable, takes_encoding, version,
-                                       size_fields=tuple(size_fields)),
+                                       size_fields=tuple(size_fields), requires=tuple(requires), extra=extra),
                      FAMILIES[name].source if name in FAMILIES else "")
         return build
 

@@ -117,7 +117,7 @@ def _register(name: str, make, description: str) -> None:
     def build(vocab_size: int, size: ModelSize) -> HuggingFaceModel:
         return HuggingFaceModel(make(vocab_size, size))
 
-    register_family(name, flops=transformer_flops,
+    register_family(name, flops=transformer_flops, requires=("transformers",), extra="hf",
                     description=f"{description}; d_model wide, n_layers deep, n_heads heads (the hf extra)")(build)
 
 

@@ -90,3 +90,15 @@ def test_a_model_whose_vocabulary_is_smaller_than_the_tasks_is_refused(tmp_path)
     small.save_pretrained(tmp_path)
     with pytest.raises(InputError, match="cannot read the task's token ids 0..7 .* cover the task's 8 tokens"):
         api.evaluate(str(tmp_path), "copy", [3], samples=4)
+
+
+def test_a_grid_with_an_hf_family_and_no_transformers_is_refused_before_any_run(tmp_path, monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "transformers" else
+                        find_spec(name, *a))
+    with pytest.raises(InputError, match=r"model family hf-llama needs the transformers package: pip install -e "
+                                         r"\"\.\[hf\]\" \(nothing was run\)"):
+        api.run("smoke", tasks=["copy"], models=["hf-llama"], results=tmp_path, progress=False)
+    assert not list(tmp_path.glob("*.json"))
