@@ -169,6 +169,10 @@ def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = Fal
     if stale:
         log.warning("%d records were made by other code versions (stale), so their cells run again: %s%s",
                     len(stale), ", ".join(stale[:3]), ", ..." if len(stale) > 3 else "")
+    check_live_log(live_log)
+    missing = sorted({why for config in todo if (why := family_entry(config.family).missing()) is not None})
+    if missing:
+        raise InputError(f"{'; '.join(missing)} (nothing was run)")
     outer = tqdm(total=len(configs), initial=len(records), desc=f"grid {preset.name}",
                  disable=not progress, dynamic_ncols=True)
 
@@ -185,10 +189,6 @@ def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = Fal
         outer.set_postfix_str(f"{cell_name(record.task, record.method)}: {record.status}")
         outer.update(1)
 
-    check_live_log(live_log)
-    missing = sorted({why for config in todo if (why := family_entry(config.family).missing()) is not None})
-    if missing:
-        raise InputError(f"{'; '.join(missing)} (nothing was run)")
     job = RunJob(folder, force, checkpoint_every, tuple(plugins), save_predictions, live_log)
     try:
         with entry.make(job, workers=workers, n_runs=len(todo), progress=progress, address=address) as runner:
