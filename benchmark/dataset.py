@@ -181,7 +181,8 @@ def _card(preset, configs: dict, skipped: dict) -> str:
 
 CROISSANT_CONTEXT = {
     "@language": "en", "@vocab": "https://schema.org/", "citeAs": "cr:citeAs", "column": "cr:column",
-    "conformsTo": "dct:conformsTo", "cr": "http://mlcommons.org/croissant/",
+    "conformsTo": "dct:conformsTo", "cr": "http://mlcommons.org/croissant/", "rai": "http://mlcommons.org/croissant/RAI/",
+    "equivalentProperty": "cr:equivalentProperty", "samplingRate": "cr:samplingRate",
     "data": {"@id": "cr:data", "@type": "@json"},
     "dataType": {"@id": "cr:dataType", "@type": "@vocab"}, "dct": "http://purl.org/dc/terms/",
     "examples": {"@id": "cr:examples", "@type": "@json"}, "extract": "cr:extract", "field": "cr:field",
@@ -207,8 +208,9 @@ def _croissant(preset, configs: dict) -> dict:
             "name": f"lengthbench-{preset.name}",
             "description": f"The fixed test instances of lengthbench's {preset.name} preset ({preset.description}), "
                            "one record set per task and length band.",
-            "license": "https://www.apache.org/licenses/LICENSE-2.0", "url": "https://pypi.org/project/lengthbench/",
-            "version": __version__, "citeAs": "lengthbench: an open benchmark suite for length generalization",
+            "license": "https://www.apache.org/licenses/LICENSE-2.0", "version": __version__,
+            "citeAs": f"@misc{{lengthbench, title={{lengthbench: an open benchmark suite for length generalization}}, "
+                      f"note={{version {__version__}, preset {preset.name}}}}}",
             "distribution": distribution, "recordSet": record_sets}
 
 
