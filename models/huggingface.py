@@ -36,6 +36,8 @@ without it the families are listed but building one says how to install it.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 from torch import nn
 
@@ -130,8 +132,6 @@ def load_saved_model(path) -> torch.nn.Module:
     loaded with ``AutoModelForCausalLM.from_pretrained`` from local files only
     (nothing is downloaded), in evaluation mode; refused by path when it is
     not such a folder or ``transformers`` cannot load it."""
-    from pathlib import Path
-
     folder = Path(path)
     if not (folder / "config.json").is_file():
         why = "no such folder" if not folder.exists() else "not a folder" if not folder.is_dir() else "no config.json"
