@@ -216,11 +216,12 @@ def _plan_check(folder: Path, ran: list[RunRecord]) -> list[str]:
             f"`{rerun['code_version']}` ({rerun['wall_time_s'] / 60:.1f} min wall on 2 workers; load "
             f"{rerun['load_average_1min_before']:.1f} to {rerun['load_average_1min_after']:.1f}): the plan is "
             f"{abs(plan['run_time_one_worker_s'] / quiet_s - 1):.0%} {'under' if plan['run_time_one_worker_s'] < quiet_s else 'over'} "
-            f"the quiet rerun. The same {len(here)} runs' records here took {here_s / 60:.1f} min, "
-            f"{here_s / quiet_s:.2f}× the quiet rerun on the same kind of CPU, and the summed run time above is "
-            f"{summed / whole['run_time_one_worker_s']:.2f}× the whole grid's quiet plan: the reference's sittings "
-            "shared the machine with other work (tests, builds, a second grid), and a run's own wall time counts "
-            "that load."]
+            f"the quiet rerun ({rerun['hardware']['cpu']}). The same {len(here)} runs' records here took "
+            f"{here_s / 60:.1f} min, {here_s / quiet_s:.2f}× the quiet rerun, and the summed run time above is "
+            f"{summed / whole['run_time_one_worker_s']:.2f}× the whole grid's quiet plan. A run's own wall time "
+            "counts two things the plan of a quiet machine does not: the load of the sittings it ran in (tests, "
+            "builds, a second grid beside it) and the CPU it ran on (the machines above; a record names its CPU "
+            "kernels, not the CPU model, so a run made in a sitting without provenance is not told apart by machine)."]
 
 
 PROTOCOL_FIELDS = ("lengths", "budget", "optimizer", "size", "evaluation")
