@@ -34,6 +34,7 @@ import pandas as pd
 from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S
 from lengthbench.benchmark.config import Preset, dotted, parse_setting
 from lengthbench.benchmark.dataset import export_dataset
+from lengthbench.benchmark.device import default_device
 from lengthbench.benchmark.files import check_input_file, ensure_output_dir, write_csv, write_json, write_text
 from lengthbench.benchmark.grid import (
     EXECUTORS,
@@ -643,7 +644,7 @@ def evaluate(model, task: str, lengths: Sequence[int] | None = None, *, samples:
     chunks. ``out`` and ``method`` write as ``score``'s do."""
     lengths, samples, seed = _evaluation_settings(task, preset, lengths, samples, seed)
     if isinstance(model, (str, os.PathLike)):
-        model = load_saved_model(model)
+        model = load_saved_model(model).to(default_device())  # CUDA where there is one, as a run's model
     table = pd.DataFrame(evaluate_any(model, task, lengths, samples, seed, heads))
     return _scored(task, table, out, method, preset, seed)
 
