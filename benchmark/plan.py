@@ -55,7 +55,7 @@ class Estimate:
     eval_seconds: float  # per run, on one worker
 
 
-def _kind(config: RunConfig) -> str | None:
+def kind_of(config: RunConfig) -> str | None:
     """The calibrated kind of model: the family's name, with " + attention
     bias" for a family whose encoding adds a logit bias (attention with one
     is slower), or None for an n/a cell, which is recorded without training."""
@@ -148,7 +148,7 @@ def calibrate(config: RunConfig) -> tuple[float, float]:
 def shape_key(config: RunConfig) -> tuple | None:
     """What a run's cost depends on (task, model, batch, lengths, steps,
     evaluation, kind of model), or None for an n/a cell."""
-    kind = _kind(config)
+    kind = kind_of(config)
     if kind is None:
         return None
     return (config.task, config.model, config.batch_size, config.train_length, config.test_length,

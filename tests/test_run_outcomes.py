@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -229,3 +230,23 @@ def test_a_failed_seed_counts_as_zero_and_says_so_everywhere(tmp_path, tiny_pres
     text = to_markdown(leaderboard_frame([records[0], records[1], diverged]))
     assert "(1 of 3 failed, did not fit)" in text and "counts as 0" in text  # 3 steps: nothing fits
     assert "failed" not in to_markdown(leaderboard_frame(records)) and clean.n_failed == 0
+
+
+def test_a_quiet_sample_reruns_one_method_per_kind_beside_its_plan_and_a_readme_states_it(tmp_path, tiny_preset):
+    """``plan_check --sample``: one run per kind of model --plan calibrates, priced then run; a reference
+    folder holding the result as ``plan-check/`` states the plan beside the measured time in its README."""
+    from lengthbench.benchmark.records import read_record
+    from lengthbench.leaderboard.aggregate import leaderboard_frame
+    from lengthbench.leaderboard.reference_notes import reference_readme
+
+    preset = replace(tiny_preset, encodings=("nope", "coupled", "alibi"), families=("transformer", "lstm"))
+    assert plan_check.sample_grid(preset, ("copy",)).methods() == [("transformer", "nope"), ("transformer", "alibi"),
+                                                                   ("lstm", "")]
+    check = plan_check.quiet_sample(preset, ("copy",), tmp_path / "plan-check", workers=1)
+    written = json.loads((tmp_path / "plan-check" / "plan-check.json").read_text())
+    assert written == check and check["rerun"]["runs"] == 3 and check["plan"]["run_time_one_worker_s"] > 0
+    assert check["whole_grid"]["run_time_one_worker_s"] > check["plan"]["run_time_one_worker_s"]
+    records = [read_record(p) for p in sorted((tmp_path / "plan-check" / "records").glob("*__seed*.json"))]
+    text = reference_readme("tiny", records, leaderboard_frame(records), tmp_path, rebuild="(rebuild)")
+    assert "`--plan` against a quiet rerun (`plan-check/`)" in text and "A sample of 3 of its runs" in text
+    assert "The same 3 runs' records here took" in text

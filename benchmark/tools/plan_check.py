@@ -10,6 +10,15 @@ when the records' machine was slower or busier than this one is now. The
 records' CPU kernel level and this machine's load are printed, since a
 record made on another machine or under other load is not comparable.
 Nothing is trained or written.
+
+``--sample PRESET --tasks a,b --out DIR`` is the check on a quiet machine:
+one run per kind of model ``--plan`` calibrates (a family; a transformer
+with and without an attention bias) on each of the tasks, the preset's first
+seed; ``--plan`` prices them (and the whole grid), then they run at once
+into ``DIR/records`` and ``DIR/plan-check.json`` sets the plan beside the
+measured time, with the load before and after. Run it with nothing else on
+the machine; put ``DIR`` in a reference folder as ``plan-check/`` and its
+README states the result (``leaderboard.reference_notes``).
 """
 
 from __future__ import annotations
@@ -24,9 +33,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lengthbench.benchmark.grid import resolve_workers
-from lengthbench.benchmark.plan import calibrate, training_shapes, worker_threads
+from lengthbench.benchmark.device import hardware_description
+from lengthbench.benchmark.files import ensure_output_dir, write_json
+from lengthbench.benchmark.grid import resolve_workers, run_grid
+from lengthbench.benchmark.plan import calibrate, estimate, kind_of, training_shapes, worker_threads
 from lengthbench.benchmark.store import ResultsFolder
+from lengthbench.benchmark.version import code_version
 from lengthbench.core.errors import InputError
 from lengthbench.tasks import get_task
 
@@ -62,6 +74,45 @@ def measure(results: Path, workers: int, tasks: tuple[str, ...] = ()) -> pd.Data
     return pd.DataFrame(rows)
 
 
+def sample_grid(preset, tasks: tuple[str, ...]):
+    """``preset`` narrowed to ``tasks``, its first seed and one method per kind of model (the first of each)."""
+    chosen: dict[str, tuple[str, str]] = {}
+    for family, encoding in preset.methods():
+        kind = kind_of(preset.run_config(tasks[0], encoding, preset.seeds[0], family))
+        if kind is not None:
+            chosen.setdefault(kind, (family, encoding))
+    families = list(dict.fromkeys(f for f, _ in chosen.values()))
+    encodings = list(dict.fromkeys(e for _, e in chosen.values() if e)) or None
+    return preset.with_grid(tasks=list(tasks), encodings=encodings, families=families, seeds=[preset.seeds[0]])
+
+
+def _priced(preset, results, workers: int) -> dict:
+    estimates, _, _ = estimate(preset, results, workers, force=True)
+    serial = sum(e.runs * (e.train_seconds + e.eval_seconds) for e in estimates)
+    runs = sum(e.runs for e in estimates)
+    return {"run_time_one_worker_s": round(serial, 3), "wall_time_s": round(serial / max(1, min(workers, runs)), 3),
+            "load_average_1min": round(os.getloadavg()[0], 2)}
+
+
+def quiet_sample(preset, tasks: tuple[str, ...], out: Path, workers: int) -> dict:
+    """Price ``sample_grid``'s runs and the whole grid with ``--plan``'s
+    calibration, run the sample at once into ``out/records``, and write
+    ``out/plan-check.json``; returns what it wrote."""
+    sample = sample_grid(preset, tasks)
+    folder = ensure_output_dir(out, "--out")
+    check = {"what": f"one run per kind of model on {', '.join(tasks)}, seed {preset.seeds[0]}",
+             "whole_grid": _priced(preset, folder / "records", workers),
+             "plan": _priced(sample, folder / "records", workers)}
+    before, start = os.getloadavg()[0], time.perf_counter()
+    records = run_grid(sample, folder / "records", force=True, workers=workers, progress=False)
+    check["rerun"] = {"wall_time_s": round(time.perf_counter() - start, 1), "runs": len(records),
+                      "load_average_1min_before": round(before, 2),
+                      "load_average_1min_after": round(os.getloadavg()[0], 2),
+                      "code_version": code_version(), "hardware": hardware_description()}
+    write_json(folder / "plan-check.json", check)
+    return check
+
+
 def report(frame: pd.DataFrame, seconds: float) -> str:
     frame = frame.assign(ratio=frame.measured_s / frame.predicted_s).sort_values(["task", "model"])
     lines = ["| task | model | records | their CPU kernels | measured s/run | predicted s/run | measured / predicted |",
@@ -80,15 +131,28 @@ def report(frame: pd.DataFrame, seconds: float) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--results", type=Path, required=True, help="a results folder of `lengthbench run`")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--results", type=Path, help="a results folder of `lengthbench run`")
+    what.add_argument("--sample", metavar="PRESET", help="rerun a sample of PRESET's runs (one per kind of model on "
+                                                         "--tasks) beside their plan, into --out")
+    parser.add_argument("--out", type=Path, help="with --sample: the folder for plan-check.json and the records")
     parser.add_argument("--tasks", default="", help="comma-separated tasks to check (default: every task)")
     parser.add_argument("--workers", type=int, default=0,
                         help="worker processes the records ran with, which sets the threads (default: as `run`)")
     args = parser.parse_args(argv)
+    tasks = tuple(t for t in args.tasks.split(",") if t)
     try:
+        if args.sample is not None:
+            from lengthbench.benchmark.presets import get_preset
+
+            if args.out is None or not tasks:
+                raise InputError("--sample PRESET needs --tasks (the tasks to sample) and --out DIR")
+            check = quiet_sample(get_preset(args.sample), tasks, args.out, resolve_workers(args.workers))
+            print(f"plan {check['plan']['run_time_one_worker_s'] / 60:.1f} min of run time, measured "
+                  f"{check['rerun']['wall_time_s'] / 60:.1f} min wall; {args.out / 'plan-check.json'}")
+            return 0
         start = time.perf_counter()
-        frame = measure(args.results, resolve_workers(args.workers),
-                        tuple(t for t in args.tasks.split(",") if t))
+        frame = measure(args.results, resolve_workers(args.workers), tasks)
     except InputError as err:
         print(f"lengthbench: error: {err}", file=sys.stderr)
         return 2
