@@ -73,7 +73,8 @@ def export_dataset(preset, out, tasks=None) -> dict:
         splits = {}
         for band, split in SPLITS.items():
             rows = [{"id": instance_id(i), **i} for i in instances if config.split(i["length"]) == band]
-            if not rows:
+            if not rows:  # an earlier export's file of a band this preset does not have would read as this one's
+                (folder / label / f"{split}.parquet").unlink(missing_ok=True)
                 continue
             path = Path(label) / f"{split}.parquet"
             table = pa.Table.from_pylist(rows, schema=_schema(pa, columns))

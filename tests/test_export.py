@@ -132,3 +132,12 @@ def test_the_command_writes_quicks_test_sets_as_a_loadable_folder(tmp_path):
     test = _load(tmp_path / "ds", "addition", "test")
     generated = api.generate("addition", range(11, 17), preset="quick")  # quick's test band: 11..16
     assert [{k: v for k, v in row.items() if k != "id"} for row in test] == generated
+
+
+def test_a_second_export_into_the_same_folder_leaves_no_file_of_a_band_it_lacks(tmp_path):
+    export_dataset(PRESETS["smoke"], tmp_path, ["copy"])
+    assert (tmp_path / "copy" / "validation.parquet").is_file()
+    no_validation = replace(PRESETS["smoke"], settings={**PRESETS["smoke"].settings, "validation_length": 0})
+    written = export_dataset(no_validation, tmp_path, ["copy"])
+    assert set(written["configs"]["copy"]["splits"]) == {"in_distribution", "test"}
+    assert sorted(p.name for p in (tmp_path / "copy").iterdir()) == ["in_distribution.parquet", "test.parquet"]
