@@ -30,10 +30,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from lengthbench.models.encodings.base import PositionEncoding, check_encoding_name
 from lengthbench.core.registry import Registry
+from lengthbench.models.encodings.base import PositionEncoding, check_encoding_name
 from lengthbench.tasks.cells import TRANSFORMER
-
 
 
 @dataclass(frozen=True)
