@@ -19,6 +19,7 @@ from lengthbench.core.errors import InputError
 LOG_KINDS = ("tensorboard", "wandb")
 PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb"}  # what each kind's writer imports
 FLUSH_SECONDS = 5  # how stale the file a watcher reads may be
+WANDB_START_SECONDS = 300  # W&B starts a service process per run; on a busy machine that takes longer than its 90 s
 
 
 def check_live_log(kind: str | None) -> None:
@@ -67,7 +68,8 @@ class WandbLog:
         folder.mkdir(parents=True, exist_ok=True)
         self.run = wandb.init(mode="offline", dir=str(folder), project="lengthbench", name=run_id,
                               config={"run_id": run_id}, reinit="create_new",
-                              settings=wandb.Settings(silent=True, console="off", x_disable_stats=True))
+                              settings=wandb.Settings(silent=True, console="off", x_disable_stats=True,
+                                                      init_timeout=WANDB_START_SECONDS))
 
     def step(self, step: int, loss: float, lr: float) -> None:
         self.run.log({"train/loss": loss, "train/learning_rate": lr}, step=step)

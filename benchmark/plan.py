@@ -231,12 +231,18 @@ def protocol_lines(preset: Preset) -> list[str]:
     return [f"lengths: {rule} ({', '.join(tasks)})" for rule, tasks in by_rule.items()]
 
 
+def planned_seconds(estimates: list[Estimate], workers: int) -> tuple[float, float, int]:
+    """(run time on one worker, wall time, worker processes side by side) of the estimated runs."""
+    serial = sum(e.runs * (e.train_seconds + e.eval_seconds) for e in estimates)
+    parallel = max(1, min(workers, sum(e.runs for e in estimates)))
+    return serial, serial / parallel, parallel
+
+
 def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: int, workers: int,
                 calibration_seconds: float, force: bool = False) -> str:
     todo = sum(e.runs for e in estimates)
-    serial = sum(e.runs * (e.train_seconds + e.eval_seconds) for e in estimates)
+    serial, wall, parallel = planned_seconds(estimates, workers)
     flops = sum(e.runs * (e.train_flops + e.eval_flops) for e in estimates)
-    parallel = max(1, min(workers, todo))
     tasks = preset.grid_tasks()
     cut = len(tasks) * len(preset.methods()) * len(preset.seeds) - total
     cells = [split_label(t) for t in tasks]
@@ -272,7 +278,7 @@ def format_plan(preset: Preset, estimates: list[Estimate], total: int, stored: i
         "",
         f"useful work: {flops / 1e12:.2f} TFLOP; run time on one worker: {_duration(serial)}"
         + (" (at most: runs that fit stop early)" if until_fit else ""),
-        f"estimated wall time on this machine: {_duration(serial / parallel)} with {parallel} worker(s) "
+        f"estimated wall time on this machine: {_duration(wall)} with {parallel} worker(s) "
         f"(calibrated from {CALIBRATION_STEPS} steps per shape in {calibration_seconds:.0f} s{_load_while()})",
     ]
     return "\n".join(lines)

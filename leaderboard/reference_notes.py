@@ -208,14 +208,16 @@ def _plan_check(folder: Path, ran: list[RunRecord]) -> list[str]:
     here_s = sum(r.wall_time_s for r in here)
     plan, rerun, whole = check["plan"], check["rerun"], check["whole_grid"]
     summed = sum(r.wall_time_s or 0 for r in ran)
+    workers = f"{check['workers']} worker{'s' * (check['workers'] != 1)}"
     return ["", f"`--plan` against a quiet rerun (`{PLAN_CHECK}/`): with nothing else running, `--plan --force` prices "
             f"the whole grid at {whole['run_time_one_worker_s'] / 3600:.1f} h of run time "
-            f"({whole['wall_time_s'] / 3600:.1f} h on 2 workers; load {whole['load_average_1min']:.1f}). A sample of "
+            f"({whole['wall_time_s'] / 3600:.1f} h on {workers}; load {whole['load_average_1min']:.1f}). A sample of "
             f"{len(quiet)} of its runs, {check['what']}, priced at {plan['run_time_one_worker_s'] / 60:.1f} min "
             f"(load {plan['load_average_1min']:.1f}), took {quiet_s / 60:.1f} min rerun at once from "
-            f"`{rerun['code_version']}` ({rerun['wall_time_s'] / 60:.1f} min wall on 2 workers; load "
+            f"`{rerun['code_version']}` ({rerun['wall_time_s'] / 60:.1f} min wall on {workers}; load "
             f"{rerun['load_average_1min_before']:.1f} to {rerun['load_average_1min_after']:.1f}): the plan is "
-            f"{abs(plan['run_time_one_worker_s'] / quiet_s - 1):.0%} {'under' if plan['run_time_one_worker_s'] < quiet_s else 'over'} "
+            f"{abs(plan['run_time_one_worker_s'] / quiet_s - 1):.0%} "
+            f"{'under' if plan['run_time_one_worker_s'] < quiet_s else 'over'} "
             f"the quiet rerun ({rerun['hardware']['cpu']}). The same {len(here)} runs' records here took "
             f"{here_s / 60:.1f} min, {here_s / quiet_s:.2f}× the quiet rerun, and the summed run time above is "
             f"{summed / whole['run_time_one_worker_s']:.2f}× the whole grid's quiet plan. A run's own wall time "

@@ -590,8 +590,7 @@ def _scored(task: str, table: pd.DataFrame, out: PathLike | None, method: str | 
     ``eval_seed`` column) with its task; with ``out``, written there as ``score.csv``, and with ``method``
     too, as one leaderboard row (``leaderboard.csv``; ``attrs["row"]``)."""
     seeded = table if "eval_seed" in table else table.assign(eval_seed=seed)
-    row = None if method is None else external_row(seeded, method, PRESETS[preset].run_config(
-        task, "nope", PRESETS[preset].seeds[0]))
+    row = None if method is None else external_row(seeded, method, PRESETS[preset].evaluation_config(task))
     table.insert(0, "task", task)
     if out is not None:
         folder = ensure_output_dir(out, "--out")

@@ -203,14 +203,21 @@ def cmd_generate(args) -> int:
     return EXIT_OK
 
 
-def cmd_evaluate(args) -> int:
+def _method_needs_out(args) -> None:
     if args.method is not None and args.out is None:
         raise InputError("--method writes a leaderboard row: give --out DIR too")
-    table = api.evaluate(args.hf, args.task, args.lengths, samples=args.samples, seed=args.seed, preset=args.preset,
-                         out=args.out, method=args.method)
+
+
+def _print_scores(table) -> int:
     print(table.to_string(index=False))
     _print_written(table.attrs.get("written", {}))
     return EXIT_OK
+
+
+def cmd_evaluate(args) -> int:
+    _method_needs_out(args)
+    return _print_scores(api.evaluate(args.hf, args.task, args.lengths, samples=args.samples, seed=args.seed,
+                                      preset=args.preset, out=args.out, method=args.method))
 
 
 def cmd_export(args) -> int:
@@ -227,12 +234,9 @@ def cmd_export(args) -> int:
 
 
 def cmd_score(args) -> int:
-    if args.method is not None and args.out is None:
-        raise InputError("--method writes a leaderboard row: give --out DIR too")
-    table = api.score(args.task, args.predictions, out=args.out, method=args.method, preset=args.preset)
-    print(table.to_string(index=False))
-    _print_written(table.attrs.get("written", {}))
-    return EXIT_OK
+    _method_needs_out(args)
+    return _print_scores(api.score(args.task, args.predictions, out=args.out, method=args.method,
+                                   preset=args.preset))
 
 
 def cmd_check(args) -> int:

@@ -36,7 +36,14 @@ import pandas as pd
 from lengthbench.benchmark.device import hardware_description
 from lengthbench.benchmark.files import ensure_output_dir, write_json
 from lengthbench.benchmark.grid import resolve_workers, run_grid
-from lengthbench.benchmark.plan import calibrate, estimate, kind_of, training_shapes, worker_threads
+from lengthbench.benchmark.plan import (
+    calibrate,
+    estimate,
+    kind_of,
+    planned_seconds,
+    training_shapes,
+    worker_threads,
+)
 from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.benchmark.version import code_version
 from lengthbench.core.errors import InputError
@@ -87,10 +94,8 @@ def sample_grid(preset, tasks: tuple[str, ...]):
 
 
 def _priced(preset, results, workers: int) -> dict:
-    estimates, _, _ = estimate(preset, results, workers, force=True)
-    serial = sum(e.runs * (e.train_seconds + e.eval_seconds) for e in estimates)
-    runs = sum(e.runs for e in estimates)
-    return {"run_time_one_worker_s": round(serial, 3), "wall_time_s": round(serial / max(1, min(workers, runs)), 3),
+    serial, wall, _ = planned_seconds(estimate(preset, results, workers, force=True)[0], workers)
+    return {"run_time_one_worker_s": round(serial, 3), "wall_time_s": round(wall, 3),
             "load_average_1min": round(os.getloadavg()[0], 2)}
 
 
@@ -100,7 +105,7 @@ def quiet_sample(preset, tasks: tuple[str, ...], out: Path, workers: int) -> dic
     ``out/plan-check.json``; returns what it wrote."""
     sample = sample_grid(preset, tasks)
     folder = ensure_output_dir(out, "--out")
-    check = {"what": f"one run per kind of model on {', '.join(tasks)}, seed {preset.seeds[0]}",
+    check = {"what": f"one run per kind of model on {', '.join(tasks)}, seed {preset.seeds[0]}", "workers": workers,
              "whole_grid": _priced(preset, folder / "records", workers),
              "plan": _priced(sample, folder / "records", workers)}
     before, start = os.getloadavg()[0], time.perf_counter()
