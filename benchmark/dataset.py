@@ -23,7 +23,7 @@ from pathlib import Path
 from lengthbench.benchmark.files import atomic_path, ensure_output_dir, json_text, write_text
 from lengthbench.benchmark.instances import evaluation_instances, instance_id
 from lengthbench.benchmark.version import __version__
-from lengthbench.core.errors import InputError
+from lengthbench.core.errors import InputError, install_hint
 from lengthbench.tasks.formats import label_not_applicable
 
 # The preset's bands as split names the Hub knows (the reported test band is `test`).
@@ -42,7 +42,7 @@ def _pyarrow():
         import pyarrow
         import pyarrow.parquet
     except ImportError:
-        raise InputError("lengthbench export writes Parquet, which needs pyarrow: pip install -e \".[hf]\"") from None
+        raise InputError(f"lengthbench export writes Parquet, which needs pyarrow: {install_hint('hf')}") from None
     return pyarrow
 
 

@@ -47,7 +47,7 @@ from lengthbench.benchmark.config import EVAL_SEED
 from lengthbench.benchmark.device import available_memory
 from lengthbench.benchmark.evaluate import evaluate_at
 from lengthbench.benchmark.seeding import eval_streams
-from lengthbench.core.errors import InputError
+from lengthbench.core.errors import InputError, install_hint
 from lengthbench.tasks import Task, get_task, make_batch
 from lengthbench.tasks.base import IGNORE, N_SPECIAL, check_lengths
 from lengthbench.tasks.cells import split_label
@@ -175,7 +175,7 @@ def read_parquet_rows(path, where: str) -> list[tuple[int, dict]]:
     try:
         import pyarrow.parquet
     except ImportError:
-        raise InputError(f"{where} is Parquet, which needs pyarrow to read: pip install -e \".[hf]\"") from None
+        raise InputError(f"{where} is Parquet, which needs pyarrow to read: {install_hint('hf')}") from None
     try:
         table = pyarrow.parquet.read_table(path)
     except (OSError, pyarrow.ArrowException) as err:

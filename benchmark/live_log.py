@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from lengthbench.core.errors import InputError
+from lengthbench.core.errors import InputError, install_hint
 
 LOG_KINDS = ("tensorboard", "wandb")
 PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb"}  # what each kind's writer imports
@@ -31,8 +31,8 @@ def check_live_log(kind: str | None) -> None:
     try:
         importlib.import_module(PACKAGES[kind])
     except ImportError:
-        raise InputError(f"--log {kind} needs the {PACKAGES[kind]} package: pip install {PACKAGES[kind]} "
-                         "(or lengthbench[logs])") from None
+        raise InputError(f"--log {kind} needs the {PACKAGES[kind]} package: pip install {PACKAGES[kind]}, "
+                         f"or the logs extra: {install_hint('logs')}") from None
 
 
 class TensorBoardLog:

@@ -29,7 +29,7 @@ import torch
 
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.executors import ExecutorContext, Outcome, RunJob
-from lengthbench.core.errors import InputError
+from lengthbench.core.errors import InputError, install_hint
 from lengthbench.models.plugins import load_plugins
 
 RAY_RETRIES = 3  # retries of a task whose worker process died
@@ -41,7 +41,7 @@ def require_ray():
     try:
         import ray  # optional dependency: the [ray] extra
     except ImportError:
-        raise InputError('--executor ray needs Ray, which is not installed: pip install -e ".[ray]"') from None
+        raise InputError(f"--executor ray needs Ray, which is not installed: {install_hint('ray')}") from None
     return ray
 
 

@@ -34,6 +34,11 @@ class OutputError(OSError):
     the previous version of the file is left untouched."""
 
 
+def install_hint(extra: str) -> str:
+    """How to install an optional extra, for an installed package and for a clone alike."""
+    return f'pip install "lengthbench[{extra}]" (from a clone: pip install -e ".[{extra}]")'
+
+
 class RunsFailed(RuntimeError):
     """Every run of a grid ended in error: nothing was measured. Raised after
     the records and tables are written, so that a script calling the API

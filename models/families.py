@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from lengthbench.core.errors import install_hint
 from lengthbench.core.registry import Registry
 from lengthbench.models.encodings.base import PositionEncoding, check_encoding_name
 from lengthbench.tasks.cells import TRANSFORMER
@@ -115,7 +116,7 @@ class FamilyEntry:
         absent = [p for p in self.requires if importlib.util.find_spec(p) is None]
         if not absent:
             return None
-        how = f'pip install -e ".[{self.extra}]"' if self.extra else f"pip install {' '.join(absent)}"
+        how = install_hint(self.extra) if self.extra else f"pip install {' '.join(absent)}"
         return f"model family {self.name} needs the {', '.join(absent)} package: {how}"
 
 

@@ -41,7 +41,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from lengthbench.core.errors import InputError
+from lengthbench.core.errors import InputError, install_hint
 from lengthbench.models.families import ModelSize, RunModel, register_family
 from lengthbench.models.transformer import transformer_flops
 
@@ -52,7 +52,7 @@ def _transformers():
     try:
         import transformers
     except ImportError:
-        raise InputError("the hf-* model families build Hugging Face transformers models: pip install -e \".[hf]\"") \
+        raise InputError(f"the hf-* model families build Hugging Face transformers models: {install_hint('hf')}") \
             from None
     return transformers
 

@@ -178,7 +178,7 @@ def test_ray_executor_without_ray_says_how_to_install_it(ctx, capsys, monkeypatc
     monkeypatch.setitem(sys.modules, "ray", None)  # as if the [ray] extra were not installed
     before = snapshot(ctx["tmp"])
     assert_refused(capsys, RUN + ["--executor", "ray", "--results", str(ctx["tmp"] / "new")],
-                   "--executor ray needs Ray", 'pip install -e ".[ray]"')
+                   "--executor ray needs Ray", 'pip install "lengthbench[ray]"')
     assert snapshot(ctx["tmp"]) == before
 
 

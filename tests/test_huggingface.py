@@ -98,7 +98,8 @@ def test_a_grid_with_an_hf_family_and_no_transformers_is_refused_before_any_run(
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "transformers" else
                         find_spec(name, *a))
-    with pytest.raises(InputError, match=r"model family hf-llama needs the transformers package: pip install -e "
-                                         r"\"\.\[hf\]\" \(nothing was run\)"):
+    with pytest.raises(InputError, match=r"model family hf-llama needs the transformers package: pip install "
+                                         r"\"lengthbench\[hf\]\" \(from a clone: pip install -e \"\.\[hf\]\"\) "
+                                         r"\(nothing was run\)"):
         api.run("smoke", tasks=["copy"], models=["hf-llama"], results=tmp_path, progress=False)
     assert not list(tmp_path.glob("*.json"))
