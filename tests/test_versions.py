@@ -108,3 +108,33 @@ def test_the_harness_imports_are_read_from_its_import_statements():
     assert {"benchmark/runner.py", "benchmark/config.py", "benchmark/train.py", "models/transformer.py",
             "tasks/base.py", "models/encodings/rope.py", "core/errors.py", "core/registry.py"} <= sources
     assert not {"leaderboard/aggregate.py", "cli.py", "benchmark/grid.py"} & sources
+
+
+def test_a_record_is_marked_dirty_by_code_changes_not_by_a_references_data(tmp_path):
+    """A chain of reference runs rewrites the records folder's tracked ``provenance.json`` between commands:
+    that is data and leaves the next command's runs clean; an edited source file marks them ``.dirty``."""
+    import subprocess
+
+    from lengthbench.benchmark.version import code_version
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+
+    provenance = tmp_path / "leaderboard" / "reference" / "horizon" / "records" / "provenance.json"
+    source = tmp_path / "tasks" / "copy.py"
+    for path in (provenance, source):
+        path.parent.mkdir(parents=True)
+        path.write_text("1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "records and code")
+    code_version.cache_clear()
+    assert not code_version(tmp_path).endswith(".dirty")
+    provenance.write_text("2\n")
+    code_version.cache_clear()
+    assert not code_version(tmp_path).endswith(".dirty")
+    source.write_text("2\n")
+    code_version.cache_clear()
+    assert code_version(tmp_path).endswith(".dirty")
+    code_version.cache_clear()
