@@ -169,6 +169,17 @@ def test_every_shipped_record_was_made_by_committed_code():
     assert REFERENCE.joinpath("horizon", "records").is_dir() and not dirty, dirty[:5]
 
 
+def test_no_horizon_record_is_stale():
+    """Every record of the protocol-v2 reference was made by the current versions of its task, format,
+    encoding, family and trainer: a version bump reruns its cells and removes the old records (git keeps them)."""
+    from lengthbench.benchmark.store import ResultsFolder
+    from lengthbench.benchmark.versions import code_versions
+
+    stale = [r.run_id for r in ResultsFolder(REFERENCE / "horizon" / "records").records()
+             if r.config.code_versions != code_versions(r.config.task, r.config.encoding or None, r.config.family)]
+    assert not stale, f"{len(stale)} stale records, e.g. {stale[:3]}"
+
+
 def test_every_interval_quoted_in_the_results_page_and_readme_is_a_shipped_number():
     """docs/results.md and the README quote intervals by hand; each must stand in a shipped reference's report,
     README or table, or (the suite's randomized-rope over rope, said nowhere else) be recomputed here from its
