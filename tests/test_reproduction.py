@@ -487,12 +487,14 @@ def test_the_setting_states_a_fixed_budget_when_the_fit_is_only_logged():
 def test_negative_report_pairs_the_eigenvalue_ranges_by_task_and_tests_the_fit_shift():
     """Grazzi et al.'s claim: beta in (0, 2) against (0, 1), the same family, on parity and modular counting.
     (0, 1) fits parity on no seed (the claim: it cannot learn it): the fit shift 2/4 → 4/4 carries its
-    permutation p; where both fit (cycle_navigation) the difference is one task's."""
+    permutation p; where both fit (cycle_navigation) the difference is one task's: a task outside the claim
+    where both fit (flip_flop) is in the per-task table, not in the comparison."""
     from lengthbench.studies.negative import negative_report
 
     scores = {("parity_check", "deltanet"): (0.5, 0.5), ("parity_check", "deltanet-negative"): (1.0, 1.0),
               ("cycle_navigation", "deltanet"): (0.4, 0.6), ("cycle_navigation", "deltanet-negative"): (0.9, 0.9),
-              ("word_problem_s5", "deltanet-negative"): (0.2, 0.2)}
+              ("word_problem_s5", "deltanet-negative"): (0.2, 0.2),
+              ("flip_flop", "deltanet"): (0.1, 0.1), ("flip_flop", "deltanet-negative"): (0.9, 0.9)}
     unfit = {("parity_check", "deltanet")}
     records = [_banded(task, m, s, 1.0, x, fit=0.5 if (task, m) in unfit else 1.0)
                for (task, m), seeds in scores.items() for s, x in enumerate(seeds)]
@@ -500,6 +502,7 @@ def test_negative_report_pairs_the_eigenvalue_ranges_by_task_and_tests_the_fit_s
     assert "# Negative eigenvalues in the delta rule (Grazzi et al. 2025)" in text
     assert "| `deltanet-negative` against `deltanet` | 2/4 → 4/4, p 0.33 | 1 | +40.0 | 1.00 [1.00, 1.00]" in text
     assert "| parity_check | `deltanet` | 0/2 | 50.0 ± 0.0 (did not fit) |" in text
+    assert "| flip_flop | `deltanet-negative` | 2/2 | 90.0 ± 0.0 |" in text
     assert "The paper's: Grazzi et al.: trained on lengths up to 40" in text
     assert "gated-deltanet" not in text.split("## Beta in")[1]  # no gated pair ran: no row for it
     with pytest.raises(InputError, match="no pair of delta-rule runs"):
