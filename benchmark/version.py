@@ -17,12 +17,17 @@ NOT_CODE = ("leaderboard/reference",)
 
 @functools.lru_cache(maxsize=1)
 def code_version(root: Path | None = None) -> str:
-    """``<version>+g<commit>[.dirty]`` inside a git checkout (``.dirty``: a
-    tracked file other than ``NOT_CODE``'s differs from the commit), else the version."""
-    root = root or Path(__file__).resolve().parent.parent
+    """``<version>+g<commit>[.dirty]`` where ``root`` is a git checkout's top
+    (``.dirty``: a tracked file other than ``NOT_CODE``'s differs from the
+    commit), else the version: an installed package inside someone else's
+    repository (a virtual environment in a project folder) is not stamped with
+    that repository's commit."""
+    root = (root or Path(__file__).resolve().parent.parent).resolve()
     try:
-        sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root,
-                             capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        top, sha = subprocess.run(["git", "rev-parse", "--show-toplevel", "--short=12", "HEAD"], cwd=root,
+                                  capture_output=True, text=True, timeout=10, check=True).stdout.split()
+        if Path(top).resolve() != root:
+            return __version__
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
                                 *(f":(exclude){path}" for path in NOT_CODE)], cwd=root,
                                capture_output=True, text=True, timeout=10).stdout.strip()

@@ -112,10 +112,11 @@ def test_the_harness_imports_are_read_from_its_import_statements():
 
 def test_a_record_is_marked_dirty_by_code_changes_not_by_a_references_data(tmp_path):
     """A chain of reference runs rewrites the records folder's tracked ``provenance.json`` between commands:
-    that is data and leaves the next command's runs clean; an edited source file marks them ``.dirty``."""
+    that is data and leaves the next command's runs clean; an edited source file marks them ``.dirty``; an
+    installed package inside another checkout gets the plain version, not that checkout's commit."""
     import subprocess
 
-    from lengthbench.benchmark.version import code_version
+    from lengthbench.benchmark.version import __version__, code_version
 
     def git(*args):
         subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
@@ -137,4 +138,9 @@ def test_a_record_is_marked_dirty_by_code_changes_not_by_a_references_data(tmp_p
     source.write_text("2\n")
     code_version.cache_clear()
     assert code_version(tmp_path).endswith(".dirty")
+    code_version.cache_clear()
+    # a package installed inside someone else's checkout (a virtual environment in a project) is not that checkout
+    installed = tmp_path / ".venv" / "lib" / "site-packages" / "lengthbench"
+    installed.mkdir(parents=True)
+    assert code_version(installed) == __version__
     code_version.cache_clear()
