@@ -21,14 +21,16 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 
-SCRIPT = textwrap.dedent("""
+STEPS = 600  # about 4 s of training on one thread: ample time to kill it between checkpoints
+
+SCRIPT = textwrap.dedent(f"""
     import sys
     from dataclasses import replace
     import lengthbench.cli as cli
     from lengthbench.benchmark.presets import PRESETS, register_preset
     base = PRESETS["smoke"]
     register_preset(replace(base, name="long", tasks=("copy",), encodings=("randomized-rope",),
-                            settings={**base.settings, "steps": 300}))
+                            settings={{**base.settings, "steps": {STEPS}}}))
     if __name__ == "__main__":
         sys.exit(cli.main(sys.argv[1:]))
 """)
@@ -44,6 +46,24 @@ def _run(tmp_path: Path, results: Path) -> subprocess.Popen:
                             start_new_session=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
+def _next_checkpoint(results: Path, proc: subprocess.Popen, after: int | None) -> int:
+    """Wait for a checkpoint file other than ``after`` (an inode: each save
+    renames a new file into place) and return its inode; the run must still
+    be training."""
+    deadline = time.monotonic() + 600  # a bound against a hang only (the machine may be loaded)
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the run ended before it could be killed mid-training"
+        for path in (results / "checkpoints").glob("*.pt"):
+            try:
+                inode = path.stat().st_ino
+            except FileNotFoundError:  # replaced while listed
+                continue
+            if inode != after:
+                return inode
+        time.sleep(0.02)
+    raise AssertionError("no checkpoint within 600 s")
+
+
 def _record(results: Path) -> dict:
     [path] = results.glob("copy__*.json")
     return json.loads(path.read_text())
@@ -55,21 +75,21 @@ def test_a_killed_run_resumes_from_its_checkpoint_to_the_same_record(tmp_path):
 
     results = tmp_path / "killed"
     proc = _run(tmp_path, results)
-    deadline = time.time() + 600  # a bound against a hang only (the machine may be loaded)
-    while not list((results / "checkpoints").glob("*.pt")) and time.time() < deadline:
-        time.sleep(0.05)
-    time.sleep(1.0)  # a few more checkpoints, well before the end
+    # Killed right after its second checkpoint (the newest one is what must resume), by events, not a
+    # blind sleep: a fixed wait let an unloaded run finish before the kill, a loaded test process wake late.
+    first = _next_checkpoint(results, proc, after=None)
+    _next_checkpoint(results, proc, after=first)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     [saved] = (results / "checkpoints").glob("*.pt")
     saved_step = torch.load(saved, weights_only=True)["step"]
-    assert 0 < saved_step < 300
+    assert 0 < saved_step < STEPS
     assert not list(results.glob("copy__*.json"))  # it died mid-training
 
     resumed = _run(tmp_path, results)
     _, log = resumed.communicate(timeout=900)
     assert resumed.returncode == 0, log
-    [step] = re.findall(r"resumed from its checkpoint at step (\d+) of 300", log)
+    [step] = re.findall(rf"resumed from its checkpoint at step (\d+) of {STEPS}", log)
     assert int(step) == saved_step  # it went on from the saved state, not from step 0
     assert uninterrupted.wait(timeout=900) == 0
     first, again = _record(whole), _record(results)
