@@ -269,3 +269,19 @@ def test_a_complete_runs_provenance_counts_the_runs_it_finished(tmp_path):
     assert provenance["runs"] == 5 and provenance["runs_finished_this_invocation"] == 2
     assert _runs(provenance) == "5 (2 finished in this sitting)"
     assert _runs({"runs": 1023}) == "1023"  # written before the count was recorded
+
+
+def test_the_protocol_notes_name_every_cut_the_zoo_adds():
+    """The zoo's cuts beyond ``horizon``'s (the delta rule's and the data-dependent mechanisms') are
+    printed by ``--plan`` and written by hand in ``PROTOCOL.md``: each is there with every task it cuts."""
+    from lengthbench.benchmark.presets import ZOO_ENCODINGS
+    from lengthbench.studies.zoo import DELTA_FAMILIES, ZOO_CUTS
+    from lengthbench.tasks.cells import transformer_method
+
+    text = (REFERENCE / "horizon" / "PROTOCOL.md").read_text()
+    section = text[text.index("### After the grid: the 2025-26 zoo"):]
+    new_methods = {*DELTA_FAMILIES, *(transformer_method(e) for e in ZOO_ENCODINGS)}
+    added = [cut for cut in ZOO_CUTS if set(cut.methods) & new_methods]
+    assert len(added) == 3 and section.count("\n7. **") == 1
+    for cut in added:
+        assert [t for t in cut.tasks if f"`{t}`" not in section.split("\n\nIt runs view by view")[0]] == [], cut.reason
