@@ -285,3 +285,21 @@ def test_the_protocol_notes_name_every_cut_the_zoo_adds():
     assert len(added) == 3 and section.count("\n7. **") == 1
     for cut in added:
         assert [t for t in cut.tasks if f"`{t}`" not in section.split("\n\nIt runs view by view")[0]] == [], cut.reason
+
+
+def test_the_protocol_notes_quote_each_complete_zoo_view_as_its_records_hold_it():
+    """The zoo's table in ``PROTOCOL.md`` is written by hand as views land: a complete view's new runs
+    (its cells not in ``horizon``) and their summed run time are what the records say."""
+    import re
+
+    from lengthbench.api import of_preset
+
+    where = REFERENCE / "horizon" / "records"
+    records = ResultsFolder(where).records()
+    horizon = {r.run_id for r in of_preset(records, "horizon", where)}
+    text = (REFERENCE / "horizon" / "PROTOCOL.md").read_text()
+    rows = re.findall(r"^\| `(horizon-\w+)`[^|]* \| (\d+) \| [^|]+ \| ([\d.]+) h \| complete", text, re.M)
+    assert rows
+    for view, runs, hours in rows:
+        new = [r for r in of_preset(records, view, where) if r.run_id not in horizon]
+        assert (len(new), f"{sum(r.wall_time_s for r in new) / 3600:.2f}") == (int(runs), hours), view
