@@ -510,7 +510,8 @@ def test_negative_report_pairs_the_eigenvalue_ranges_by_task_and_tests_the_fit_s
 
 
 def test_state_report_says_who_tracks_the_state_past_the_training_lengths():
-    """S5: the LSTM fits and reaches past 2x on both seeds, the transformer fits and fails, ssm does not fit."""
+    """S5: the LSTM fits and reaches past 2x on both seeds, the transformer fits and fails, ssm does not fit
+    (named in the comparison as fitting nowhere, not compared)."""
     from lengthbench.studies.state import state_report
 
     records = [record("word_problem_s5", m, s, [1, 1, 1, t, t], validation_length=3)
@@ -530,6 +531,12 @@ def test_state_report_says_who_tracks_the_state_past_the_training_lengths():
     # 4 RNN seeds (100, 100, 55, 55) against 4 transformer seeds (10, 10, 20, 20): every pair won
     # P's permutation p (0.029) would decide, but one task is too few for a verdict
     assert f"| word_problem_s5 | transformer (every encoding) | 1.00 [1.00, 1.00], p 0.029: {TOO_FEW_TEXT} (1) |" in text
+    # ssm ran S5 and fit it nowhere: named, not compared; no stack or tape RNN ran: no row
+    assert "| word_problem_s5 | diagonal state space (`ssm`) | none of their cells fit the training lengths" in text
+    assert "RNNs with a stack or tape" not in text.split("## Nonlinear RNNs against each group")[1]
+    assert "No method that ran fit" not in text  # something fit each task
+    none_fit = state_report([r for r in records if r.task == "word_problem_s3" and r.method == "rnn"] + records[:2])
+    assert "No method that ran fit word_problem_s3 at its training lengths at this budget: no claim about it" in none_fit
     assert "| copy |" not in text
     with pytest.raises(InputError, match="no state-tracking task"):
         state_report([r for r in records if r.task == "copy"])
