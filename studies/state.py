@@ -44,7 +44,9 @@ STATE_CLAIM = ("the word problem of S5 (non-solvable: NC1-complete) cannot be so
 FLIPFLOP_CLAIM = ("transformers make rare, sporadic errors on flip-flop strings, more as the strings grow sparse and "
                   "long; a 1-layer LSTM makes none")
 PROTOCOL = ("Merrill et al. and Liu et al. (automata): fixed lengths, the depth a model needs measured, not length "
-            "generalization; Liu et al. (flip-flop): strings of 512 tokens, the sparseness of reads varied")
+            "generalization, the state after every prefix supervised at that prefix's own token (here the final state "
+            "is the one answer: tasks/state_tracking.py says why); Liu et al. (flip-flop): strings of 512 tokens, the "
+            "sparseness of reads varied")
 
 
 register_preset(part_of_zoo("horizon-state", "Merrill et al.'s and Liu et al.'s claims: the state-tracking tasks x "
