@@ -96,13 +96,14 @@ def state_report(records: list[RunRecord]) -> str:
                          f"{pct(scores.min())}–{pct(scores.max())}" if len(fit) else "",
                          str(int((reach >= 2 * train).sum())), chance_of(board, task)])
     unlearned = [task for task in tasks if not judged(ran[ran.task == task]).any()]
+    unjudged = (f" No method that ran fit {' or '.join(unlearned)} at its training lengths at this budget: no claim "
+                f"about {'it' if len(unlearned) == 1 else 'them'} is judged here. Where no method learns a task "
+                f"within its training lengths, its numbers cannot say which methods fail past them."
+                if unlearned else "")
     lines += ["## Who tracks the state past the training lengths", "",
               f"Per group of methods and task: the cells that fit their training lengths, the lowest and highest "
               f"test exact match among them, and how many of them score ≥ 90% at every test length up to 2× the "
-              f"longest training length ({2 * train})."
-              + (f" No method that ran fit {' or '.join(unlearned)} at its training lengths at this budget: no claim "
-                 f"about {'it' if len(unlearned) == 1 else 'them'} is judged here: where no method learns a task within "
-                 f"its training lengths, its numbers cannot say which methods fail past them." if unlearned else ""), "",
+              f"longest training length ({2 * train}).{unjudged}", "",
               *markdown_table(["methods", "task", "cells fit", "fit cells' test exact match (%)",
                                f"cells that reach {2 * train}", CHANCE_COLUMN], rows), ""]
     seeds = seed_scores(records, "ood_exact_match")
@@ -122,7 +123,8 @@ def state_report(records: list[RunRecord]) -> str:
               "On each task, the seeds of the nonlinear RNNs that fit (`rnn`, `lstm` together) against those of a "
               "group's fit cells: the probability that an RNN seed beats a group seed, with its stratified bootstrap "
               "interval (95%) and permutation p; a group that ran the task but fit it nowhere is named so. One task is "
-              "one stratum: these are descriptions of that task, not findings across tasks." + ("" if rows else " No nonlinear RNN cell fit a state-tracking task here."),
+              "one stratum: these are descriptions of that task, not findings across tasks."
+              + ("" if rows else " No nonlinear RNN cell fit a state-tracking task here."),
               "", *(markdown_table(["task", "against", "P(nonlinear RNN > them) [95% interval], p: verdict"], rows)
                     if rows else []), ""]
     return "\n".join(lines) + "\n"
