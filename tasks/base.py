@@ -40,7 +40,11 @@ class Sample:
     ``answer_mask`` (optional, ``outputs``' shape) marks the output symbols
     that are the final answer, the only ones scored; a format's other
     output symbols (``tasks.formats``) are trained but not scored. None:
-    every output symbol is the answer.
+    every output symbol is the answer. ``input_targets`` (optional,
+    ``inputs``' shape, task symbols) are what each input position is
+    trained to predict instead of the next input symbol (a tagging format's
+    per-prefix states, ``tasks.formats``): trained, never scored, never fed
+    back. None: input positions carry no loss.
     """
 
     inputs: np.ndarray
@@ -48,6 +52,7 @@ class Sample:
     output_lengths: np.ndarray | None = None
     coupled_ids: np.ndarray | None = None
     answer_mask: np.ndarray | None = None
+    input_targets: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,8 @@ class Batch:
     """A model-ready batch (numpy int64 arrays of shape ``(B, T)`` unless noted).
 
     ``tokens`` are the model inputs, ``targets`` the next tokens (``IGNORE``
-    outside output+EOS), ``scored`` marks the positions whose prediction is an
+    outside output+EOS, where a sample's ``input_targets`` do not fill the
+    input positions), ``scored`` marks the positions whose prediction is an
     output symbol (metrics use only these; EOS is trained but not scored),
     ``position_ids`` the task's structured ids (plain ``0..T-1`` when it has
     none), ``seq_lens`` the real (unpadded) token count and ``lengths`` the
@@ -123,6 +129,14 @@ class Task:
         """Number of input symbols at a task length (the task's length rule)."""
         return length
 
+    def prefix_states(self, inputs: np.ndarray) -> np.ndarray:
+        """For a task whose one-symbol answer is a state updated once per
+        input symbol: the state after every prefix of ``inputs`` ``(B, N)``,
+        in output symbols, the last column the answer (what the ``tagged``
+        format trains each input position on). Tasks without such a state
+        do not override it."""
+        raise NotImplementedError
+
     def decode(self, symbols) -> str:
         return " ".join(self.symbols[s] for s in symbols)
 
@@ -161,7 +175,7 @@ def task_names() -> list[str]:
 
 
 def _assemble(sample: Sample) -> tuple[np.ndarray, ...]:
-    """Lay one group out as full sequences; returns (seq, out_start, out_len, ids, answer_mask)."""
+    """Lay one group out as full sequences; returns (seq, out_start, out_len, ids, answer_mask, input_targets)."""
     inputs, outputs = sample.inputs, sample.outputs
     b, n_in = inputs.shape
     width = outputs.shape[1]
@@ -175,7 +189,7 @@ def _assemble(sample: Sample) -> tuple[np.ndarray, ...]:
     out_tokens = np.where(outputs >= 0, outputs + N_SPECIAL, PAD)
     seq[:, n_in + 2 : n_in + 2 + width] = out_tokens
     seq[np.arange(b), n_in + 2 + out_len] = EOS
-    return seq, n_in + 2, out_len, sample.coupled_ids, sample.answer_mask
+    return seq, n_in + 2, out_len, sample.coupled_ids, sample.answer_mask, sample.input_targets
 
 
 def check_lengths(task: Task, lengths) -> None:
@@ -208,7 +222,7 @@ def assemble_batch(samples: list[tuple[int, Sample]]) -> Batch:
     seq_lens = np.zeros(rows, dtype=np.int64)
     row_lengths = np.zeros(rows, dtype=np.int64)
     r = 0
-    for n, (seq, out_start, out_len, ids, answer_mask) in groups:
+    for n, (seq, out_start, out_len, ids, answer_mask, input_targets) in groups:
         b, t = seq.shape[0], seq.shape[1] - 1
         col = np.arange(t)
         # position p predicts seq[p + 1]; outputs occupy seq[out_start : out_start + out_len]
@@ -219,6 +233,8 @@ def assemble_batch(samples: list[tuple[int, Sample]]) -> Batch:
         scored[r : r + b, :t] = (col >= first) & (col < last[:, None])
         if answer_mask is not None:  # only the answer's symbols among the output's
             scored[r : r + b, first : first + answer_mask.shape[1]] &= answer_mask
+        if input_targets is not None:  # input symbol i (at position i + 1) is trained on its own target
+            targets[r : r + b, 1 : input_targets.shape[1] + 1] = input_targets + N_SPECIAL
         if ids is not None:
             position_ids[r : r + b, :t] = ids[:, :-1]
             position_ids[r : r + b, t:] = ids[:, -1:]  # padding: repeat, never attended to

@@ -82,7 +82,7 @@ class Format:
         return task.max_length
 
 
-FORMAT_ORDER = ("plain", "reversed", "index-hints", "scratchpad")
+FORMAT_ORDER = ("plain", "reversed", "index-hints", "scratchpad", "tagged")
 FORMATS: Registry[Format] = Registry("format", order=FORMAT_ORDER)
 
 
@@ -306,6 +306,40 @@ class Scratchpad(Format):
         if task.name == "parity_check":
             return list(output[-1:])
         return list(output[output.index(STAR, output.index(STAR) + 1) + 1:])  # after the second "*"
+
+
+def tracks_a_state(task: Task) -> bool:
+    """Whether the task defines the state after every prefix (``Task.prefix_states``)."""
+    return type(task).prefix_states is not Task.prefix_states
+
+
+@register_format
+class Tagged(Format):
+    """The state after every prefix, trained at that prefix's own input
+    symbol (a tagging task, as Liu et al. 2023 and Merrill et al. 2024
+    train the word problems): the position that has read the first i input
+    symbols is trained to predict the state after them (``Task.prefix_states``)
+    instead of the next input symbol, and the answer after ``SEP`` is the
+    final state, as in ``plain``. The input is unchanged and the states are
+    never fed back, so nothing is decoded: unlike a scratchpad, no state is
+    composed from the one written before it, and unlike states written after
+    ``SEP``, none must be carried to the end. What differs from the papers:
+    only the answer is scored, so exact match compares with ``plain`` (they
+    score every prefix's state), and the loss averages the states, the
+    answer and ``EOS`` alike (the answer is 1 of N + 2 targets, not 1 of 2)."""
+
+    name = "tagged"
+    description = "the state after every prefix trained at its own input symbol (a tagging task); the answer as in plain"
+
+    def not_applicable(self, task):
+        if not tracks_a_state(task):
+            tagged = [name for name in TASKS.names() if tracks_a_state(TASKS[name]())]
+            return (f"{task.name}'s answer is not a state updated once per input symbol; the tagged format applies "
+                    f"to {', '.join(tagged)} (a task that defines prefix_states)")
+        return None
+
+    def write(self, task, sample, rng):
+        return replace(sample, input_targets=task.prefix_states(sample.inputs))
 
 
 def formatted(task: Task, fmt: Format | str) -> Task:

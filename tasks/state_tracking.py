@@ -18,7 +18,10 @@ is then one step per output, not state tracking), and a recurrent model
 would have to remember every prefix's state until ``SEP`` (a copying
 problem). The final state is the problem both papers' claims are about (the
 word problem of S5 is NC1-complete; parity_check and cycle_navigation are
-the word problems of Z2 and Z5 in the same framing).
+the word problems of Z2 and Z5 in the same framing). The ``tagged`` data
+format trains the word problems the papers' way instead: the state after
+every prefix at that prefix's own input symbol (``prefix_states``), never
+fed back, the final state the one answer scored (``tasks.formats``).
 """
 
 from __future__ import annotations
@@ -58,11 +61,14 @@ class WordProblem(Task):
         return self.examples(rng.integers(0, len(self.symbols), size=(batch_size, length)))
 
     def examples(self, x):
-        table = self.table()
-        state = x[:, 0].copy()
-        for t in range(1, x.shape[1]):  # one vectorized update per position (the group is not abelian)
-            state = table[state, x[:, t]]
-        return Sample(x, state[:, None])
+        return Sample(x, self.prefix_states(x)[:, -1:])
+
+    def prefix_states(self, inputs):
+        table, states = self.table(), np.empty_like(inputs)
+        states[:, 0] = inputs[:, 0]
+        for t in range(1, inputs.shape[1]):  # one vectorized update per position (the group is not abelian)
+            states[:, t] = table[states[:, t - 1], inputs[:, t]]
+        return states
 
     def solve(self, inputs):
         elements = self.elements()

@@ -115,7 +115,7 @@ def test_a_format_that_does_not_apply_is_refused_naming_why(fmt, task_name):
 
 
 def test_the_registry_lists_the_formats():
-    assert format_names() == ["plain", "reversed", "index-hints", "scratchpad"]
+    assert format_names() == ["plain", "reversed", "index-hints", "scratchpad", "tagged"]
     assert set(FORMATS.names()) == set(format_names())
     assert formatted(get_task("copy"), "plain") is not None
 
@@ -199,3 +199,47 @@ def test_a_scratchpad_is_evaluated_by_greedy_decoding_not_teacher_forcing():
     wrapped = lambda tokens, _: model(tokens)  # noqa: E731
     assert float(_score(wrapped, t, positions, 1)[1]) == 1.0  # teacher-forced: the true steps give it away
     assert float(_score(wrapped, t, positions, 1, decode=True)[1]) == 0.0
+
+
+TAGGED = [t for f, t in PAIRS if f == "tagged"]
+
+
+def test_tagged_applies_to_the_tasks_with_a_state_per_symbol():
+    assert TAGGED == ["parity_check", "cycle_navigation", "word_problem_s5", "word_problem_s3"]
+
+
+@pytest.mark.parametrize("task_name", TAGGED)
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), lengths=st.lists(st.integers(1, 12), min_size=1, max_size=6))
+def test_tagged_trains_each_input_symbol_on_the_oracles_state_after_its_prefix(task_name, seed, lengths):
+    """Input position i + 1 (input symbol i read) is trained on the oracle's
+    answer to the first i + 1 symbols; everything else (tokens, the answer,
+    <eos>, what is scored) is the plain batch's, token for token."""
+    task, lengths = get_task(task_name), np.array(lengths)
+    plain = make_batch(task, np.random.default_rng(seed), lengths)
+    tagged = make_batch(get_task(f"{task_name}+tagged"), np.random.default_rng(seed), lengths)
+    assert (tagged.tokens == plain.tokens).all() and (tagged.scored == plain.scored).all()
+    for row, n in enumerate(tagged.lengths):
+        inputs = [int(s) - N_SPECIAL for s in tagged.tokens[row, 1:n + 1]]
+        states = [task.solve(inputs[:i + 1])[0] + N_SPECIAL for i in range(n)]
+        assert tagged.targets[row, 0] == IGNORE and tagged.targets[row, 1:n + 1].tolist() == states
+        assert (tagged.targets[row, n + 1:] == plain.targets[row, n + 1:]).all()
+
+
+@pytest.mark.parametrize("packs", [True, False], ids=["packed", "buckets"])
+def test_the_trainer_trains_on_the_tags(packs):
+    """The trainer's passes (packed rows or length buckets) carry every tag:
+    each example's input symbols, answer and <eos>."""
+    from lengthbench.benchmark.presets import get_preset
+    from lengthbench.benchmark.train import batch_tensors, forward_passes
+
+    task = get_task("word_problem_s3+tagged")
+    model = get_preset("quick").run_config(task.name, "nope", 0).build_model(task.vocab_size)
+    model.packs_sequences = packs
+    batch = make_batch(task, np.random.default_rng(0), np.sort(np.random.default_rng(1).integers(1, 17, size=64)))
+    t = batch_tensors(batch, torch.device("cpu"))
+    positions = model.positions(t["tokens"], t["position_ids"], t["seq_lens"], torch.Generator().manual_seed(0))
+    passes = list(forward_passes(model, batch, t, positions, torch.device("cpu")))
+    trained = np.concatenate([targets[targets != IGNORE].numpy() for _, targets in passes])
+    assert len(trained) == int((batch.lengths + 2).sum())
+    assert sorted(trained.tolist()) == sorted(batch.targets[batch.targets != IGNORE].tolist())
