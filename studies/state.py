@@ -45,7 +45,8 @@ FLIPFLOP_CLAIM = ("transformers make rare, sporadic errors on flip-flop strings,
                   "long; a 1-layer LSTM makes none")
 PROTOCOL = ("Merrill et al. and Liu et al. (automata): fixed lengths, the depth a model needs measured, not length "
             "generalization, the state after every prefix supervised at that prefix's own token (here the final state "
-            "is the one answer: tasks/state_tracking.py says why); Liu et al. (flip-flop): strings of 512 tokens, the "
+            "is the one answer: tasks/state_tracking.py says why; the tagged data format trains every prefix, and this "
+            "reference has no tagged cell); Liu et al. (flip-flop): strings of 512 tokens, the "
             "sparseness of reads varied")
 
 
