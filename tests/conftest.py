@@ -1,13 +1,55 @@
-"""Shared test fixtures: a tiny preset so grid tests run in seconds."""
+"""Shared test fixtures: a tiny preset so grid tests run in seconds, and
+every test's plugins unloaded when it ends."""
 
+import sys
+from contextlib import contextmanager
 from dataclasses import replace
 
 import pytest
 import torch
 
 from lengthbench.benchmark.presets import PRESETS, get_preset, register_preset
+from lengthbench.models import plugins
 
 torch.set_num_threads(1)
+
+
+@contextmanager
+def plugins_unloaded():
+    """What plugins register inside the block (encodings, families, tasks, formats, the imported plugin
+    modules, the entry points' bookkeeping) is removed when it ends."""
+    from lengthbench.models.encodings import ENCODINGS
+    from lengthbench.models.families import FAMILIES
+    from lengthbench.tasks import TASKS
+    from lengthbench.tasks.formats import FORMATS
+
+    registries = (ENCODINGS, FAMILIES, TASKS, FORMATS)
+    before = [set(r.names()) for r in registries]
+    modules = set(sys.modules)
+    tables = {name: dict(getattr(plugins, name)) for name in ("ORIGINS", "BROKEN")}
+    loaded = set(plugins.LOADED)
+    try:
+        yield
+    finally:
+        for registry, names in zip(registries, before):
+            for name in set(registry.names()) - names:
+                registry.remove(name)
+        for name in set(sys.modules) - modules:
+            if name.startswith("lengthbench_plugin_"):
+                del sys.modules[name]
+        for name, value in tables.items():
+            getattr(plugins, name).clear()
+            getattr(plugins, name).update(value)
+        plugins.LOADED.clear()
+        plugins.LOADED.update(loaded)
+
+
+@pytest.fixture(autouse=True)
+def plugins_unloaded_after_each_test():
+    """No later test in the same process sees what a test's plugins registered (a test that
+    submits or runs a plugin in-process, in any module, leaves the registries as it found them)."""
+    with plugins_unloaded():
+        yield
 
 
 def make_tiny_preset():

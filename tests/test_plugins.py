@@ -1,14 +1,13 @@
 """Third-party encodings: the contract checker, submission, entry points."""
 
 import json
-import sys
-from contextlib import contextmanager
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
+from conftest import plugins_unloaded
 
 import lengthbench.benchmark.runner as runner_module
 from lengthbench.cli import main
@@ -19,43 +18,6 @@ from lengthbench.models.encodings import encoding_entry, encoding_names
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 EXAMPLE = ROOT / "examples" / "log_decay_sink.py"
-
-
-@contextmanager
-def plugins_unloaded():
-    """What plugins register inside the block (encodings, families, tasks, formats, the imported plugin
-    modules, the entry points' bookkeeping) is removed when it ends."""
-    from lengthbench.models.encodings import ENCODINGS
-    from lengthbench.models.families import FAMILIES
-    from lengthbench.tasks import TASKS
-    from lengthbench.tasks.formats import FORMATS
-
-    registries = (ENCODINGS, FAMILIES, TASKS, FORMATS)
-    before = [set(r.names()) for r in registries]
-    modules = set(sys.modules)
-    tables = {name: dict(getattr(plugins, name)) for name in ("ORIGINS", "BROKEN")}
-    loaded = set(plugins.LOADED)
-    try:
-        yield
-    finally:
-        for registry, names in zip(registries, before):
-            for name in set(registry.names()) - names:
-                registry.remove(name)
-        for name in set(sys.modules) - modules:
-            if name.startswith("lengthbench_plugin_"):
-                del sys.modules[name]
-        for name, value in tables.items():
-            getattr(plugins, name).clear()
-            getattr(plugins, name).update(value)
-        plugins.LOADED.clear()
-        plugins.LOADED.update(loaded)
-
-
-@pytest.fixture(autouse=True)
-def plugins_unloaded_after_each_test():
-    """No later test in the same process sees what a test's plugins registered."""
-    with plugins_unloaded():
-        yield
 
 
 def test_what_a_plugin_registers_is_gone_after_the_block():

@@ -14,8 +14,9 @@ import pandas as pd
 import pytest
 import torch
 
-import lengthbench.benchmark.tools.plan_check as plan_check
+import lengthbench.benchmark.plan as plan
 import lengthbench.benchmark.runner as runner
+import lengthbench.benchmark.tools.plan_check as plan_check
 from lengthbench.benchmark.grid import run_grid
 from lengthbench.benchmark.presets import PRESETS
 from lengthbench.cli import main
@@ -232,7 +233,8 @@ def test_a_failed_seed_counts_as_zero_and_says_so_everywhere(tmp_path, tiny_pres
     assert "failed" not in to_markdown(leaderboard_frame(records)) and clean.n_failed == 0
 
 
-def test_a_quiet_sample_reruns_one_method_per_kind_beside_its_plan_and_a_readme_states_it(tmp_path, tiny_preset):
+def test_a_quiet_sample_reruns_one_method_per_kind_beside_its_plan_and_a_readme_states_it(tmp_path, tiny_preset,
+                                                                                          monkeypatch):
     """``plan_check --sample``: one run per kind of model --plan calibrates, priced then run; a reference
     folder holding the result as ``plan-check/`` states the plan beside the measured time in its README."""
     from lengthbench.benchmark.records import read_record
@@ -242,10 +244,14 @@ def test_a_quiet_sample_reruns_one_method_per_kind_beside_its_plan_and_a_readme_
     preset = replace(tiny_preset, encodings=("nope", "coupled", "alibi"), families=("transformer", "lstm"))
     assert plan_check.sample_grid(preset, ("copy",)).methods() == [("transformer", "nope"), ("transformer", "alibi"),
                                                                    ("lstm", "")]
+    # every shape calibrated alike, so each price counts its runs: two real calibrations on a loaded
+    # machine differ by more than the whole grid's 7 runs against the sample's 3
+    monkeypatch.setattr(plan, "calibrate", lambda config: (0.01, 0.002))
     check = plan_check.quiet_sample(preset, ("copy",), tmp_path / "plan-check", workers=1)
     written = json.loads((tmp_path / "plan-check" / "plan-check.json").read_text())
     assert written == check and check["rerun"]["runs"] == 3 and check["plan"]["run_time_one_worker_s"] > 0
-    assert check["whole_grid"]["run_time_one_worker_s"] > check["plan"]["run_time_one_worker_s"]
+    assert check["whole_grid"]["run_time_one_worker_s"] == pytest.approx(check["plan"]["run_time_one_worker_s"] * 7 / 3,
+                                                                        rel=1e-2)
     records = [read_record(p) for p in sorted((tmp_path / "plan-check" / "records").glob("*__seed*.json"))]
     text = reference_readme("tiny", records, leaderboard_frame(records), tmp_path, rebuild="(rebuild)")
     assert "`--plan` against a quiet rerun (`plan-check/`)" in text and "A sample of 3 of its runs" in text
