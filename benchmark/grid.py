@@ -203,6 +203,9 @@ def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = Fal
                  len(todo) - len(trained), stored_count)
     except KeyboardInterrupt:
         folder.release_abandoned()
+        for run_id in trained:  # an interrupt inside finish, after its write: the record is on disk and counts
+            if run_id not in records and (stored := folder.stored(run_id)) is not None:
+                records[run_id] = stored
         raise GridInterrupted(len(records), len(configs), len(records) - stored_count,
                               list(records.values())) from None
     finally:

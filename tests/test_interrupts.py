@@ -203,3 +203,20 @@ def test_interrupted_grid_in_a_long_lived_process_kills_its_workers(tmp_path, ti
     assert (stop.value.finished, stop.value.total) == (0, 2)
     assert wait_for(lambda: not multiprocessing.active_children(), 2.0)
     assert not list(tmp_path.iterdir())
+
+
+def test_an_interrupt_just_after_a_record_is_written_counts_that_record(tmp_path, tiny_preset, monkeypatch):
+    """Ctrl-C can land inside the driver's bookkeeping, between writing a record and counting it: the
+    message and the sitting's provenance must still count every record on disk."""
+    from lengthbench.benchmark.grid import GridInterrupted, run_grid
+    from lengthbench.benchmark.store import ResultsFolder
+
+    def interrupted_release(self, run_id):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ResultsFolder, "release", interrupted_release)  # right after the first record's write
+    with pytest.raises(GridInterrupted) as stop:
+        run_grid(tiny_preset.with_grid(encodings=["nope"]), tmp_path, workers=1, progress=False)
+    assert len(records_in(tmp_path)) == 1
+    assert (stop.value.finished, stop.value.finished_now, len(stop.value.records)) == (1, 1, 1)
+    assert str(stop.value).startswith("interrupted: 1 of 2 runs have records (1 finished in this invocation)")
