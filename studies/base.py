@@ -22,7 +22,7 @@ from lengthbench.core.registry import Registry, name_problem
 
 # The built-in studies, in the order `list studies` prints them.
 STUDY_ORDER = ("horizon", "chomsky", "nope", "coupling", "copying", "formats", "looped", "zoo", "negative", "state",
-               "mechanisms")
+               "mechanisms", "fit")
 
 
 @dataclass(frozen=True)
