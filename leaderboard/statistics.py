@@ -183,27 +183,60 @@ def improvement_p_value(pairs: list[tuple[np.ndarray, np.ndarray]], seed: int = 
     or ``EXACT_SPLITS`` random ones where there are more), the tasks kept.
     Valid at any number of seeds: with 3 seeds a side on one task, every seed
     of A beating every seed of B has p = 2/20 = 0.1, never "certain"."""
-    rng = np.random.default_rng(seed)
-    nulls = [_split_null(a, b, rng) for a, b in pairs]  # per task: its statistic under each split
-    scale = math.lcm(*(2 * a.size * b.size for a, b in pairs))  # every P(A > B) * scale is an integer
-    observed = sum(int(round(float(_p_of(a, b)) * scale)) for a, b in pairs)
-    centre = len(pairs) * scale // 2  # each task's null has mean 0.5: any two seeds fall either way round equally often
-    reach = abs(observed - centre)  # the p counts every sum at least this far from the centre
-    if reach == 0:
-        return 1.0
-    # The exact null of the sum is the convolution of the tasks' nulls. Where the tasks' seed counts differ
-    # the common grid is fine (pooled strata: millions of points), so the tasks are summed in two halves and
-    # the halves met through one's cumulative distribution, never convolved; within a half the tasks with
-    # the most distinct values come first, while the half's sum is short and on a coarse grid.
-    by_values = sorted(range(len(nulls)), key=lambda i: -np.unique(nulls[i]).size)
-    (first, every), (second, other_every) = (_null_of_sum([nulls[i] for i in by_values[start::2]], scale)
-                                             for start in (0, 1))
-    below = np.concatenate([[0.0], np.cumsum(first)])  # below[k]: P(first half's sum < k * every)
-    other = np.arange(second.size, dtype=np.int64) * other_every
-    low = np.clip((centre - reach - other) // every + 1, 0, first.size)  # first + other <= centre - reach
-    high = np.clip(-((other - centre - reach) // every), 0, first.size)  # first + other >= centre + reach
-    p = float(np.sum(second * (below[low] + below[-1] - below[high])))
-    return round(min(1.0, p), 12)  # 0.05, not 0.0499..
+    null = ImprovementNull(pairs, seed)
+    return null.p(null.observed_reach)
+
+
+class ImprovementNull:
+    """The null distribution of the sum over tasks of P(A > B) (times a common
+    ``scale``, so every value is an integer) under the stratified permutation
+    of ``pairs``' seeds: what ``improvement_p_value`` reads the observed sum's
+    tail from, and the design's smallest p and detectable P are read from."""
+
+    def __init__(self, pairs: list[tuple[np.ndarray, np.ndarray]], seed: int = 0):
+        rng = np.random.default_rng(seed)
+        nulls = [_split_null(a, b, rng) for a, b in pairs]  # per task: its statistic under each split
+        self.n_tasks = len(pairs)
+        self.scale = math.lcm(*(2 * a.size * b.size for a, b in pairs))  # every P(A > B) * scale is an integer
+        self.observed_reach = abs(sum(int(round(float(_p_of(a, b)) * self.scale)) for a, b in pairs) - self.centre)
+        # The exact null of the sum is the convolution of the tasks' nulls. Where the tasks' seed counts differ
+        # the common grid is fine (pooled strata: millions of points), so the tasks are summed in two halves and
+        # the halves met through one's cumulative distribution, never convolved; within a half the tasks with
+        # the most distinct values come first, while the half's sum is short and on a coarse grid.
+        by_values = sorted(range(len(nulls)), key=lambda i: -np.unique(nulls[i]).size)
+        (first, self._every), (self._second, other_every) = (
+            _null_of_sum([nulls[i] for i in by_values[start::2]], self.scale) for start in (0, 1))
+        self._below = np.concatenate([[0.0], np.cumsum(first)])  # below[k]: P(first half's sum < k * every)
+        self._other = np.arange(self._second.size, dtype=np.int64) * other_every
+
+    @property
+    def centre(self) -> int:
+        """The sum's null mean: each task's null has mean 0.5 (any two seeds fall either way round equally often)."""
+        return self.n_tasks * self.scale // 2
+
+    def p(self, reach: int) -> float:
+        """P(|sum - centre| >= reach) under the null: the two-sided p of a sum that far from the centre."""
+        if reach <= 0:
+            return 1.0
+        centre, every, size = self.centre, self._every, self._below.size - 1
+        low = np.clip((centre - reach - self._other) // every + 1, 0, size)  # first + other <= centre - reach
+        high = np.clip(-((self._other - centre - reach) // every), 0, size)  # first + other >= centre + reach
+        p = float(np.sum(self._second * (self._below[low] + self._below[-1] - self._below[high])))
+        return round(min(1.0, p), 12)  # 0.05, not 0.0499..
+
+    def smallest_p(self) -> float:
+        """The p of the most extreme outcome: every seed of one side above every seed of the other, in every task."""
+        return self.p(self.centre)
+
+    def detectable(self, threshold: float) -> float | None:
+        """The least distance of P(A > B) from 0.5 whose p is at most ``threshold`` (None: no outcome is)."""
+        if self.smallest_p() > threshold:
+            return None
+        low, high = 1, self.centre  # p(high) <= threshold; p is non-increasing in the reach
+        while low < high:
+            middle = (low + high) // 2
+            low, high = (low, middle) if self.p(middle) <= threshold else (middle + 1, high)
+        return low / (self.n_tasks * self.scale)
 
 
 def _null_of_sum(nulls: list[np.ndarray], scale: int) -> tuple[np.ndarray, int]:

@@ -1,14 +1,11 @@
 """The pieces every study's report is written from (``lengthbench.studies``):
-the setting and horizon lines, the verdict rules and how a verdict is reached
-(a paired difference with its interval and sign-flip p, a probability of
-improvement with its permutation p), seed scores of the judged cells, the
-encoding a user would choose on the validation band, and a cell's row. They
-name no paper: a study's claims and its report live in its own module.
+the setting and horizon lines, seed scores of the judged cells, the encoding
+a user would choose on the validation band, a cell's row and the fit shifts;
+how a verdict is reached is ``leaderboard.inference``'s. They name no paper:
+a study's claims and its report live in its own module.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pandas as pd
@@ -16,7 +13,7 @@ import pandas as pd
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.leaderboard.aggregate import fits_training, judged, leaderboard_frame, method_order, runs_frame
 from lengthbench.leaderboard.reference_notes import budget_text
-from lengthbench.leaderboard.statistics import MIN_TASKS, TOO_FEW, paired_difference, probability_of_improvement
+from lengthbench.leaderboard.inference import ComparisonFamily, shift_text
 from lengthbench.leaderboard.tables import markdown_table
 from lengthbench.models.encodings import encoding_kind
 from lengthbench.models.families import TRANSFORMER, ModelSize, describe_size
@@ -91,63 +88,6 @@ def horizon_text(records: list[RunRecord], protocol: str = "") -> str:
                if protocol else ""))
 
 
-def interval_text(test: dict) -> str:
-    """``+12.3 [+4.0, +20.6], p 0.031`` points with the sign-flip test's p; no
-    interval over fewer than 3 units (``+2.3 (2 units: no interval), p 1``)."""
-    if test["n"] < 2:
-        return f"{100 * test['mean']:+.1f}" if test["n"] else ""
-    if math.isnan(test["low"]):
-        return f"{100 * test['mean']:+.1f} ({test['n']} units: no interval), {p_text(test['p_value'])}"
-    return (f"{100 * test['mean']:+.1f} [{100 * test['low']:+.1f}, {100 * test['high']:+.1f}], "
-            f"{p_text(test['p_value'])}")
-
-
-def p_text(p: float) -> str:
-    """``p 0.08``; never rounded onto the other side of 0.05 (0.0496 is ``p 0.0496``, not ``p 0.05``)."""
-    if p < 0.001:
-        return "p < 0.001"
-    short = f"{p:.2g}"
-    return f"p {short}" if (float(short) < 0.05) == (p < 0.05) else f"p {p:.3g}"
-
-# How a difference's verdict is reached, said wherever one is shown (Demsar 2006 recommends a
-# rank or sign test, not the t-test alone, for comparisons across datasets).
-DIFFERENCE_RULE = ("A difference's verdict needs its t interval clear of 0 and a paired sign-flip test at p < 0.05 "
-                   "(each unit's difference taking either sign, every way; it assumes no normality): differences "
-                   "that all agree give a t interval of zero width, yet with n units the smallest p is 2/2^n, so "
-                   "fewer than 6 units never decide.")
-
-# How a probability-of-improvement verdict is reached, said wherever one is shown.
-IMPROVEMENT_RULE = ("A P verdict needs the interval clear of 0.5 and a permutation test at p < 0.05 (within each "
-                    "stratum the seeds' labels exchanged, every way where there are few): with 3 seeds a side a "
-                    "bootstrap interval can shrink to one point, yet every seed beating every seed of one stratum "
-                    "happens by chance 1 time in 10. Both keep the strata fixed, so they speak for these strata "
-                    "only; the difference over them is the one that reaches beyond.")
-
-
-# The rule every cross-method verdict follows, said wherever one is shown.
-TASKS_RULE = (f"No verdict rests on fewer than {MIN_TASKS} tasks where every compared method fits: below that "
-              "the numbers are shown and the verdict says too few tasks.")
-
-VERDICT_RULE = f"{DIFFERENCE_RULE} {IMPROVEMENT_RULE} {TASKS_RULE}"
-
-
-def verdict_text(test: dict, a: str, b: str, a_better: str | None = None, b_better: str | None = None) -> str:
-    """What a test supports: ``a`` better, ``b`` better (or the phrases given
-    for them), neither, or nothing on fewer than ``MIN_TASKS`` tasks."""
-    if test["verdict"] == TOO_FEW:
-        return f"too few tasks where both fit to test ({test['n_tasks']})"
-    return {"a better": a_better or f"{a} better", "b better": b_better or f"{b} better"}.get(test["verdict"],
-                                                                                            "not told apart")
-
-
-def improvement_text(test: dict, a: str = "randomized", b: str = "base") -> str:
-    """A probability of improvement, its interval, its permutation p-value and the verdict both support."""
-    if not test["n_tasks"]:
-        return ""
-    interval = f"{test['p']:.2f} [{test['low']:.2f}, {test['high']:.2f}]"
-    return f"{interval}, {p_text(test['p_value'])}: {verdict_text(test, a, b)}"
-
-
 def seed_scores(records: list[RunRecord], metric: str) -> dict[tuple[str, str], list[float]]:
     """(task, method) -> every seed's test-band score (a failed seed counts 0)."""
     return seed_values(records, lambda runs: runs[metric])
@@ -196,35 +136,12 @@ def pooled_by_task(seeds: dict, encodings) -> dict[str, list[float]]:
     return pooled
 
 
-def effect(a_by_unit: dict, b_by_unit: dict, tasks: int | None = None) -> tuple[dict, dict]:
-    """A against B over the units both have (a unit's score: the mean of its
-    seeds): the paired difference with its 95% Student-t interval over the
-    units, and the probability of improvement with the unit as the stratum.
-    ``tasks``: how many tasks the units span, where they are not tasks (the
-    methods of one task: 1), for the rule that fewer than 3 give no verdict."""
-    units = [u for u in a_by_unit if u in b_by_unit and len(a_by_unit[u]) and len(b_by_unit[u])]
-    test = paired_difference([np.mean(a_by_unit[u]) for u in units], [np.mean(b_by_unit[u]) for u in units],
-                             tasks=tasks)
-    return test, probability_of_improvement({u: a_by_unit[u] for u in units}, {u: b_by_unit[u] for u in units},
-                                            tasks=tasks)
-
-
-def over_tasks(a: pd.Series, b: pd.Series) -> tuple[dict, dict]:
-    """``effect`` of two score series indexed by (task, seed), the task the
-    unit: each task's seeds where both have a score, the task's seed means
-    paired over the tasks (seeds are replicates, not independent tasks)."""
+def paired_seeds(a: pd.Series, b: pd.Series) -> tuple[dict, dict]:
+    """Two score series indexed by (task, seed) as task -> seed scores, each task's seeds where both have a
+    score (what ``ComparisonFamily.row`` pairs, the task the unit: seeds are replicates, not independent tasks)."""
     both = pd.DataFrame({"a": a, "b": b}).dropna()
     by_task = both.groupby(level="task", sort=False)
-    return effect({t: list(g.a) for t, g in by_task}, {t: list(g.b) for t, g in by_task})
-
-
-def claim_row(a: dict, b: dict, names: tuple[str, str], tasks: int | None = None) -> list[str]:
-    """Units, A − B [95% interval], P(A > B) [95% interval] and the verdict, or why there is none
-    (``tasks``: as ``effect``'s)."""
-    test, better = effect(a, b, tasks)
-    if not test["n"]:
-        return ["0", "", "", NO_FIT_PAIR]
-    return [str(test["n"]), interval_text(test), improvement_text(better, *names), verdict_text(test, *names)]
+    return {t: list(g.a) for t, g in by_task}, {t: list(g.b) for t, g in by_task}
 
 
 def test_scores(records: list[RunRecord], metric: str = "exact_match") -> pd.DataFrame:
@@ -291,23 +208,30 @@ def chance_of(cells: pd.DataFrame, task: str, metric: str = "exact_match") -> st
     return pct(levels.iloc[0]) if len(levels) else ""
 
 
-def fit_shift(board: pd.DataFrame, fits: dict, plain: str, label: str) -> str:
+def fit_shift(board: pd.DataFrame, fits: dict, plain: str, label: str, family: ComparisonFamily) -> str:
     """Seeds that fit in ``plain`` and in ``label``, over the methods that ran in both, with the
-    permutation p of that shift (``2/9 → 9/9, p 0.012``; ``fits``: ``seed_fits``)."""
+    permutation p of that shift, raw → Holm over the report's fit shifts (``2/9 → 9/9, p 0.012 → 0.036``;
+    ``fits``: ``seed_fits``)."""
     ran = board[board.status == "ok"]
-    methods = set(ran[ran.task == plain].method) & set(ran[ran.task == label].method)
+    methods = sorted(set(ran[ran.task == plain].method) & set(ran[ran.task == label].method))
     cells = [ran[(ran.task == t) & ran.method.isin(methods)] for t in (plain, label)]
     shift = " → ".join(f"{int(c.n_fit.sum())}/{int(c.n_seeds.sum())}" for c in cells)
-    test = probability_of_improvement(*({m: fits.get((t, m), []) for m in methods} for t in (label, plain)))
-    return f"{shift}, {p_text(test['p_value'])}" if test["n_tasks"] else shift
+    if not methods:
+        return shift
+    test = family.shift(*({m: fits.get((t, m), []) for m in methods} for t in (label, plain)))
+    return f"{shift}, {shift_text(test, family.closed)}"
 
 
-def fit_shift_between(board: pd.DataFrame, fits: dict, tasks, before: str, after: str) -> str:
+def fit_shift_between(board: pd.DataFrame, fits: dict, tasks, before: str, after: str,
+                      family: ComparisonFamily) -> str:
     """Seeds of ``before`` and of ``after`` that fit, over ``tasks`` where both ran, with the permutation p
-    of the shift (within each task the seeds' fit exchanged between the two: ``0/9 → 9/9, p 0.004``)."""
+    of the shift (within each task the seeds' fit exchanged between the two), raw → Holm over the report's fit
+    shifts (``0/9 → 9/9, p 0.004 → 0.008``)."""
     ran = board[(board.status == "ok") & board.task.isin(tasks)]
-    both = set(ran[ran.method == before].task) & set(ran[ran.method == after].task)
+    both = sorted(set(ran[ran.method == before].task) & set(ran[ran.method == after].task))
     cells = [ran[(ran.method == m) & ran.task.isin(both)] for m in (before, after)]
     shift = " → ".join(f"{int(c.n_fit.sum())}/{int(c.n_seeds.sum())}" for c in cells)
-    test = probability_of_improvement(*({t: fits.get((t, m), []) for t in both} for m in (after, before)))
-    return f"{shift}, {p_text(test['p_value'])}" if test["n_tasks"] else shift
+    if not both:
+        return shift
+    test = family.shift(*({t: fits.get((t, m), []) for t in both} for m in (after, before)))
+    return f"{shift}, {shift_text(test, family.closed)}"

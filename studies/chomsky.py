@@ -30,28 +30,21 @@ from lengthbench.leaderboard.aggregate import (
     leaderboard_frame,
     method_order,
 )
-from lengthbench.leaderboard.statistics import (
-    paired_difference,
-    probability_of_improvement,
-)
+from lengthbench.leaderboard.inference import FAMILY_RULE, ComparisonFamily, comparison_headers, family_report
 from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.leaderboard.verdicts import (
     NO_PAIR,
     NOT_FIT,
-    VERDICT_RULE,
     chance_of,
     chosen_on_validation,
     chosen_scores,
     horizon_text,
-    improvement_text,
-    interval_text,
     mean_std,
-    over_tasks,
+    paired_seeds,
     pct,
     seed_scores,
     setup_text,
     test_scores,
-    verdict_text,
 )
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import ModelSize
@@ -147,7 +140,8 @@ def _recurrent_verdict(theirs: str, mean: float, seeds_ok: int, n_seeds: int) ->
     return "holds" if ok else "does not hold"
 
 
-def chomsky_report(records: list[RunRecord]) -> str:
+@family_report
+def chomsky_report(records: list[RunRecord], family: ComparisonFamily) -> str:
     board = leaderboard_frame(records)
     ran = board[board.status == "ok"]
     board = board[judged(board)]
@@ -205,15 +199,14 @@ def chomsky_report(records: list[RunRecord]) -> str:
             level = get_task(task).level
             pick = transformer[(transformer.task == task) & (transformer.method == chosen.get(task))]
             row = [task, level, f"{mean_std(pick.iloc[0])} (`{pick.iloc[0].encoding}`)" if len(pick) else "none fit"]
-            for family in recurrent:
-                cell = board[(board.task == task) & (board.method == family)]
+            for name in recurrent:
+                cell = board[(board.task == task) & (board.method == name)]
                 if cell.empty:
-                    unfit = ran[(ran.task == task) & (ran.method == family)]
+                    unfit = ran[(ran.task == task) & (ran.method == name)]
                     row.append(f"{mean_std(unfit.iloc[0])}: {NOT_FIT}" if len(unfit) else "")
                     continue
                 c = cell.iloc[0]
-                theirs = RECURRENT_FINDINGS.get((family, task),
-                                                          RECURRENT_FINDINGS.get((family, level), ""))
+                theirs = RECURRENT_FINDINGS.get((name, task), RECURRENT_FINDINGS.get((name, level), ""))
                 seeds_ok = int(round(c.frac_seeds_generalize_token_accuracy * c.n_seeds))
                 text = f"{mean_std(c)} (max {pct(c.ood_token_accuracy_max)}; {seeds_ok}/{c.n_seeds} seeds solve)"
                 if theirs:
@@ -228,41 +221,34 @@ def chomsky_report(records: list[RunRecord]) -> str:
                                   rows), ""]
         regular = [t for t in tasks if get_task(t).level == "R" and t in set(transformer.task)]
         if regular:
-            lines += _recurrent_versus_transformer(records, board, recurrent, regular)
+            lines += _recurrent_versus_transformer(records, board, recurrent, regular, family)
 
-    lines += _randomized_section(transformer, records)
+    lines += _randomized_section(transformer, records, family)
     return "\n".join(lines) + "\n"
 
 
 def _recurrent_versus_transformer(records: list[RunRecord], board: pd.DataFrame, recurrent: list[str],
-                                  regular: list[str]) -> list[str]:
+                                  regular: list[str], family: ComparisonFamily) -> list[str]:
     """Deletang et al.'s architecture finding on the regular tasks, tested: each
     recurrent family against the transformer (its encoding chosen per task on
     the validation band), the task as the unit, test per-token accuracy."""
     scores = test_scores([r for r in records if r.task in regular], "token_accuracy")
     transformer = chosen_scores(scores, chosen_on_validation(board, "token_accuracy"))
     rows = []
-    for family in (f for f in recurrent if f in scores):
-        test, improvement = over_tasks(scores[family], transformer)
-        verdict = NO_PAIR if not test["n"] else verdict_text(test, "recurrent", "transformer")
-        rows.append([f"`{family}`", pct(scores[family].mean()), str(test["n"]), interval_text(test),
-                     improvement_text(improvement, "recurrent", "transformer"), verdict])
+    for name in (f for f in recurrent if f in scores):
+        row = family.row(*paired_seeds(scores[name], transformer), ("recurrent", "transformer"))
+        rows.append([f"`{name}`", pct(scores[name].mean()), *row[:3], NO_PAIR if row[0] == "0" else row[3]])
     return ["On the regular tasks, each recurrent family against the transformer, whose encoding is chosen per "
             "task on the validation band (never on the test band): the difference in test per-token accuracy "
-            "(points) with the task as the unit (each task's seed means, paired over the tasks where both fit), "
-            "with its 95% Student-t interval, and the probability that a seed of the family beats a seed of the "
-            "transformer, the task as the stratum (stratified bootstrap, 95%). Published: the recurrent families "
-            f"solve every regular task, the transformer most of them not. {VERDICT_RULE}", "",
-            *markdown_table(["family", "its mean (%)", "tasks (both fit)", "family − transformer [95% interval], p",
-                             "P(family > transformer) [95% interval], p", "verdict"], rows), ""]
+            "(points) over the tasks where both fit, and the probability that a seed of the family beats a seed of "
+            "the transformer. Published: the recurrent families solve every regular task, the transformer most of "
+            f"them not. {FAMILY_RULE}", "",
+            *markdown_table(["family", "its mean (%)", *comparison_headers("family", "transformer")], rows), ""]
 
 
-def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord]) -> list[str]:
-    """Randomized vs base: per base, the paired difference over the tasks where
-    both fit (each task: the difference of seed means), with its 95% t
-    interval, and the probability of improvement with the task as the unit
-    (Agarwal et al.: per task, the chance a seed of the variant beats a seed
-    of the base, averaged over tasks; stratified bootstrap interval)."""
+def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord], family: ComparisonFamily) -> list[str]:
+    """Randomized vs base: per base, over the tasks where both fit (the task the unit: the difference of seed
+    means; the task the stratum: the probability of improvement, Agarwal et al.); **all** pools every base."""
     rows = []
     seeds = seed_scores(records, "ood_token_accuracy")
     pooled_a, pooled_b = {}, {}  # (task, base) -> the variant's seeds, the base's seeds
@@ -273,36 +259,28 @@ def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord]) -> 
         pair = transformer[transformer.encoding.isin([base, variant])].pivot(
             index="task", columns="encoding", values=["ood_token_accuracy_mean", "ood_token_accuracy_max"])
         both = pair.dropna()
-        test = paired_difference(both["ood_token_accuracy_mean"][variant], both["ood_token_accuracy_mean"][base])
         d_max = both["ood_token_accuracy_max"][variant] - both["ood_token_accuracy_max"][base]
         a_by_task = {t: seeds.get((t, transformer_method(variant)), []) for t in both.index}
         b_by_task = {t: seeds.get((t, transformer_method(base)), []) for t in both.index}
         for t in both.index:
             pooled_a[(t, base)], pooled_b[(t, base)] = a_by_task[t], b_by_task[t]
-        rows.append([f"`{base}`", str(test["n"]), interval_text(test), _randomized_verdict(test),
-                     improvement_text(probability_of_improvement(a_by_task, b_by_task)),
+        rows.append([f"`{base}`", *family.row(a_by_task, b_by_task, ("randomized", "base")),
                      f"{100 * d_max.mean():+.1f}" if len(d_max) else ""])
     if not rows:
         return []
     variants, bases = _mean_over_bases(pooled_a), _mean_over_bases(pooled_b)
-    tasks = sorted(variants)  # the difference: per task, the mean gain over its bases
-    pooled = paired_difference([variants[t] for t in tasks], [bases[t] for t in tasks])
-    improvement = probability_of_improvement(pooled_a, pooled_b, tasks=len(tasks))  # a variant against its own base
-    rows.append(["**all**", str(pooled["n"]), interval_text(pooled), _randomized_verdict(pooled),
-                 improvement_text(improvement), ""])
+    # the difference: per task, the mean gain over its bases; the probability: a variant against its own base
+    rows.append(["**all**", *family.row(pooled_a, pooled_b, ("randomized", "base"), tasks=len(variants),
+                                        across_units=(variants, bases)), ""])
     return ["## Randomized positions (Ruoss et al.)", "",
-            "Gain of `randomized-<base>` over `<base>` in test per-token accuracy (points): the mean over the "
-            "tasks where both fit of the difference of their seed means, with its 95% Student-t interval over "
-            "those tasks (paired by task); **all** takes every base together with the task as the unit (per task, "
-            "the mean gain over the bases where both fit; the probability of improvement paired within each base "
-            "and task: a variant's seeds against its own base's seeds only). "
-            f"Published: {100 * RANDOMIZED_GAIN:+.1f} on average over their "
-            "tasks and encodings. P(randomized > base): the probability of improvement with the task as the "
-            "unit (per task, the chance that a seed of the variant scores above a seed of the base, ties half; "
-            "averaged over the same tasks), with its 95% stratified-bootstrap interval (seeds resampled within "
-            f"each task; Agarwal et al. 2021) and the verdict it supports. {VERDICT_RULE}",
-            "", *markdown_table(["base", "tasks (both fit)", "gain [95% interval], p", "verdict",
-                                  "P(randomized > base) [95% interval], p", "gain of the max over seeds"], rows), ""]
+            "Gain of `randomized-<base>` over `<base>` in test per-token accuracy (points) over the tasks where both "
+            "fit; **all** takes every base together with the task as the unit (per task, the mean gain over the "
+            "bases where both fit; the probability of improvement paired within each base and task: a variant's "
+            f"seeds against its own base's seeds only). Published: {100 * RANDOMIZED_GAIN:+.1f} on average over "
+            "their tasks and encodings. P(randomized > base): the chance that a seed of the variant scores above a "
+            f"seed of the base (ties half; Agarwal et al. 2021). {FAMILY_RULE}",
+            "", *markdown_table(["base", *comparison_headers("randomized", "base"), "gain of the max over seeds"],
+                                rows), ""]
 
 
 def _mean_over_bases(by_stratum: dict) -> dict[str, float]:
@@ -311,10 +289,6 @@ def _mean_over_bases(by_stratum: dict) -> dict[str, float]:
     for (task, _), seeds in by_stratum.items():
         means.setdefault(task, []).append(float(np.mean(seeds)))
     return {task: float(np.mean(values)) for task, values in means.items()}
-
-
-def _randomized_verdict(test: dict) -> str:
-    return verdict_text(test, "randomized", "base")
 
 
 register_study(Study(

@@ -26,22 +26,19 @@ from lengthbench.leaderboard.aggregate import (
     leaderboard_frame,
     method_order,
 )
+from lengthbench.leaderboard.inference import FAMILY_RULE, ComparisonFamily, comparison_headers, family_report
 from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.leaderboard.verdicts import (
     CHANCE_COLUMN,
     NO_PAIR,
-    VERDICT_RULE,
     chance_of,
     chosen_on_validation,
     chosen_scores,
     horizon_text,
-    improvement_text,
-    interval_text,
-    over_tasks,
+    paired_seeds,
     pct,
     setup_text,
     test_scores,
-    verdict_text,
 )
 from lengthbench.studies.base import Study, register_study
 from lengthbench.studies.horizon import part_of_horizon
@@ -65,7 +62,8 @@ register_preset(part_of_horizon("horizon-copying", "Jelassi et al.'s question: t
                                 ("transformer", *RECURRENT_FAMILIES, "ssm")))
 
 
-def copying_report(records: list[RunRecord]) -> str:
+@family_report
+def copying_report(records: list[RunRecord], family: ComparisonFamily) -> str:
     records = [r for r in records if r.task in COPY_TASKS]
     if not records:
         raise InputError(f"no record of a copying task ({', '.join(COPY_TASKS)}); run `lengthbench run --preset "
@@ -110,20 +108,15 @@ def copying_report(records: list[RunRecord]) -> str:
                    chosen_scores(scores, agnostic))]
         others += [(f"`{m}`", m, scores[m]) for m in method_order(scores.columns) if m != ssm]
         for name, short, other in others:
-            test, improvement = over_tasks(other, scores[ssm])
-            verdict = (NO_PAIR if not test["n"] else
-                       verdict_text(test, short, "ssm", "better than ssm", "worse than ssm"))
-            rows.append([name, str(test["n"]), interval_text(test), improvement_text(improvement, short, "ssm"), verdict])
+            a, b = paired_seeds(other, scores[ssm])
+            row = family.row(a, b, (short, "ssm"), better=("better than ssm", "worse than ssm"))
+            rows.append([name, *row[:3], NO_PAIR if row[0] == "0" else row[3]])
     lines += ["## Against the state-space baseline", "",
-              "Each method minus `ssm`: the difference in test exact match (points) with the task as the unit "
-              "(each copying task's seed means, paired over the tasks where both fit), with its 95% Student-t "
-              "interval, and the probability that a seed of the method beats a seed of `ssm`, the task as the "
-              "stratum (stratified bootstrap, 95%). The first two rows test the published claim (it holds when the "
-              "interval lies above 0 and p < 0.05), the second with the positions a state-space model could also "
-              "be given; the others describe each method (one interval each, no correction for the many comparisons). "
-              + VERDICT_RULE, "",
-              *(markdown_table(["method", "tasks (both fit)", "method − ssm [95% interval], p",
-                                "P(method > ssm) [95% interval], p", "verdict"], rows)
+              "Each method minus `ssm` in test exact match (points) over the copying tasks where both fit, and the "
+              "probability that a seed of the method beats a seed of `ssm`. The first two rows test the published "
+              "claim, the second with the positions a state-space model could also be given; the others describe "
+              f"each method, in the same family. {FAMILY_RULE}", "",
+              *(markdown_table(["method", *comparison_headers("method", "ssm")], rows)
                 if rows else ["`ssm` fit no copying task (or did not run): no comparison."]), ""]
     return "\n".join(lines) + "\n"
 

@@ -24,20 +24,15 @@ from lengthbench.leaderboard.aggregate import (
     method_order,
     runs_frame,
 )
-from lengthbench.leaderboard.statistics import (
-    generalization_length,
-    paired_difference,
-)
+from lengthbench.leaderboard.inference import FAMILY_RULE, ComparisonFamily, comparison_headers, family_report
+from lengthbench.leaderboard.statistics import generalization_length
 from lengthbench.leaderboard.tables import markdown_table
 from lengthbench.leaderboard.verdicts import (
-    DIFFERENCE_RULE,
     NOT_FIT,
     horizon_text,
-    interval_text,
     judged_runs,
     pct,
     setup_text,
-    verdict_text,
 )
 from lengthbench.models.families import ModelSize
 from lengthbench.studies.base import Study, register_study
@@ -77,7 +72,8 @@ register_preset(Preset(
     encoding_params={"coupled": {"max_positions": 203}},))
 
 
-def coupling_report(records: list[RunRecord]) -> str:
+@family_report
+def coupling_report(records: list[RunRecord], family: ComparisonFamily) -> str:
     """Cho et al.'s tables: each seed's exact match at the longest training
     length and at every test length (a horizon's 2× need not be one of them),
     and each seed's generalization length, the figure their claim is about."""
@@ -115,32 +111,31 @@ def coupling_report(records: list[RunRecord]) -> str:
                   "scores ≥ 90%; a seed holds 2× when "
                   f"that length is at least {2 * train} (so every evaluated length through the first one at or "
                   f"past {2 * train} scores ≥ 90%).", "",
-                  *_coupled_versus_others(records, task), ""]
+                  *_coupled_versus_others(records, task, family), ""]
     return "\n".join(lines) + "\n"
 
 
-def _coupled_versus_others(records: list[RunRecord], task: str) -> list[str]:
+def _coupled_versus_others(records: list[RunRecord], task: str, family: ComparisonFamily) -> list[str]:
     """Cho et al.'s claim, tested: `coupled` against each other method on the
-    test band's exact match, paired by seed, where both fit."""
+    test band's exact match, where both fit (one task: not testable, shown)."""
     runs = runs_frame(records)
     runs = runs[(runs.task == task) & (runs.status.isin(["ok", "diverged"]))]
     keep = judged_runs(records)
-    score = runs.assign(ood=runs.ood_exact_match.where(~runs.failed, 0.0)).pivot_table(
-        index="seed", columns="method", values="ood")
+    score = runs.assign(ood=runs.ood_exact_match.where(~runs.failed, 0.0))
+    seeds = {m: list(cell.sort_values("seed").ood) for m, cell in score.groupby("method")}
     coupled = transformer_method("coupled")
-    if coupled not in score:
+    if coupled not in seeds:
         return []
     rows = []
-    for method in method_order(m for m in score.columns if m != coupled):
+    for method in method_order(m for m in seeds if m != coupled):
         if (task, coupled) not in keep or (task, method) not in keep:
-            rows.append([f"`{method}`", "", NOT_FIT])
+            rows.append([f"`{method}`", "", "", "", NOT_FIT])
             continue
-        test = paired_difference(score[coupled], score[method], tasks=1)  # the seeds of one task
-        verdict = verdict_text(test, "coupled", method, "coupled better", "coupled worse")
-        rows.append([f"`{method}`", interval_text(test), verdict])
-    return ["`coupled` against each method: test-band exact match difference (points), paired by seed, with its "
-            f"95% Student-t interval (cells where both fit). {DIFFERENCE_RULE}", "",
-            *markdown_table(["versus", "coupled − other [95% interval], p", "verdict"], rows)]
+        rows.append([f"`{method}`", *family.row({task: seeds[coupled]}, {task: seeds[method]}, ("coupled", method),
+                                                better=("coupled better", "coupled worse"))])
+    return ["`coupled` against each method in test-band exact match (points), cells where both fit. One task "
+            f"never decides: the rows show the numbers. {FAMILY_RULE}", "",
+            *markdown_table(["versus", *comparison_headers("coupled", "other")], rows)]
 
 
 register_study(Study(

@@ -16,13 +16,12 @@ from lengthbench.benchmark.presets import (
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.core.errors import InputError
 from lengthbench.leaderboard.aggregate import leaderboard_frame, method_order
+from lengthbench.leaderboard.inference import FAMILY_RULE, ComparisonFamily, comparison_headers, family_report
 from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.leaderboard.verdicts import (
     CHANCE_COLUMN,
-    VERDICT_RULE,
     cell_texts,
     chance_of,
-    claim_row,
     fit_shift,
     horizon_text,
     judged_runs,
@@ -87,7 +86,8 @@ FORMAT_CLAIMS = (("Zhou et al.", "addition", "reversed"), ("Zhou et al.", "addit
                  ("Anil et al.", "parity_check", "scratchpad"), ("Anil et al.", "addition", "scratchpad"))
 
 
-def formats_report(records: list[RunRecord]) -> str:
+@family_report
+def formats_report(records: list[RunRecord], family: ComparisonFamily) -> str:
     """Zhou et al.'s addition formats and Anil et al.'s scratchpad, each
     format against the same task in plain with the same method: the unit is
     the method (its seed mean) within a task, and the task across tasks."""
@@ -124,29 +124,27 @@ def formats_report(records: list[RunRecord]) -> str:
             continue
         a, b = by_method(label), by_method(task)
         source = f"{who} (sign turned)" if fmt == Reversed.name and task in DECIMAL_LSD_FIRST else who
-        rows.append([source, task, f"`{fmt}`", fit_shift(board, fits, task, label),
-                     *claim_row(a, b, (fmt, PLAIN), tasks=1)])  # the methods of one task: one task
+        rows.append([source, task, f"`{fmt}`", fit_shift(board, fits, task, label, family),
+                     *family.row(a, b, (fmt, PLAIN), tasks=1)])  # the methods of one task: one task
         both = [m for m in a if m in b]
         if fmt == "scratchpad" and both:
             pooled[task] = ([x for m in both for x in a[m]], [x for m in both for x in b[m]])
     if len(pooled) > 1:
         a, b = ({task: pair[k] for task, pair in pooled.items()} for k in (0, 1))
         rows.append(["Anil et al.", "every task above, the task as the unit", "`scratchpad`", "",
-                     *claim_row(a, b, ("scratchpad", PLAIN))])
+                     *family.row(a, b, ("scratchpad", PLAIN))])
     lines += ["## The published findings, tested", "",
-              "Each format against the same task in `plain`, method by method where both cells fit: the difference "
-              "in test exact match (points) with its 95% Student-t interval over the methods (each method's seed "
-              "mean: the methods are the units, seeds their replicates), and the probability that a seed of the "
-              "format beats a seed of plain with the method as the stratum (stratified bootstrap, 95%). The last "
-              "row takes the task as the unit (per task, every fit method's seeds together). Seeds fit: over the "
-              "methods that ran in both formats, how many seeds fit the training lengths in plain and in the format "
-              "(a format can make a task learnable at all), with the permutation p of that shift (within each "
-              "method, the seeds' fit exchanged between the two formats, every way; no interval). Published: "
+              "Each format against the same task in `plain`, method by method where both cells fit: the methods "
+              "are the units (each method's seed mean) and strata, their seeds the replicates; one task never "
+              "decides, so these rows show the numbers. The last row takes the task as the unit (per task, every "
+              "fit method's seeds together). Seeds fit: over the methods that ran in both formats, how many seeds "
+              "fit the training lengths in plain and in the format (a format can make a task learnable at all), "
+              "with the permutation p of that shift (within each method, the seeds' fit exchanged between the two "
+              "formats, every way; no interval), raw → Holm over the report's fit shifts. Published: "
               f"{FORMATS_ADDITION_CLAIM} (Zhou et al.; each format is tested alone here, not their "
-              f"combination); {SCRATCHPAD_CLAIM}. {SIGN_TURNED} {VERDICT_RULE}", "",
-              *markdown_table(["source", "task", "format", "seeds fit: plain → format", "methods (both fit)",
-                               "format − plain [95% interval], p", "P(format > plain) [95% interval], p", "verdict"],
-                              rows), ""]
+              f"combination); {SCRATCHPAD_CLAIM}. {SIGN_TURNED} {FAMILY_RULE}", "",
+              *markdown_table(["source", "task", "format", "seeds fit: plain → format; p → Holm",
+                               *comparison_headers("format", "plain")], rows), ""]
     return "\n".join(lines) + "\n"
 
 

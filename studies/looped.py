@@ -15,14 +15,13 @@ from lengthbench.benchmark.presets import (
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.core.errors import InputError
 from lengthbench.leaderboard.aggregate import leaderboard_frame
+from lengthbench.leaderboard.inference import FAMILY_RULE, ComparisonFamily, comparison_headers, family_report
 from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.leaderboard.verdicts import (
     CHANCE_COLUMN,
-    VERDICT_RULE,
     by_task,
     cell_texts,
     chance_of,
-    claim_row,
     horizon_text,
     judged_seeds,
     setup_text,
@@ -65,7 +64,8 @@ register_preset(replace(
 ))
 
 
-def looped_report(records: list[RunRecord]) -> str:
+@family_report
+def looped_report(records: list[RunRecord], family: ComparisonFamily) -> str:
     """Fan et al.'s looped transformer against the fixed-depth transformer
     with the same encoding: the task is the unit (each task's seed means)."""
     looped = {r.encoding for r in records if r.config.family == LOOPED}
@@ -92,20 +92,18 @@ def looped_report(records: list[RunRecord]) -> str:
     rows, pooled_a, pooled_b = [], {}, {}
     for encoding in sorted(looped):
         a, b = by_task(seeds, method_name(LOOPED, encoding)), by_task(seeds, transformer_method(encoding))
-        rows.append([f"`{encoding}`", *claim_row(a, b, ("looped", "fixed depth"))])
+        rows.append([f"`{encoding}`", *family.row(a, b, ("looped", "fixed depth"))])
         for task in (t for t in a if t in b):
             pooled_a.setdefault(task, []).extend(a[task])
             pooled_b.setdefault(task, []).extend(b[task])
     if len(looped) > 1:
-        rows.append(["every encoding (seeds together per task)", *claim_row(pooled_a, pooled_b,
-                                                                             ("looped", "fixed depth"))])
+        rows.append(["every encoding (seeds together per task)", *family.row(pooled_a, pooled_b,
+                                                                              ("looped", "fixed depth"))])
     lines += ["## Looped against fixed depth", "",
-              "Per encoding, the looped transformer minus the fixed-depth one in test exact match (points), paired "
-              "by task where both fit, with its 95% Student-t interval over the tasks (each task's seed means), "
-              "and the probability that a looped seed beats a fixed-depth seed with the task as the stratum "
-              f"(stratified bootstrap, 95%). Published: {LOOPED_CLAIM}. {VERDICT_RULE}", "",
-              *markdown_table(["encoding", "tasks (both fit)", "looped − fixed depth [95% interval], p",
-                               "P(looped > fixed depth) [95% interval], p", "verdict"], rows), ""]
+              "Per encoding, the looped transformer minus the fixed-depth one in test exact match (points) over the "
+              "tasks where both fit, and the probability that a looped seed beats a fixed-depth seed. Published: "
+              f"{LOOPED_CLAIM}. {FAMILY_RULE}", "",
+              *markdown_table(["encoding", *comparison_headers("looped", "fixed depth")], rows), ""]
     return "\n".join(lines) + "\n"
 
 

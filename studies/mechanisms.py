@@ -15,12 +15,11 @@ from lengthbench.benchmark.presets import (
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.core.errors import InputError
 from lengthbench.leaderboard.aggregate import leaderboard_frame
+from lengthbench.leaderboard.inference import FAMILY_RULE, ComparisonFamily, comparison_headers, family_report
 from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.leaderboard.verdicts import (
-    VERDICT_RULE,
     by_task,
     cells_table,
-    claim_row,
     horizon_text,
     judged_seeds,
     pooled_by_task,
@@ -47,7 +46,8 @@ register_preset(part_of_zoo("horizon-mechanisms", "the data-dependent mechanisms
 DATA_DEPENDENT_KINDS = ("data-dependent", "attention normalization", "hybrid")
 
 
-def mechanisms_report(records: list[RunRecord]) -> str:
+@family_report
+def mechanisms_report(records: list[RunRecord], family: ComparisonFamily) -> str:
     """The data-dependent position mechanisms against the static encodings
     on the tasks where both fit, the task the unit: each mechanism against
     ``rope`` and ``nope``, and every mechanism against every static encoding
@@ -72,18 +72,16 @@ def mechanisms_report(records: list[RunRecord]) -> str:
         for baseline in ("rope", "nope"):
             if baseline in static:
                 rows.append([f"`{mechanism}`", f"`{baseline}`",
-                             *claim_row(by_task(seeds, transformer_method(mechanism)),
+                             *family.row(by_task(seeds, transformer_method(mechanism)),
                                          by_task(seeds, transformer_method(baseline)), (mechanism, baseline))])
     pooled = [pooled_by_task(seeds, names) for names in (mechanisms, static)]
-    rows.append(["every mechanism", "every static encoding", *claim_row(*pooled, ("data-dependent", "static"))])
+    rows.append(["every mechanism", "every static encoding", *family.row(*pooled, ("data-dependent", "static"))])
     lines += ["## Against the static encodings", "",
-              "Each mechanism minus a static encoding in test exact match (points), paired by task where both fit (each "
-              "task's seed means), with its 95% Student-t interval over the tasks, and the probability that a seed of "
-              "the mechanism beats one of the encoding, the task the stratum (stratified bootstrap, 95%); the last "
-              "row pools every mechanism's and every static encoding's fit seeds per task. Every encoding was trained "
-              f"for the same budget at the same size; nothing was chosen on the test band. {VERDICT_RULE}", "",
-              *markdown_table(["mechanism", "against", "tasks (both fit)", "mechanism − encoding [95% interval], p",
-                               "P(mechanism > encoding) [95% interval], p", "verdict"], rows), ""]
+              "Each mechanism minus a static encoding in test exact match (points) where both fit, and the "
+              "probability that a seed of the mechanism beats one of the encoding; the last row pools every "
+              "mechanism's and every static encoding's fit seeds per task. Every encoding was trained for the same "
+              f"budget at the same size; nothing was chosen on the test band. {FAMILY_RULE}", "",
+              *markdown_table(["mechanism", "against", *comparison_headers("mechanism", "encoding")], rows), ""]
     return "\n".join(lines) + "\n"
 
 

@@ -12,12 +12,11 @@ from lengthbench.benchmark.presets import (
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.core.errors import InputError
 from lengthbench.leaderboard.aggregate import leaderboard_frame
+from lengthbench.leaderboard.inference import FAMILY_RULE, ComparisonFamily, comparison_headers, family_report
 from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.leaderboard.verdicts import (
-    VERDICT_RULE,
     by_task,
     cells_table,
-    claim_row,
     fit_shift_between,
     horizon_text,
     judged_seeds,
@@ -50,7 +49,8 @@ NEGATIVE_TASKS = ("parity_check", "cycle_navigation", "modular_arithmetic")  # p
 NEGATIVE_PAIRS = (("deltanet-negative", "deltanet"), ("gated-deltanet-negative", "gated-deltanet"))
 
 
-def negative_report(records: list[RunRecord]) -> str:
+@family_report
+def negative_report(records: list[RunRecord], family: ComparisonFamily) -> str:
     """Grazzi et al.: the delta rule with beta in (0, 2) (negative
     eigenvalues) against beta in (0, 1), the same family otherwise, on the
     regular tasks of their claim (the task the unit), with the shift in
@@ -75,18 +75,17 @@ def negative_report(records: list[RunRecord]) -> str:
              "## Per task", "", *cells_table(board, tasks, methods), ""]
     rows = []
     for negative, positive in pairs:
-        shift = fit_shift_between(board, fits, claim_tasks, positive, negative)
+        shift = fit_shift_between(board, fits, claim_tasks, positive, negative, family)
         rows.append([f"`{negative}` against `{positive}`", shift,
-                     *claim_row(by_task(seeds, negative), by_task(seeds, positive), ("(0, 2)", "(0, 1)"))])
+                     *family.row(by_task(seeds, negative), by_task(seeds, positive), ("(0, 2)", "(0, 1)"))])
     lines += ["## Beta in (0, 2) against (0, 1)", "",
               f"On the tasks of the claim ({', '.join(claim_tasks) or 'none here'}): the seeds that fit their training "
               "lengths with beta in (0, 1) and in (0, 2), with the stratified permutation p of that shift (the task "
-              "the stratum); then, where both fit, (0, 2) minus (0, 1) in test exact match (points), paired by task "
-              "(each task's seed means), with its 95% Student-t interval, and the probability that a (0, 2) seed beats "
-              f"a (0, 1) seed, the task the stratum (stratified bootstrap, 95%). {VERDICT_RULE}", "",
-              *markdown_table(["variants", "seeds fit: (0, 1) → (0, 2)", "tasks (both fit)",
-                               "(0, 2) − (0, 1) [95% interval], p", "P((0, 2) > (0, 1)) [95% interval], p", "verdict"],
-                              rows), ""]
+              "the stratum), raw → Holm over the report's fit shifts; then, where both fit, (0, 2) minus (0, 1) in "
+              "test exact match (points), and the probability that a (0, 2) seed beats a (0, 1) seed. "
+              f"{FAMILY_RULE}", "",
+              *markdown_table(["variants", "seeds fit: (0, 1) → (0, 2); p → Holm",
+                               *comparison_headers("(0, 2)", "(0, 1)")], rows), ""]
     return "\n".join(lines) + "\n"
 
 

@@ -22,18 +22,15 @@ from lengthbench.leaderboard.aggregate import (
     test_band_chance,
 )
 from lengthbench.leaderboard.statistics import MIN_TASKS
+from lengthbench.leaderboard.inference import FAMILY_RULE, ComparisonFamily, comparison_headers, family_report
 from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.leaderboard.verdicts import (
     CHANCE_COLUMN,
-    VERDICT_RULE,
     horizon_text,
-    improvement_text,
-    interval_text,
     judged_runs,
-    over_tasks,
+    paired_seeds,
     pct,
     setup_text,
-    verdict_text,
 )
 from lengthbench.models.families import ModelSize
 from lengthbench.studies.base import Study, register_study
@@ -111,7 +108,8 @@ def reciprocal_ranks(scores: pd.DataFrame) -> pd.Series:
     return (1 / ranks).groupby(scores["method"]).mean()
 
 
-def nope_report(records: list[RunRecord]) -> str:
+@family_report
+def nope_report(records: list[RunRecord], family: ComparisonFamily) -> str:
     per_run = _exact_match_per_run(records)
     scores = per_run.groupby(["task", "method"])["exact_match"].agg(["mean", "std", "count"]).reset_index()
     test_scores = (_exact_match_per_run(records, test_band_only=True).groupby(["task", "method"])["exact_match"]
@@ -169,19 +167,13 @@ def nope_report(records: list[RunRecord]) -> str:
         if a not in by_unit or b not in by_unit:
             rows.append([f"`{better}` > `{worse}`", "0", "", "", "not run or never fit"])
             continue
-        test, improvement = over_tasks(by_unit[a], by_unit[b])
-        verdict = verdict_text(test, better, worse, "holds", "reversed")
-        rows.append([f"`{better}` > `{worse}`", str(test["n"]), interval_text(test),
-                     improvement_text(improvement, better, worse), verdict])
+        rows.append([f"`{better}` > `{worse}`", *family.row(*paired_seeds(by_unit[a], by_unit[b]), (better, worse),
+                                                             better=("holds", "reversed"))])
     lines += ["## The published order, pair by pair", "",
-              "Each adjacent pair of the published order: the difference in score (points) with the task as the "
-              "unit (each task's seed means, paired over the tasks where both fit), with its 95% Student-t "
-              "interval and its sign-flip p; it holds when the interval lies above 0 and p < 0.05. "
-              "P(first > second): the probability that a seed of the first beats a seed of the second, the task "
-              "as the stratum (stratified bootstrap, 95%). "
-              + VERDICT_RULE, "",
-              *markdown_table(["published", "tasks (both fit)", "difference [95% interval], p",
-                               "P(first > second) [95% interval], p", "verdict"], rows), ""]
+              "Each adjacent pair of the published order: the first minus the second in score (points) over the "
+              "tasks where both fit, and the probability that a seed of the first beats a seed of the second; the "
+              f"pair holds when the first is better. {FAMILY_RULE}", "",
+              *markdown_table(["published", *comparison_headers("first", "second")], rows), ""]
     chance = {r.task: test_band_chance(r) for r in records if r.status == "ok"}
     rows = []
     for task in dict.fromkeys(scores.task):

@@ -14,12 +14,12 @@ from lengthbench.benchmark.presets import (
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.core.errors import InputError
 from lengthbench.leaderboard.aggregate import judged, leaderboard_frame, method_order
+from lengthbench.leaderboard.inference import ComparisonFamily, family_report
 from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.leaderboard.verdicts import (
     CHANCE_COLUMN,
     cells_table,
     chance_of,
-    claim_row,
     horizon_text,
     judged_runs,
     pct,
@@ -63,7 +63,8 @@ STATE_GROUPS = (("transformer (every encoding)", lambda m: method_parts(m)[0] ==
                 ("delta rule, beta in (0, 2)", lambda m: m in ("deltanet-negative", "gated-deltanet-negative")))
 
 
-def state_report(records: list[RunRecord]) -> str:
+@family_report
+def state_report(records: list[RunRecord], family: ComparisonFamily) -> str:
     """Merrill et al. / Liu et al.: on the word problem of S5 (and of S3,
     the solvable contrast) and the flip-flop language, which methods track
     the state past the training lengths: per method, then per group of
@@ -117,16 +118,17 @@ def state_report(records: list[RunRecord]) -> str:
             theirs = {task: [x for m in methods if member(m) and (task, m) in fit for x in seeds[(task, m)]]}
             ran_here = any(member(m) for m in ran[ran.task == task].method)
             if mine[task] and theirs[task]:
-                rows.append([task, name, claim_row(mine, theirs, ("nonlinear RNN", "them"))[2]])
+                rows.append([task, name, *family.row(mine, theirs, ("nonlinear RNN", "them"))[2:]])
             elif mine[task] and ran_here:  # the claim's contrast already holds at the training lengths
-                rows.append([task, name, "none of their cells fit the training lengths: no comparison past them"])
+                rows.append([task, name, "", "none of their cells fit the training lengths: no comparison past them"])
     lines += ["## Nonlinear RNNs against each group", "",
               "On each task, the seeds of the nonlinear RNNs that fit (`rnn`, `lstm` together) against those of a "
               "group's fit cells: the probability that an RNN seed beats a group seed, with its stratified bootstrap "
-              "interval (95%) and permutation p; a group that ran the task but fit it nowhere is named so. One task is "
-              "one stratum: these are descriptions of that task, not findings across tasks."
+              "interval (95%) and permutation p (raw → Holm over the report's comparisons); a group that ran the task "
+              "but fit it nowhere is named so. One task is one stratum: these are descriptions of that task, not "
+              "findings across tasks, and no verdict rests on one task."
               + ("" if rows else " No nonlinear RNN cell fit a state-tracking task here."),
-              "", *(markdown_table(["task", "against", "P(nonlinear RNN > them) [95% interval], p: verdict"], rows)
+              "", *(markdown_table(["task", "against", "P(nonlinear RNN > them) [95% interval]; p → Holm", "verdict"], rows)
                     if rows else []), ""]
     return "\n".join(lines) + "\n"
 
