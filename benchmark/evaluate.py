@@ -12,8 +12,6 @@ symbols among them scored.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 import torch
 
@@ -23,7 +21,7 @@ from lengthbench.benchmark.train import batch_tensors
 from lengthbench.benchmark.unseen import unseen_batch
 from lengthbench.models.encodings import PositionsOutOfRange
 from lengthbench.models.families import RunModel
-from lengthbench.tasks import IGNORE, Task, get_task, make_batch
+from lengthbench.tasks import IGNORE, Task, make_batch
 
 ATTENTION_BUDGET_BYTES = 1 << 28  # per chunk, for the (B, H, T, T) score/bias tensors
 FIT_CHECK_SAMPLES = 64  # per trained length, at each in-training fit check
@@ -162,40 +160,3 @@ def held_out_fit(model: RunModel, task: Task, config: RunConfig, device: torch.d
     scores = [evaluate_length(model, task, n, config, device, fit_check_streams, FIT_CHECK_SAMPLES)["exact_match"]
               for n in config.fit_lengths()]
     return float(min(scores) if config.fit_from else np.mean(scores))
-
-
-def _answers(task: str, eval_seed: int, length: int, n_samples: int) -> list[np.ndarray]:
-    """The scored answer tokens of the evaluation examples at ``length`` (the same data every run is scored on)."""
-    rng, _ = eval_streams(eval_seed, length, torch.device("cpu"))
-    batch = make_batch(get_task(task), rng, np.full(n_samples, length))
-    return [row_targets[row_scored] for row_targets, row_scored in zip(batch.targets, batch.scored)]
-
-
-@lru_cache(maxsize=None)
-def majority_exact_match(task: str, eval_seed: int, lengths: tuple[int, ...], n_samples: int) -> float:
-    """The chance level of exact match: the share of the evaluation examples
-    at ``lengths`` whose answer is that length's most frequent answer,
-    averaged over ``lengths``: what a model that ignores its input scores at
-    best (0.5 for a balanced yes/no task, about 0 for long answers)."""
-    shares = []
-    for length in lengths:
-        _, counts = np.unique([a.tobytes() for a in _answers(task, eval_seed, length, n_samples)], return_counts=True)
-        shares.append(counts.max() / n_samples)
-    return round(float(np.mean(shares)), 6) if shares else float("nan")
-
-
-@lru_cache(maxsize=None)
-def majority_token_accuracy(task: str, eval_seed: int, lengths: tuple[int, ...], n_samples: int) -> float:
-    """The chance level of token accuracy, scored as runs are (per example, the
-    share of its answer tokens right; averaged): a model that ignores input
-    and answer so far and writes, at each answer position, that length's most
-    frequent token there."""
-    scores = []
-    for length in lengths:
-        answers = _answers(task, eval_seed, length, n_samples)
-        majority = {}
-        for k in range(max(len(a) for a in answers)):
-            tokens, counts = np.unique([a[k] for a in answers if len(a) > k], return_counts=True)
-            majority[k] = tokens[counts.argmax()]
-        scores.append(np.mean([np.mean([token == majority[k] for k, token in enumerate(a)]) for a in answers]))
-    return round(float(np.mean(scores)), 6) if scores else float("nan")

@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 
 from lengthbench.benchmark.config import LATER_FIELDS
-from lengthbench.benchmark.evaluate import majority_exact_match, majority_token_accuracy
 from lengthbench.benchmark.records import (
     SUMMARY_FIELDS,
     RunRecord,
@@ -19,6 +18,7 @@ from lengthbench.benchmark.records import (
     length_frame,
 )
 from lengthbench.core.errors import InputError
+from lengthbench.leaderboard.chance import METRICS as CHANCE, band_chance
 from lengthbench.leaderboard.schema import COLUMN_NAMES, METRICS, SCHEMA_VERSION
 from lengthbench.leaderboard.statistics import (
     GENERALIZE_THRESHOLD,
@@ -53,16 +53,13 @@ PROTOCOL_EXCLUDES = ("task", "encoding", "family", "family_source", "seed")
 LATER_PROTOCOL_FIELDS = ("test_points", "fit_from", "fit_unseen")
 
 
-CHANCE = {"exact_match": majority_exact_match, "token_accuracy": majority_token_accuracy}
-
-
 def test_band_chance(r: RunRecord, metric: str = "exact_match") -> float:
     """The chance level of a run's test band in ``metric`` (exact match or
-    token accuracy); none for a format that cannot write its task."""
+    token accuracy: ``leaderboard.chance``); none for a format that cannot write its task."""
     if r.status == "not_applicable" and label_not_applicable(r.task) is not None:
         return float("nan")
     test_lengths = tuple(n for n in r.config.eval_lengths() if r.config.split(n) == "ood")
-    return CHANCE[metric](r.task, r.config.eval_seed, test_lengths, r.config.eval_samples)
+    return band_chance(r.task, test_lengths, r.config.eval_samples, metric)
 
 
 def runs_frame(records: list[RunRecord]) -> pd.DataFrame:

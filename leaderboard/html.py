@@ -115,7 +115,8 @@ def _ranking_data(board: pd.DataFrame) -> dict | None:
         return None
     f = ranking.f_statistic  # infinite when every task ranks the methods alike: JSON has no infinity
     return {"n_tasks": ranking.n_tasks, "f": round(f, 4) if math.isfinite(f) else None,
-            "p": float(f"{ranking.p_value:.4g}"),
+            "p": float(f"{ranking.p_value:.4g}"), "chi2": round(ranking.chi2, 4),
+            "chi2_p": float(f"{ranking.chi2_p_value:.4g}"), "separated": ranking.separated_pairs(),
             "cd": round(ranking.critical_difference, 4), "left_out": list(ranking.left_out),
             "unfit_tasks": list(ranking.unfit_tasks),
             "few_ran_tasks": list(ranking.few_ran_tasks),
@@ -390,8 +391,10 @@ function drawRanking() {
   document.getElementById("ranking").hidden = false;
   document.getElementById("ranking-note").textContent =
     `Average rank per method over the ${r.n_tasks} tasks every method below ran (ties share the average rank); ` +
-    `Friedman test F = ${r.f === null ? "\u221e" : r.f.toFixed(2)}, p = ${r.p.toPrecision(2)}; methods joined by a thick line are not told ` +
-    `apart by the Nemenyi test (critical difference ${r.cd.toFixed(2)}).` + (r.left_out.length ? ` Left out (no score on every task of the block): ${r.left_out.join(", ")}.` : "") +
+    `Friedman's chi-square ${r.chi2.toFixed(2)}, p = ${r.chi2_p.toPrecision(2)}; its Iman-Davenport F = ` +
+    `${r.f === null ? "\u221e" : r.f.toFixed(2)}, p = ${r.p.toPrecision(2)}; methods joined by a thick line are not told ` +
+    `apart by the Nemenyi test (critical difference ${r.cd.toFixed(2)}).` +
+    (r.separated ? "" : " It separates no pair: the order is descriptive, not a finding.") + (r.left_out.length ? ` Left out (no score on every task of the block): ${r.left_out.join(", ")}.` : "") +
     (r.few_ran_tasks.length ? ` Tasks left out (fewer methods ran them): ${r.few_ran_tasks.join(", ")}.` : "") +
     (r.unfit_tasks.length ? ` Tasks left out (some method did not fit there): ${r.unfit_tasks.join(", ")}.` : "");
   // The margins fit the longest method label on each side and the axis gives every rank

@@ -284,7 +284,8 @@ def critical_difference_figure(ranking) -> Figure:
         members = [ranks[names.index(m)] for m in group]
         ax.hlines(-group_top - group_step * depth, min(members) - 0.03, max(members) + 0.03, color="black", lw=3)
     ax.axis("off")
-    ax.set_title(f"average rank over {ranking.n_tasks} tasks (Friedman p = {ranking.p_value:.2g}; "
-                 f"joined: not different at alpha 0.05, Nemenyi)", fontsize=9)
+    ax.set_title(f"average rank over {ranking.n_tasks} tasks (Friedman chi-square p = {ranking.chi2_p_value:.2g}; "
+                 f"joined: not different at alpha 0.05, Nemenyi"
+                 + ("; no pair separated: descriptive" if not ranking.separated_pairs() else "") + ")", fontsize=9)
     fig.tight_layout()
     return fig

@@ -1,6 +1,12 @@
 """Ranking many methods over many tasks (Demšar, JMLR 2006): average ranks,
-the Friedman test with the Iman-Davenport F statistic, the Nemenyi critical
-difference, and its diagram.
+the Friedman test (its chi-square and the Iman-Davenport F, each with its own
+p, each named), the Nemenyi critical difference, and its diagram. The
+chi-square is Demšar's, without scipy's correction for tied ranks (so it is
+the same as scipy's where no task ties, and no larger where some do: the
+conservative side); the pairs the critical difference separates are those
+scikit-posthocs' Nemenyi test finds at alpha (tests/test_against_references.py).
+Where the critical difference separates no pair, the order of the average
+ranks is descriptive, and the text says so.
 
 Ranks are taken within each task (1 = best OOD exact match; ties share the
 average rank) over the *complete block* (``aggregate.complete_block``):
@@ -33,6 +39,7 @@ class Ranking:
     chi2: float  # Friedman's chi-square
     f_statistic: float  # Iman-Davenport F, with (k - 1, (k - 1)(N - 1)) degrees of freedom
     p_value: float  # of the F statistic
+    chi2_p_value: float  # of the chi-square, with k - 1 degrees of freedom
     critical_difference: float  # Nemenyi, at ALPHA
     left_out: tuple[str, ...]  # methods without a score on every task of the block
     unfit_tasks: tuple[str, ...] = ()  # tasks left out: some method of the block did not fit there
@@ -41,6 +48,11 @@ class Ranking:
     @property
     def n_methods(self) -> int:
         return len(self.average_ranks)
+
+    def separated_pairs(self) -> int:
+        """How many pairs of methods the critical difference tells apart."""
+        ranks = self.average_ranks.to_numpy()
+        return int(sum(abs(a - b) >= self.critical_difference for i, a in enumerate(ranks) for b in ranks[i + 1:]))
 
     def groups(self) -> list[tuple[str, ...]]:
         """Maximal runs of methods (in rank order) whose average ranks differ by
@@ -76,7 +88,7 @@ def friedman(scores: pd.DataFrame, alpha: float = ALPHA) -> Ranking:
     p_value = (float(scipy_stats().f.sf(f_statistic, k - 1, (k - 1) * (n - 1))) if denominator > 0
                else (1 / math.factorial(k)) ** (n - 1))
     cd = nemenyi_q(k, alpha) * math.sqrt(k * (k + 1) / (6 * n))
-    return Ranking(average, n, chi2, f_statistic, p_value, cd, ())
+    return Ranking(average, n, chi2, f_statistic, p_value, float(scipy_stats().chi2.sf(chi2, k - 1)), cd, ())
 
 
 def board_ranking(board: pd.DataFrame, metric: str = "ood_exact_match_mean") -> Ranking | None:
@@ -91,18 +103,34 @@ def board_ranking(board: pd.DataFrame, metric: str = "ood_exact_match_mean") -> 
     ranking = friedman(scores)
     left_out = tuple(m for m in dict.fromkeys(board.method) if m not in every)
     return Ranking(ranking.average_ranks, ranking.n_tasks, ranking.chi2, ranking.f_statistic, ranking.p_value,
-                   ranking.critical_difference, left_out, unfit, few_ran)
+                   ranking.chi2_p_value, ranking.critical_difference, left_out, unfit, few_ran)
+
+
+def _p(p: float) -> str:
+    return f"p = {p:.2g}" if p >= 1e-3 else f"p = {p:.1e}"
+
+
+def _separated_text(ranking: Ranking) -> str:
+    """How much of the order the critical difference supports: none of it (descriptive), or how many pairs."""
+    pairs = ranking.n_methods * (ranking.n_methods - 1) // 2
+    separated = ranking.separated_pairs()
+    if not separated:
+        return "It separates no pair: the order of the average ranks below is descriptive, not a finding."
+    return (f"It separates {separated} of the {pairs} pairs (the diagram joins the rest); any other order below "
+            "is descriptive.")
 
 
 def ranking_text(ranking: Ranking) -> str:
     """The markdown section ``leaderboard.md`` ends with."""
     lines = [f"Ranking over the {ranking.n_tasks} tasks every method below ran (Friedman test, Demšar 2006): "
              f"average rank per method (1 = best OOD exact match in a task; ties share the average rank). "
-             f"Friedman chi-square {ranking.chi2:.2f}, "
-             + (f"Iman-Davenport F {ranking.f_statistic:.2f}, " if math.isfinite(ranking.f_statistic)
-                else "every task ranks the methods alike (exact p), ") +
-             f"p = {ranking.p_value:.3g}; Nemenyi critical difference at alpha {ALPHA}: "
-             f"{ranking.critical_difference:.2f} (two methods differ when their average ranks differ by more).", ""]
+             f"Friedman's chi-square {ranking.chi2:.2f} ({_p(ranking.chi2_p_value)}, {ranking.n_methods - 1} degrees "
+             "of freedom); "
+             + (f"its Iman-Davenport F {ranking.f_statistic:.2f} ({_p(ranking.p_value)}); " if
+                math.isfinite(ranking.f_statistic) else f"every task ranks the methods alike (exact p = "
+                f"{ranking.p_value:.3g}); ") +
+             f"Nemenyi critical difference at alpha {ALPHA}: {ranking.critical_difference:.2f} (two methods differ "
+             f"when their average ranks differ by at least that). {_separated_text(ranking)}", ""]
     lines += ["| method | average rank |", "|---|---|"]
     lines += [f"| `{m}` | {r:.2f} |" for m, r in ranking.average_ranks.items()]
     groups = ranking.groups()

@@ -13,10 +13,14 @@ interquartile mean, area over log length, seeds reaching 2x and 4x);
 version 8 adds each cell's data ``format`` (its task column the task label,
 ``addition+reversed``); version 9 adds each cell's parameter count
 (``n_parameters``); version 10 the chance level of token accuracy
-(``chance_token_accuracy``) beside that of exact match. A version 2 to 9 file
-is read as version 10 (``n_errors`` 0, fit ``unknown``, no validation band,
-protocol unknown, horizon columns, parameter count and token chance empty, the
-format its task label's: ``plain`` for a bare task name). The reader checks
+(``chance_token_accuracy``) beside that of exact match; version 11 makes both
+chance levels the task distribution's (``leaderboard.chance``: the best
+input-ignoring predictor's expected score), where earlier versions read them
+off the test band's own examples (biased upward: S5's 2.6% for 0.83%). A
+version 2 to 10 file is read as version 11 (``n_errors`` 0, fit ``unknown``,
+no validation band, protocol unknown, horizon columns, parameter count and
+token chance empty, the format its task label's: ``plain`` for a bare task
+name; its chance levels as it wrote them). The reader checks
 every cell's type and range, so an impossible value (a mean of ``inf`` or 7.5,
 a negative std, 2.7 seeds) is refused with the file, row and column instead of
 turning into a confident wrong verdict in ``compare``.
@@ -41,7 +45,7 @@ from lengthbench.leaderboard.statistics import GENERALIZE_THRESHOLD, REACH_FACTO
 from lengthbench.tasks.base import LEVELS
 from lengthbench.tasks.cells import method_name, split_label, transformer_method
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 KEY = ("task", "method")
 STATUSES = ("ok", "not_applicable", "failed")
 FIT_STATUSES = ("fit", "partly_fit", "not_fit", "unknown", "")
@@ -113,13 +117,14 @@ COLUMNS: tuple[tuple, ...] = (
     ("fit_threshold", "float", FRACTION, "a seed fits when its in-distribution exact match reaches this (with "
                                           "fit_from: at every trained length from fit_from up)"),
     ("chance_exact_match", "float", FRACTION,
-     "chance level: the share of the test band's evaluation examples whose answer is their length's most frequent "
-     "answer (what a model that ignores its input scores at best; within 1/eval_samples of 0 where answers rarely "
-     "repeat)"),
+     "chance level on the test band: the expected exact match of the best predictor that ignores its input (at "
+     "each length the most probable answer; its probability, exact where the task gives it, else estimated from "
+     "an independent sample 100x the band), averaged over the band's lengths as the scores are; before version "
+     "11, the share of the band's own examples whose answer was their length's most frequent"),
     ("chance_token_accuracy", "float", FRACTION,
-     "chance level of token accuracy on the test band: per example, the share of its answer tokens that equal "
-     "their length's most frequent token at that position, averaged (what a model that ignores its input scores; "
-     "empty before version 10)"),
+     "chance level of token accuracy on the test band: the same predictor writing, at each answer position, its "
+     "most probable token (estimated as above; a one-symbol answer's is its exact match's); empty before "
+     "version 10"),
     ("n_fit", "int", COUNT, "seeds that fit their training lengths (a failed seed does not)"),
     ("fit_status", "str", FIT_STATUSES, "fit (every seed) / partly_fit / not_fit / unknown (a board from before "
                                         "fit was recorded) / empty (no seed ran); a cell is judged on length "
@@ -338,13 +343,20 @@ def _from_version_8(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _from_version_9(frame: pd.DataFrame) -> pd.DataFrame:
     """Version 9 gave the chance level of exact match only."""
-    frame = frame.assign(chance_token_accuracy="") if "chance_token_accuracy" not in frame.columns else frame.copy()
+    return _from_version_10(frame.assign(chance_token_accuracy="") if "chance_token_accuracy" not in frame.columns
+                            else frame)
+
+
+def _from_version_10(frame: pd.DataFrame) -> pd.DataFrame:
+    """Version 10 read its chance levels off the test band's examples: kept as written."""
+    frame = frame.copy()
     frame["schema_version"] = str(SCHEMA_VERSION)
     return frame
 
 
 MIGRATIONS = {"2": _from_version_2, "3": _from_version_3, "4": _from_version_4, "5": _from_version_5,
-              "6": _from_version_6, "7": _from_version_7, "8": _from_version_8, "9": _from_version_9}
+              "6": _from_version_6, "7": _from_version_7, "8": _from_version_8, "9": _from_version_9,
+              "10": _from_version_10}
 
 
 def read_leaderboard(path: str | Path) -> pd.DataFrame:
@@ -364,7 +376,7 @@ def read_leaderboard(path: str | Path) -> pd.DataFrame:
     frame.columns = [str(name).strip() for name in frame.columns]
     frame = frame.apply(lambda column: column.str.strip().map(unguard_formula))  # spaces a spreadsheet left
     versions = set(frame["schema_version"].str.strip())
-    if len(versions) == 1 and (old := versions.pop()) in MIGRATIONS and not set(COLUMN_NAMES) <= set(header):
+    if len(versions) == 1 and (old := versions.pop()) in MIGRATIONS:
         frame = MIGRATIONS[old](frame)
         header = list(frame.columns)
     for i, version in enumerate(frame["schema_version"], start=2):

@@ -96,9 +96,9 @@ def to_markdown(board: pd.DataFrame) -> str:
     parts = [
         "OOD exact match (%), mean over seeds (± sample std when more than one seed), averaged over every "
         "length of the test band; column headers give the train / validation / test bands."
-        + (" The last row, *chance*, is each task's chance level on its test band: the share of the evaluation "
-           "examples whose answer is their length's most frequent one (what a model that ignores its input "
-           "scores at best)." if len(chance) else "")
+        + (" The last row, *chance*, is each task's chance level on its test band: the expected score of the best "
+           "predictor that ignores its input, under the task's distribution (at each length its most probable "
+           "answer), averaged over the band." if len(chance) else "")
         + (" A seed on which the method failed (diverged, or non-finite outputs) counts as 0, as the cell says; "
            "a seed whose run raised is not counted (the next run retries it)."
            if (board.n_failed.sum() + board.n_errors.sum()) else "")

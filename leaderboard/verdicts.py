@@ -21,7 +21,7 @@ from lengthbench.tasks.cells import method_parts
 
 NOT_FIT = "did not fit (no verdict)"
 
-# beside test exact match: the share of the test band's examples whose answer is their length's most frequent one
+# beside test exact match: the best input-ignoring predictor's expected score on the test band (``leaderboard.chance``)
 CHANCE_COLUMN = "chance (%, test band)"
 
 

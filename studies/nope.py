@@ -185,8 +185,9 @@ def nope_report(records: list[RunRecord], family: ComparisonFamily) -> str:
             theirs = NOPE_EXACT_MATCH.get(task, {}).get(e)
             rows.append([task, f"`{e}`", "not sourced" if theirs is None else pct(theirs),
                          _score_mean_std(cell.iloc[0]), _score_mean_std(test), pct(chance[task])])
-    lines += ["## Per task", "", "Chance: the share of the test band's examples whose answer is their length's most "
-              "frequent answer; a test-band score at or under it carries nothing past the training lengths.", "",
+    lines += ["## Per task", "", "Chance: the expected score of the best predictor that ignores its input, under the "
+              "task's distribution, over the test band; a test-band score at or under it carries nothing past the "
+              "training lengths.", "",
               *markdown_table(["task", "encoding", "published (3-seed mean)", "ours (mean ± std)",
                                "ours, test band only", CHANCE_COLUMN], rows), ""]
     return "\n".join(lines) + "\n"

@@ -129,6 +129,12 @@ class Task:
         """Number of input symbols at a task length (the task's length rule)."""
         return length
 
+    def answer_chance(self, length: int) -> float | None:
+        """The probability of the most frequent answer at ``length`` under ``sample``'s distribution, exactly:
+        what a model that ignores its input scores at best in exact match. None where the task gives no closed
+        form (``leaderboard.chance`` then estimates it from an independent sample)."""
+        return None
+
     def prefix_states(self, inputs: np.ndarray) -> np.ndarray:
         """For a task whose one-symbol answer is a state updated once per
         input symbol: the state after every prefix of ``inputs`` ``(B, N)``,

@@ -5,6 +5,8 @@ Each reads N input symbols and emits one output symbol (a classification).
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from lengthbench.tasks.base import Sample, Task, register_task
@@ -35,6 +37,9 @@ class EvenPairs(Task):
     def examples(self, x):
         return Sample(x, (2 + (x[:, 0] == x[:, -1]))[:, None])
 
+    def answer_chance(self, length):
+        return 1.0 if length == 1 else 0.5  # one symbol has no pair; else the last symbol is a fair coin
+
     def solve(self, inputs):
         changes = sum(1 for a, b in zip(inputs, inputs[1:]) if a != b)
         return [3 if changes % 2 == 0 else 2]
@@ -60,6 +65,9 @@ class ParityCheck(Task):
 
     def examples(self, x):
         return Sample(x, (x.sum(axis=1) % 2)[:, None])
+
+    def answer_chance(self, length):
+        return 0.5  # the last bit alone decides the parity: a fair coin
 
     def prefix_states(self, inputs):
         return np.cumsum(inputs, axis=1) % 2
@@ -89,6 +97,12 @@ class CycleNavigation(Task):
 
     def examples(self, x):
         return Sample(x, (3 + (x - 1).sum(axis=1) % MOD)[:, None])
+
+    def answer_chance(self, length):
+        position = np.eye(MOD)[0]  # the distribution of the position, moved by each uniform step -1, 0, +1
+        for _ in range(length):
+            position = (np.roll(position, -1) + position + np.roll(position, 1)) / 3
+        return float(position.max())
 
     def prefix_states(self, inputs):
         return 3 + np.cumsum(inputs - 1, axis=1) % MOD
@@ -133,6 +147,23 @@ class ModularArithmetic(Task):
             total = np.where(product, total, (total + term) % MOD)
             term = np.where(product, term * digit, np.where(op == 0, digit, -digit)) % MOD
         return Sample(x, ((total + term) % MOD)[:, None])
+
+    def answer_chance(self, length):
+        # the distribution of (total so far, running product) mod 5, read left to right as ``sample`` computes it
+        state = np.zeros((MOD, MOD))
+        state[0, :] = 1 / MOD  # no total yet; the first digit uniform
+        for _ in range(self.input_length(length) // 2):  # an operator and a digit, each uniform
+            step = np.zeros_like(state)
+            for total, term, digit in itertools.product(range(MOD), range(MOD), range(MOD)):
+                weight = state[total, term] / (3 * MOD)
+                step[(total + term) % MOD, digit] += weight  # +
+                step[(total + term) % MOD, -digit % MOD] += weight  # -
+                step[total, term * digit % MOD] += weight  # x
+            state = step
+        answers = np.zeros(MOD)
+        for total, term in itertools.product(range(MOD), range(MOD)):
+            answers[(total + term) % MOD] += state[total, term]
+        return float(answers.max())
 
     def solve(self, inputs):
         text = "".join(self.symbols[s] for s in inputs)

@@ -63,6 +63,9 @@ class WordProblem(Task):
     def examples(self, x):
         return Sample(x, self.prefix_states(x)[:, -1:])
 
+    def answer_chance(self, length):
+        return 1 / len(self.symbols)  # a product of uniform elements of a group is uniform over the group
+
     def prefix_states(self, inputs):
         table, states = self.table(), np.empty_like(inputs)
         states[:, 0] = inputs[:, 0]
@@ -180,6 +183,9 @@ class FlipFlop(Task):
         x = np.empty((batch_size, 2 * length), dtype=np.int64)
         x[:, 0::2], x[:, 1::2] = ops, FIRST_BIT + bits
         return Sample(x[:, :-1], x[:, -1:])
+
+    def answer_chance(self, length):
+        return 0.5  # the last written bit is uniform
 
     def solve(self, inputs):
         written = None
