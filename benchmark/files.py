@@ -141,12 +141,21 @@ def unguard_formula(value):
     return value
 
 
+FLOAT_FORMAT = "%.6g"  # the one float format every table writes
+
+
+def as_written(values):
+    """Numbers as a table writes them (``FLOAT_FORMAT``): what ranks are taken on, so that two scores a table
+    shows alike are one tie (two means that differ in the tenth digit of a float sum are not told apart)."""
+    return values.map(lambda v: v if v != v else float(FLOAT_FORMAT % v))  # NaN stays NaN
+
+
 def write_csv(path: str | Path, frame) -> Path:
     """A pandas frame as CSV, in the one float format every table uses, with
     text cells guarded against formula injection (``guard_formula``)."""
     text_columns = [c for c in frame.columns if frame[c].map(lambda v: isinstance(v, str)).any()]
     guarded = frame.assign(**{c: frame[c].map(guard_formula) for c in text_columns})
-    return write_text(path, guarded.to_csv(index=False, float_format="%.6g"))
+    return write_text(path, guarded.to_csv(index=False, float_format=FLOAT_FORMAT))
 
 
 def save_figure(fig, path: str | Path, **kwargs) -> Path:

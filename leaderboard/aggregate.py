@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from lengthbench.benchmark.config import LATER_FIELDS
+from lengthbench.benchmark.files import as_written
 from lengthbench.benchmark.records import (
     SUMMARY_FIELDS,
     RunRecord,
@@ -252,7 +253,7 @@ def ranked(board: pd.DataFrame) -> pd.DataFrame:
     """``board`` with each task's ranks over its judged cells (ties share the
     average rank) and its rows in leaderboard order."""
     board = board.assign(n_parameters=board.n_parameters.astype("Int64"),
-                         rank=board.ood_exact_match_mean.where(judged(board))
+                         rank=as_written(board.ood_exact_match_mean.where(judged(board)))
                          .groupby(board.task).rank(ascending=False, method="average"))[list(COLUMN_NAMES)]
     methods = method_order(board.method.unique())
     return board.iloc[sorted(range(len(board)), key=lambda i: _row_key(board.iloc[i], methods))].reset_index(drop=True)
@@ -325,6 +326,6 @@ def level_summary(board: pd.DataFrame) -> pd.DataFrame:
     table = table[levels]
     scores = ran.pivot(index="task", columns="method", values="ood_exact_match_mean")
     table["overall"] = scores.mean()
-    table["mean_rank"] = scores.rank(axis=1, ascending=False, method="average").mean()
+    table["mean_rank"] = scores.apply(as_written).rank(axis=1, ascending=False, method="average").mean()
     table["n_tasks"] = len(tasks)
     return table.reindex(method_order(table.index)).reset_index()

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from lengthbench.benchmark.files import as_written
 from lengthbench.leaderboard.aggregate import complete_block
 from lengthbench.leaderboard.statistics import scipy_stats
 
@@ -99,7 +100,7 @@ def board_ranking(board: pd.DataFrame, metric: str = "ood_exact_match_mean") -> 
     if len(fit_tasks) < 2 or len(every) < 2:
         return None
     scores = ok[ok.method.isin(every) & ok.task.isin(fit_tasks)].pivot(index="task", columns="method",
-                                                                      values=metric)[every]
+                                                                      values=metric)[every].apply(as_written)
     ranking = friedman(scores)
     left_out = tuple(m for m in dict.fromkeys(board.method) if m not in every)
     return Ranking(ranking.average_ranks, ranking.n_tasks, ranking.chi2, ranking.f_statistic, ranking.p_value,

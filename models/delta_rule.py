@@ -28,8 +28,27 @@ The recurrence runs chunk by chunk (``chunked_delta_rule``, the WY/UT form
 of Yang et al. 2024): inside a chunk of up to ``CHUNK`` tokens all at once
 (two triangular solves), between chunks by carrying ``S``; it equals the
 token-by-token recurrence (``delta_rule_recurrence``, tested in float64).
-Differences from the authors' layers: no fused kernel, the MLP is the
-transformer's (theirs: SwiGLU), weight decay on every weight.
+
+Where ours differs from the authors' layers (``flash-linear-attention``'s
+``DeltaNet`` and ``GatedDeltaNet``, which the Gated DeltaNet code also
+uses; each point checked against them in tests/test_against_fla.py):
+
+- the short convolution has a bias (theirs: ``conv_bias=False``);
+- the projection of beta's (and the decay's) logits has a bias (theirs:
+  ``b_proj``, ``a_proj`` without);
+- gated: ``A`` starts uniform in [1, 16] (theirs: [0, 16]);
+- gated: the value heads are as wide as the key heads (theirs:
+  ``expand_v=2``, twice as wide; ungated DeltaNet's default is 1, as ours);
+- weight decay on every weight, ``A_log`` and ``dt_bias`` included (theirs
+  exempt both, ``_no_weight_decay``);
+- PyTorch's default initialization (theirs: N(0, 0.02) for linear maps and
+  embeddings, zero biases); RMS norm epsilon 1e-6 (theirs 1e-5); the
+  block's MLP is the transformer's GELU MLP and its norms LayerNorm
+  (theirs: SwiGLU and RMSNorm); no fused kernel.
+
+The records were made with these; aligning any of them changes what the
+family computes (a version bump and its cells rerun), so they are stated
+rather than changed.
 """
 
 from __future__ import annotations

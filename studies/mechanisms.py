@@ -7,6 +7,7 @@ comparison, so the report states the board's finding.
 from __future__ import annotations
 
 from lengthbench.benchmark.presets import (
+    DATA_DEPENDENT_KINDS,
     STATIC_ENCODINGS,
     SUITE_TASKS,
     ZOO_ENCODINGS,
@@ -41,9 +42,6 @@ ZOO_CLAIM = ("No published claim compares these mechanisms with static encodings
 register_preset(part_of_zoo("horizon-mechanisms", "the data-dependent mechanisms against the static encodings on "
                             "horizon's tasks x 3 seeds", SUITE_TASKS, (*STATIC_ENCODINGS, *ZOO_ENCODINGS),
                             ("transformer",)))
-
-
-DATA_DEPENDENT_KINDS = ("data-dependent", "attention normalization", "hybrid")
 
 
 @family_report

@@ -59,6 +59,15 @@ def test_stick_breaking_matches_fla_with_the_current_token():
     torch.testing.assert_close(_ours(attention, encoding, x), _mix(attention, theirs), rtol=1e-5, atol=1e-5)
 
 
+def test_stick_breaking_remainder_is_fla_without_the_current_token_plus_the_remainder():
+    """fla's reference over the keys before each query (attend_current off) returns the stick's remainder
+    beside the output; the authors' model adds it times the query's own value (their tests: o + rem * v)."""
+    attention, encoding, x, q, k, v = _layer("stick-breaking-remainder")
+    theirs, remainder = naive_stickbreaking.naive_stickbreaking_attn(q, k, v, attend_current=False)
+    torch.testing.assert_close(_ours(attention, encoding, x), _mix(attention, theirs + remainder[..., None] * v),
+                               rtol=1e-5, atol=1e-5)
+
+
 def test_path_matches_fla():
     attention, encoding, x, q, k, v = _layer("path")
     own = attention.position
@@ -93,3 +102,51 @@ def test_delta_rule_layer_matches_fla(gated, beta_range):
     o = F.rms_norm(o, (d // SIZE.n_heads,), mixer.norm, 1e-6).reshape(b, t, d)
     expected = mixer.out(o * F.silu(mixer.gate(x)) if gated else o)
     torch.testing.assert_close(mixer(x), expected, rtol=1e-4, atol=1e-5)
+
+
+def _fla_layer(name: str, **settings):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        layers = pytest.importorskip("fla.layers")
+        return getattr(layers, name)(**settings)
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_the_delta_rules_stated_differences_from_fla_hold(gated):
+    """Every difference models/delta_rule.py states from the authors' layers, read off both layers."""
+    torch.manual_seed(0)
+    ours = DeltaMixer(SIZE, gated, 1.0)
+    head = SIZE.d_model // SIZE.n_heads
+    theirs = (_fla_layer("GatedDeltaNet", hidden_size=SIZE.d_model, head_dim=head, num_heads=SIZE.n_heads) if gated
+              else _fla_layer("DeltaNet", hidden_size=SIZE.d_model, num_heads=SIZE.n_heads))
+    assert ours.conv.bias is not None and theirs.q_conv1d.bias is None  # the short convolution's bias
+    assert ours.per_head.bias is not None and theirs.b_proj.bias is None  # beta's (and the decay's) bias
+    assert ours.qkv.bias is None and theirs.q_proj.bias is None  # the same: no bias on q, k, v
+    value_width = 2 if gated else 1  # theirs: GatedDeltaNet's expand_v=2, DeltaNet's 1; ours: 1
+    assert theirs.head_v_dim == value_width * theirs.head_k_dim and theirs.head_k_dim == head
+    assert ours.qkv.out_features == 3 * SIZE.d_model  # ours: q, k and v each d_model wide
+    assert theirs.o_norm.eps == 1e-5
+    if gated:
+        many = [DeltaMixer(SIZE, True, 1.0).A_log.exp() for _ in range(200)]
+        assert min(float(a.min()) for a in many) >= 1.0  # ours from [1, 16]
+        theirs_a = torch.cat([_fla_layer("GatedDeltaNet", hidden_size=SIZE.d_model, head_dim=head,
+                                         num_heads=SIZE.n_heads).A_log.exp().detach() for _ in range(50)])
+        assert float(theirs_a.min()) < 1.0 and float(theirs_a.max()) <= 16  # theirs from [0, 16]
+        assert theirs.A_log._no_weight_decay and theirs.dt_bias._no_weight_decay
+        assert not hasattr(ours.A_log, "_no_weight_decay") and not hasattr(ours.dt_bias, "_no_weight_decay")
+
+
+def test_the_forget_gates_stated_initialization_against_fla():
+    """Ours: PyTorch's default (uniform in +-1/sqrt(d), a non-zero bias); the authors' and fla's Forgetting
+    Transformer: N(0, 0.02), zero bias."""
+    attention, _, _, _, _, _ = _layer("forget")
+    gate = attention.position.gate
+    bound = SIZE.d_model ** -0.5
+    assert float(gate.weight.abs().max()) <= bound and float(gate.weight.std()) > 0.05  # uniform: bound / sqrt(3)
+    assert float(gate.bias.abs().max()) > 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        models = pytest.importorskip("fla.models")
+        config = models.ForgettingTransformerConfig(hidden_size=256, num_hidden_layers=1, num_heads=4, vocab_size=32)
+        theirs = models.ForgettingTransformerForCausalLM(config).model.layers[0].attn.f_proj
+    assert float(theirs.weight.std()) == pytest.approx(0.02, rel=0.2) and float(theirs.bias.abs().max()) == 0

@@ -95,6 +95,26 @@ def test_stick_breaking_is_the_papers_equation():
     torch.testing.assert_close(ours(attention, encoding, x), expected, rtol=1e-10, atol=1e-10)
 
 
+def test_stick_breaking_remainder_is_the_authors_form():
+    """A_ij = beta_ij prod_{j<k<i} (1 - beta_ik) over the keys before the query only (the paper's j < i),
+    and the remainder 1 - sum_{j<i} A_ij on the query's own value (the authors' code: o + rem * v)."""
+    attention, encoding, x = layer("stick-breaking-remainder")
+    q, k, v = heads(attention, x)
+    scale = q.shape[-1] ** -0.5
+
+    def beta(b, h, i, j):
+        return 1 / (1 + math.exp(-float(q[b, h, i] @ k[b, h, j]) * scale))
+
+    def before(b, h, i, j):
+        return beta(b, h, i, j) * math.prod(1 - beta(b, h, i, m) for m in range(j + 1, i))
+
+    def weight(b, h, i, j):
+        return before(b, h, i, j) if j < i else 1 - sum(before(b, h, i, m) for m in range(i))
+
+    expected = mixed(attention, weight)(x, v)
+    torch.testing.assert_close(ours(attention, encoding, x), expected, rtol=1e-10, atol=1e-10)
+
+
 def test_path_is_the_product_of_householder_transforms():
     """logit_ij = q_iᵀ H_i H_{i-1} ... H_{j+1} k_j / sqrt(d), H_t = I - beta_t w_t w_tᵀ,
     w_t = normalize(W_w x_t) per head, beta_t = 2 sigmoid(W_b x_t) (Yang et al. 2025)."""
@@ -153,7 +173,8 @@ def test_rnope_turns_the_first_layer_and_leaves_the_second_without_positions():
             assert (hybrid(tokens, pos) - other(tokens, pos)).abs().max() > 1e-4
 
 
-@pytest.mark.parametrize("name", ["forget", "stick-breaking", "path", "ssmax", "ssmax-rope", "rnope"])
+@pytest.mark.parametrize("name", ["forget", "stick-breaking", "stick-breaking-remainder", "path", "ssmax", "ssmax-rope",
+                                  "rnope"])
 def test_packed_examples_compute_as_alone_at_training_lengths(name):
     """A packed training row (several examples end to end) gives each example
     its own logits, at the lengths the horizon grid trains (up to 51 tokens)."""

@@ -720,6 +720,19 @@ def test_overall_scores_and_ranks_are_over_the_tasks_every_method_fit():
     assert set(levels.n_tasks) == {1}
 
 
+def test_scores_a_table_writes_alike_share_their_rank():
+    """Two means that differ only past the written precision (a float sum's rounding: 0.1 + 0.2 against 0.3)
+    are one tie: 1.5 each, as the table shows them equal; a real difference keeps its order."""
+    from lengthbench.leaderboard.aggregate import ranked
+
+    records = [fake_record("copy", e, 0, [1, 1, 1, v]) for e, v in (("rope", 0.1 + 0.2), ("alibi", 0.3),
+                                                                     ("nope", 0.2999))]
+    board = leaderboard_frame(records)
+    board.loc[board.encoding == "rope", "ood_exact_match_mean"] = 0.1 + 0.2  # 0.30000000000000004
+    ranks = ranked(board).set_index("encoding")["rank"].to_dict()
+    assert ranks == {"rope": 1.5, "alibi": 1.5, "nope": 3.0}
+
+
 def test_a_board_saved_by_a_spreadsheet_reads_as_the_original(tmp_path):
     """"CSV UTF-8" from a spreadsheet: a byte-order mark, CRLF line ends and
     spaces around cells and names; the same board comes back."""

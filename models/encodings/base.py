@@ -232,7 +232,7 @@ BUILT_IN_ORDER = (
     "randomized-learned", "randomized-sinusoidal", "randomized-rope", "randomized-alibi", "randomized-t5",
     "randomized-kerple-log", "randomized-kerple-power", "randomized-fire",
     "coupled", "abacus",
-    "forget", "stick-breaking", "path", "ssmax", "ssmax-rope", "rnope",
+    "forget", "stick-breaking", "path", "ssmax", "ssmax-rope", "rnope", "stick-breaking-remainder",
 )
 ENCODINGS: Registry[EncodingEntry] = Registry("encoding", order=BUILT_IN_ORDER)
 def check_encoding_name(name) -> str:

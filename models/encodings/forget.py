@@ -12,11 +12,14 @@ What we built is the basic FoX layer, not the "Pro" block (no output
 gate, no QK-norm, no output norm, no data-dependent token shift): the
 question here is what the forget gate does to length generalization, on
 the same block as every other encoding. ``x`` is the layer's normalized
-input (pre-LayerNorm block), as in the paper; the gate's projection is a
-PyTorch ``nn.Linear`` with its default initialization (the paper's code:
-the same). ``D`` is summed over each (i, j)'s own tokens, not as a
-difference of running sums, so an example packed into a row with others
-gets exactly the bias it gets alone.
+input (pre-LayerNorm block), as in the paper. The gate's projection is a
+PyTorch ``nn.Linear`` with its default initialization (weights and bias
+uniform in +-1/sqrt(d_model)); the authors' code (and fla's Forgetting
+Transformer) initializes it N(0, 0.02) with a zero bias, so their gates
+start near sigmoid(0) = 1/2 everywhere and ours spread around it
+(tests/test_against_fla.py checks both). ``D`` is summed over each (i, j)'s
+own tokens, not as a difference of running sums, so an example packed into
+a row with others gets exactly the bias it gets alone.
 """
 
 import torch
