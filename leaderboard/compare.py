@@ -9,7 +9,14 @@ cell is "improved"/"worse" when its corrected p < alpha; "not_told_apart"
 otherwise (not "unchanged": with few seeds a large change can fail the
 test); "identical" when both sides hold the same numbers; cells with fewer
 than two seeds on a side cannot be tested ("untested"), and a cell
-that is not applicable on a side says so ("not_applicable").
+that is not applicable on a side says so ("not_applicable"). As in the
+reports (``leaderboard.inference``), "not told apart" says what the cell's
+design could have told apart (``detectable``: the smallest |delta| that
+would have passed at the most lenient level the correction allows, every
+other cell at its smallest p: Welch's 95% half-width), and a cell whose
+design no outcome could pass (neither side varies and the exact
+permutation test's smallest p, 2 / C(n_a + n_b, n_a), is not below alpha:
+0.1 with 3 seeds a side) is "not_testable", not "not told apart".
 
 Only like is compared with like: each cell's ``protocol`` (its settings,
 schema version 6) must be the same on both sides, or the comparison is
@@ -34,7 +41,7 @@ from lengthbench.core.errors import InputError
 from lengthbench.leaderboard.aggregate import judged, method_order
 from lengthbench.leaderboard.plots import SAVE_DPI, method_colors
 from lengthbench.leaderboard.schema import KEY
-from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION, adjust_p_values, welch
+from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION, adjust_p_values, scipy_stats, welch
 from lengthbench.leaderboard.tables import markdown_table
 
 if TYPE_CHECKING:
@@ -42,12 +49,14 @@ if TYPE_CHECKING:
 
 ALPHA = 0.05
 COLUMNS = ["task", "method", "metric", "mean_a", "mean_b", "n_a", "n_b", "delta", "se", "df", "t",
-           "p_value", "p_adjusted", "correction", "ci_low", "ci_high", "verdict", "note", "protocol_mismatch"]
+           "p_value", "p_adjusted", "correction", "ci_low", "ci_high", "detectable", "verdict", "note",
+           "protocol_mismatch"]
 SAME_NOTE = "the same numbers on both sides"
 NO_SPREAD_NOTE = ("neither side varies: the p is the exact permutation test's over every split of the pooled "
                   "seeds (its smallest: 0.1 for 3 seeds a side), with no interval")
-VERDICTS = ("improved", "worse", "not_told_apart", "identical", "untested", "not_judged", "not_applicable", "only_in_a",
-            "only_in_b")
+VERDICTS = ("improved", "worse", "not_told_apart", "not_testable", "identical", "untested", "not_judged",
+            "not_applicable", "only_in_a", "only_in_b")
+NOT_TESTABLE_NOTE = "no outcome of this many seeds reaches p < 0.05 by the exact permutation test"
 # What a board without protocols (schema < 6) still says about its cells' settings.
 LENGTH_FIELDS = ("train_length", "validation_length", "test_length")
 
@@ -129,6 +138,7 @@ def compare_frames(a: pd.DataFrame, b: pd.DataFrame, metric: str = "exact_match"
         rows.append(row)
     diff = pd.DataFrame(rows).reindex(columns=COLUMNS)
     diff["verdict"] = diff.verdict.astype(object)
+    diff["note"] = diff.note.astype(object)
     diff["protocol_mismatch"] = diff.protocol_mismatch.astype(object).fillna("")
     mismatch = mismatch_summary(differing, n_differing, int((merged._merge == "both").sum()))
     if mismatch and not allow_mismatch:
@@ -141,6 +151,13 @@ def compare_frames(a: pd.DataFrame, b: pd.DataFrame, metric: str = "exact_match"
     diff.loc[tested, "verdict"] = np.select(
         [diff.p_adjusted[tested].isna(), significant[tested] & (diff.delta[tested] > 0),
          significant[tested] & (diff.delta[tested] < 0)], ["untested", "improved", "worse"], "not_told_apart")
+    # without spread the observed split is the most extreme there is: its exact p is the design's smallest
+    blind = (diff.verdict == "not_told_apart") & (diff.se == 0) & (diff.p_value >= alpha)
+    diff.loc[blind, "verdict"] = "not_testable"
+    diff.loc[blind, "note"] = NOT_TESTABLE_NOTE
+    apart = (diff.verdict == "not_told_apart") & (diff.se > 0)
+    diff.loc[apart, "detectable"] = [float(scipy_stats().t.ppf(1 - alpha / 2, df)) * se
+                                     for df, se in zip(diff.df[apart], diff.se[apart])]
     diff.attrs["mismatch"] = mismatch
     return diff
 
@@ -187,21 +204,26 @@ def to_markdown(diff: pd.DataFrame, name_a: str, name_b: str) -> str:
     lines += [f"Delta = B - A of OOD {diff.metric.iloc[0].replace('_', ' ')} (percentage points); "
               f"Welch's t-test from per-seed mean, std and n (where neither side varies, its seeds are known and an "
               f"exact permutation test replaces it, with no interval); {method} A cell that did not fit its training "
-              "lengths on a side (fewer than half its seeds) is not judged: it gets no verdict.", "",
+              "lengths on a side (fewer than half its seeds) is not judged: it gets no verdict. Detectable: for a cell "
+              "not told apart, the smallest |delta| its seeds could have told apart (at the most lenient level the "
+              "correction allows); not testable: no outcome of its seeds could pass (neither side varies, and the "
+              "exact test's smallest p with this many seeds is not below alpha).", "",
               f"Summary: {summary_text(diff)}", ""]
     rows = []
     for _, r in diff.iterrows():
         def pp(x):
             return "" if pd.isna(x) else f"{100 * x:+.1f}"
         ci = (f"[{pp(r.ci_low)}, {pp(r.ci_high)}]" if not pd.isna(r.ci_low)
-              else "none: no spread" if r.note == NO_SPREAD_NOTE else "")
+              else "none: no spread" if r.se == 0 and r.verdict not in ("identical", "not_judged") else "")
         rows.append([r.task, f"`{r.method}`", "" if pd.isna(r.mean_a) else f"{100 * r.mean_a:.1f}",
                      "" if pd.isna(r.mean_b) else f"{100 * r.mean_b:.1f}", pp(r.delta), ci,
                      "" if pd.isna(r.p_value) else f"{r.p_value:.3g}",
-                     "" if pd.isna(r.p_adjusted) else f"{r.p_adjusted:.3g}", r.verdict.replace("_", " ")])
+                     "" if pd.isna(r.p_adjusted) else f"{r.p_adjusted:.3g}",
+                     "" if pd.isna(r.detectable) else f"±{100 * r.detectable:.1f}", r.verdict.replace("_", " ")])
     named = (name_a, name_b) != ("A", "B")
     lines += markdown_table(["task", "method", f"A % ({name_a})" if named else "A %",
-                             f"B % ({name_b})" if named else "B %", "delta", "95% CI", "p", "p corrected", "verdict"],
+                             f"B % ({name_b})" if named else "B %", "delta", "95% CI", "p", "p corrected",
+                             "detectable", "verdict"],
                             rows)
     return "\n".join(lines) + "\n"
 

@@ -57,8 +57,12 @@ from lengthbench.leaderboard.statistics import (
 )
 
 ALPHA = 0.05
-ACROSS = "across tasks"
-THESE = "on these tasks"
+ACROSS, THESE = "across", "these"  # the two questions: across the units (tasks), on these units
+
+
+def question(which: str, unit: str = "task") -> str:
+    """``across tasks`` / ``on these tasks`` (or another unit's: ``across cells``)."""
+    return f"across {unit}s" if which == ACROSS else f"on these {unit}s"
 
 
 def p_text(p: float) -> str:
@@ -136,6 +140,7 @@ class Comparison:
     these_null: ImprovementNull | None
     better: tuple[str, str]  # how a verdict names A better, B better
     key: tuple = field(default=(), repr=False)  # what was compared, for the second writing's check
+    unit: str = "task"  # what the units are called (a task; the fit study's cells)
 
     def direction(self, question: str) -> int:
         """+1 when the question's estimate favours A, -1 when B, 0 when neither."""
@@ -185,7 +190,8 @@ class ComparisonFamily:
     together by ``close`` (one Holm family per question, and one for the fit shifts), read back in the same order
     on the second writing."""
 
-    def __init__(self):
+    def __init__(self, unit: str = "task"):
+        self.unit = unit  # what the comparisons' units are called in their verdicts
         self.comparisons: list[Comparison] = []
         self.shifts: list[tuple[tuple, Question]] = []  # (what was compared, its test): ``fit_shift``'s p values
         self.closed = False
@@ -230,7 +236,7 @@ class ComparisonFamily:
                                  sign_flip_smallest_p(d.size) if d.size >= 2 else 1.0),
             these_test=Question(these["p_value"], _smallest_improvement_p(pairs)),
             these_null=ImprovementNull(pairs) if pairs else None,
-            better=better or (f"{names[0]} better", f"{names[1]} better"), key=key)
+            better=better or (f"{names[0]} better", f"{names[1]} better"), key=key, unit=self.unit)
         self.comparisons.append(comparison)
         return comparison
 
@@ -265,7 +271,7 @@ class ComparisonFamily:
         probability and the verdict (provisional on the first writing; arguments as ``compare``'s)."""
         c = self.compare(a_by_task, b_by_task, names, tasks, better, across_units)
         if not c.across["n"]:
-            return ["0", "", "", "not tested: no task where both fit"]
+            return ["0", "", "", f"not tested: no {self.unit} where both fit"]
         return [str(c.across["n"]), across_text(c, self.closed), these_text(c, self.closed), verdict_text(c)
                 if self.closed else ""]
 
@@ -301,10 +307,10 @@ def shift_text(test: Question, closed: bool = True) -> str:
     return _p_cells(test, closed)
 
 
-def comparison_headers(a: str, b: str) -> list[str]:
-    """The headers of ``ComparisonFamily.row``'s four cells."""
-    return ["tasks (both fit)", f"{a} − {b}, {ACROSS} [95% interval]; p → Holm",
-            f"P({a} > {b}), {THESE} [95% interval]; p → Holm", "verdict"]
+def comparison_headers(a: str, b: str, unit: str = "task", paired: str = "both fit") -> list[str]:
+    """The headers of ``ComparisonFamily.row``'s four cells (``paired``: which units the comparison pairs)."""
+    return [f"{unit}s ({paired})", f"{a} − {b}, {question(ACROSS, unit)} [95% interval]; p → Holm",
+            f"P({a} > {b}), {question(THESE, unit)} [95% interval]; p → Holm", "verdict"]
 
 
 def across_text(c: Comparison, closed: bool = True) -> str:
@@ -329,39 +335,42 @@ def _p_cells(test: Question, closed: bool) -> str:
     return adjusted_text(test.raw, test.adjusted) if test.testable else f"{p_text(test.raw)}, not testable"
 
 
-def not_testable(n_tasks: int) -> str:
-    return f"not testable with {n_tasks} task{'s' if n_tasks != 1 else ''}"
+def not_testable(n: int, unit: str = "task") -> str:
+    return f"not testable with {n} {unit}{'s' if n != 1 else ''}"
 
 
 def verdict_text(c: Comparison) -> str:
     """The verdict, naming the question it answers (the module's rule)."""
     a_better, b_better = c.better
+    across, these = question(ACROSS, c.unit), question(THESE, c.unit)
     if c.across_test.passes and c.direction(ACROSS):
-        return f"{a_better if c.direction(ACROSS) > 0 else b_better} {ACROSS}"
-    across = _across_status(c)
+        return f"{a_better if c.direction(ACROSS) > 0 else b_better} {across}"
+    status = _across_status(c)
     if c.these_test.passes and c.direction(THESE):
-        return (f"{a_better if c.direction(THESE) > 0 else b_better} on these {c.n_tasks} tasks "
-                f"({ACROSS}: {across})")
+        return (f"{a_better if c.direction(THESE) > 0 else b_better} on these {c.n_tasks} {c.unit}s "
+                f"({across}: {status})")
     if not c.these_test.testable and not c.across_test.testable:
-        return not_testable(c.n_tasks) + (f" (no verdict rests on fewer than {MIN_TASKS})"
-                                          if c.n_tasks < MIN_TASKS else " in a family of this size")
+        return not_testable(c.n_tasks, c.unit) + (f" (no verdict rests on fewer than {MIN_TASKS})"
+                                                  if c.n_tasks < MIN_TASKS else " in a family of this size")
     detectable = c.detectable_probability()
-    these = (f"{THESE}: P beyond {0.5 - detectable:.2f}–{0.5 + detectable:.2f} detectable" if detectable is not None
-             else f"{THESE}: {not_testable(c.n_tasks)}")
-    return f"not told apart ({ACROSS}: {across}; {these})"
+    on_these = (f"{these}: P beyond {0.5 - detectable:.2f}–{0.5 + detectable:.2f} detectable" if detectable is not None
+                else f"{these}: {not_testable(c.n_tasks, c.unit)}")
+    return f"not told apart ({across}: {status}; {on_these})"
 
 
 def _across_status(c: Comparison) -> str:
-    """The across-tasks result when it gave no verdict: not testable, or not told apart with what was detectable."""
+    """The across question's result when it gave no verdict: not testable, or not told apart with what was
+    detectable."""
     if not c.across_test.testable:
-        return not_testable(c.n_tasks)
+        return not_testable(c.n_tasks, c.unit)
     points = c.detectable_points()
     return "not told apart" + ("" if points is None else f", ±{100 * points:.1f} points detectable")
 
 
-def write_report(report: Callable[[list, ComparisonFamily], str], records: list) -> str:
-    """A report's text: written once to gather its comparisons, its family adjusted, then written again."""
-    family = ComparisonFamily()
+def write_report(report: Callable[[list, ComparisonFamily], str], records: list, unit: str = "task") -> str:
+    """A report's text: written once to gather its comparisons, its family adjusted, then written again
+    (``unit``: what its comparisons' units are called)."""
+    family = ComparisonFamily(unit)
     report(records, family)
     family.close()
     return report(records, family)
@@ -375,16 +384,21 @@ def family_report(report: Callable[[list, ComparisonFamily], str]) -> Callable[[
     return written
 
 
-FAMILY_RULE = (f"Each comparison answers two questions. **{ACROSS.capitalize()}** (the task the unit: a claim about "
-               "tasks like these): each task's seed mean, the differences paired over the tasks where both fit, with "
-               "a 95% Student-t interval and an exact sign-flip test. **" + THESE.capitalize() + "** (these tasks "
-               "fixed, seeds the replicates): the probability that a seed of A beats a seed of B, the task the "
-               "stratum, with a 95% stratified-bootstrap interval and a stratified permutation test. Each question's "
-               "p values are adjusted together over the report's comparisons (Holm); raw → adjusted are printed. "
-               "The verdict says which question it answers: better " + ACROSS + " when that test's adjusted p is "
-               f"below {ALPHA} and its interval clears 0; otherwise better on these k tasks when that test's adjusted "
-               f"p is below {ALPHA} and its interval clears 0.5; otherwise not told apart, with the smallest "
-               "difference each test could have told apart (at the most lenient level Holm allows it, the tasks' "
-               "differences spread as observed). A comparison that no outcome could pass (the sign-flip test over "
-               "k tasks never goes below 2/2^k) is not testable and leaves its family; so is one over fewer than "
-               f"{MIN_TASKS} tasks.")
+def family_rule(unit: str = "task") -> str:
+    """The rule, said wherever a family's verdicts are shown."""
+    across, these = question(ACROSS, unit), question(THESE, unit)
+    return (f"Each comparison answers two questions. **{across.capitalize()}** (the {unit} the unit: a claim about "
+            f"{unit}s like these): each {unit}'s seed mean, the differences paired over the {unit}s both have, with "
+            f"a 95% Student-t interval and an exact sign-flip test. **{these.capitalize()}** (these {unit}s fixed, "
+            f"seeds the replicates): the probability that a seed of A beats a seed of B, the {unit} the stratum, "
+            "with a 95% stratified-bootstrap interval and a stratified permutation test. Each question's p values "
+            "are adjusted together over the report's comparisons (Holm); raw → adjusted are printed. The verdict "
+            f"says which question it answers: better {across} when that test's adjusted p is below {ALPHA} and its "
+            f"interval clears 0; otherwise better on these k {unit}s when that test's adjusted p is below {ALPHA} "
+            "and its interval clears 0.5; otherwise not told apart, with the smallest difference each test could "
+            f"have told apart (at the most lenient level Holm allows it, the {unit}s' differences spread as "
+            f"observed). A comparison that no outcome could pass (the sign-flip test over k {unit}s never goes below "
+            f"2/2^k) is not testable and leaves its family; so is one over fewer than {MIN_TASKS} {unit}s.")
+
+
+FAMILY_RULE = family_rule()

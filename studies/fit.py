@@ -16,8 +16,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from lengthbench.benchmark.config import Cut, Preset
+from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.presets import PRESETS, register_preset
 from lengthbench.benchmark.records import RunRecord
+from lengthbench.core.errors import InputError
+from lengthbench.leaderboard.inference import ComparisonFamily, comparison_headers, family_rule, write_report
+from lengthbench.leaderboard.tables import markdown_table
 from lengthbench.studies.base import Study, register_study
 from lengthbench.tasks.cells import method_parts, transformer_method
 
@@ -141,10 +145,194 @@ for _lever in LEVERS:
     ))
 
 
+# The learning rate is chosen per cell on in-distribution validation: each pilot seed takes the rate under which
+# the *other* pilot seed reached the higher fit statistic (held-out exact match at the judged trained lengths;
+# ties: its mean held-out exact match over every trained length, then the protocol's rate), so no choice is
+# scored on the run it read (two-fold). Its cost is every rate's runs: the choice needs them all.
+CHOSEN = "lr chosen"
+
+
+def _lever_of(records: list[RunRecord]) -> dict[str, list[RunRecord]]:
+    """Lever name -> its records (a record belongs to the lever whose preset's grid holds its cell)."""
+    keys = {lever.name: {c.cell_key() for c in grid_configs(PRESETS[lever_preset(lever)])} for lever in LEVERS}
+    by_lever: dict[str, list[RunRecord]] = {lever.name: [] for lever in LEVERS}
+    for record in records:
+        for name, cells in keys.items():
+            if record.config.cell_key() in cells:
+                by_lever[name].append(record)
+    return by_lever
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One pilot cell's seed under one lever: its fit statistic, whether it fit, and the CPU time it took."""
+
+    fit: float
+    fits: bool
+    hours: float
+    lr: float | None = None  # the rate chosen (the learning-rate lever)
+
+
+def _outcome(record: RunRecord) -> Outcome:
+    fit = 0.0 if record.failed else float((record.summary or {}).get("fit_exact_match") or 0.0)
+    return Outcome(fit, fit >= record.config.fit_threshold, (record.wall_time_s or 0.0) / 3600)
+
+
+def _choice_score(record: RunRecord) -> tuple:
+    summary = {} if record.failed else (record.summary or {})
+    return (float(summary.get("fit_exact_match") or 0.0), float(summary.get("id_exact_match") or 0.0),
+            record.config.lr == PROTOCOL_LR)
+
+
+def pilot_outcomes(records: list[RunRecord]) -> dict[str, dict[tuple, Outcome]]:
+    """Lever name (and ``CHOSEN``) -> (task, method, seed) -> its outcome. The chosen rate's outcome is the
+    seed's own run at the rate the other seed's runs chose; its hours are every rate's runs of that seed."""
+    by_lever = _lever_of(records)
+    outcomes = {name: {(r.task, r.method, r.seed): _outcome(r) for r in runs if r.status in ("ok", "diverged")}
+                for name, runs in by_lever.items()}
+    rates = {lever.name: lever.overrides.get("lr", PROTOCOL_LR) for lever in LEVERS if lever.width == 1
+             and set(lever.overrides) <= {"lr"}}
+    runs = {(r.task, r.method, r.seed, rates[name]): r for name, rs in by_lever.items() if name in rates
+            for r in rs if r.status in ("ok", "diverged")}
+    chosen = {}
+    for task, method, seed, _ in runs:
+        others = [s for s in FIT_PILOT_SEEDS if s != seed]
+        if (task, method, seed) in chosen or not all((task, method, o, lr) in runs for o in others
+                                                         for lr in LR_GRID):
+            continue
+        if not all((task, method, seed, lr) in runs for lr in LR_GRID):
+            continue
+        scores = {lr: max(_choice_score(runs[(task, method, o, lr)]) for o in others) for lr in LR_GRID}
+        lr = max(LR_GRID, key=lambda rate: scores[rate])
+        own = _outcome(runs[(task, method, seed, lr)])
+        hours = sum(_outcome(runs[(task, method, seed, rate)]).hours for rate in LR_GRID)
+        chosen[(task, method, seed)] = Outcome(own.fit, own.fits, hours, lr)
+    outcomes[CHOSEN] = chosen
+    return outcomes
+
+
+def _cells(kind: str | None = None) -> list[tuple[str, str]]:
+    return [(task, method) for task, method, k in PILOT_CELLS if kind in (None, k)]
+
+
+def _seeds_text(outcomes: dict, task: str, method: str) -> str:
+    """``0.37 / 0.66`` (each pilot seed's fit statistic; ``*`` where it fit)."""
+    texts = [(f"{o.fit:.2f}" + ("*" if o.fits else "")) if (o := outcomes.get((task, method, s))) else ""
+             for s in FIT_PILOT_SEEDS]
+    return " / ".join(texts) if any(texts) else ""
+
+
+def lever_summary(outcomes: dict, name: str, kind: str | None = None) -> dict | None:
+    """Seeds fit, mean fit statistic and CPU-hours of a lever over the pilot cells of ``kind`` (all: None), and
+    its gain over the baseline per CPU-hour beyond the baseline's; None where a run of it is missing."""
+    keys = [(t, m, s) for t, m in _cells(kind) for s in FIT_PILOT_SEEDS]
+    mine, base = outcomes.get(name, {}), outcomes.get(BASELINE.name, {})
+    if not all(k in mine and k in base for k in keys):
+        return None
+    fits = sum(mine[k].fits for k in keys)
+    hours = sum(mine[k].hours for k in keys)
+    extra = hours - sum(base[k].hours for k in keys)
+    gain = fits - sum(base[k].fits for k in keys)
+    return {"seeds": len(keys), "fits": fits, "gain": gain, "fit": float(np.mean([mine[k].fit for k in keys])),
+            "fit_gain": float(np.mean([mine[k].fit - base[k].fit for k in keys])), "hours": hours, "extra": extra,
+            "per_hour": gain / extra if extra > 0 else math.nan}
+
+
+LEVER_ROWS = (CHOSEN, *(lever.name for lever in LEVERS if lever is not BASELINE and lever.overrides.keys() != {"lr"}))
+
+
+def _lever_about(name: str) -> str:
+    if name == CHOSEN:
+        return f"lr chosen on validation from {', '.join(f'{lr:g}' for lr in LR_GRID)}"
+    return next(lever.about for lever in LEVERS if lever.name == name)
+
+
+def fit_report(records: list[RunRecord]) -> str:
+    """The fit study's report (``_fit_text``, its comparisons over pilot cells)."""
+    return write_report(_fit_text, records, unit="cell")
+
+
+def _fit_text(records: list[RunRecord], family: ComparisonFamily) -> str:
+    """The pilot's fit under each lever, against the protocol's setting on the same seeds: per cell, per lever
+    (seeds fit, mean fit statistic, CPU-hours, fit per CPU-hour), and each lever against the baseline over the
+    cells (the inference layer's two questions)."""
+    outcomes = pilot_outcomes(records)
+    if not outcomes[BASELINE.name]:
+        raise InputError(f"these records hold no run of `{PILOT}` (the baseline every lever is set against); run "
+                         f"`lengthbench run --preset {PILOT}` (and each lever's preset) into the study's records")
+    threshold = records[0].config.fit_threshold
+    lines = ["# What it takes to fit at this size: the `fit` study's pilot", "",
+             f"Cells: {len(PILOT_CELLS)} of horizon's that fit on no seed at 13..16 after 4000 steps, "
+             f"{len(_cells('improving'))} still improving there (their fit statistic rose by at least "
+             f"{IMPROVING_AT:g} over the last 1000 steps, averaged over the reference's 3 seeds) and "
+             f"{len(_cells('flat'))} flat (rising by less than {FLAT_WITHIN:g}), over "
+             f"{len({method_parts(m)[0] for _, m, _ in PILOT_CELLS})} families. Seeds "
+             f"{', '.join(map(str, FIT_PILOT_SEEDS))} (pilot seeds: never reported elsewhere). Each lever changes one "
+             "setting of horizon's protocol (train 1..16, 4000 steps of 64, lr 1e-3 with warmup and cosine decay, "
+             "the widths matched per task) and keeps the rest. The fit statistic is the lowest exact match over "
+             "the judged training lengths 13..16 on held-out examples (inputs training never drew, where the "
+             f"protocol says so); a seed fits at {threshold:.0%} (marked *). CPU-hours: the runs' own wall time, one "
+             "thread each. The learning rate is chosen per cell on the *other* pilot seed's fit statistic (ties: its "
+             "held-out exact match over every trained length, then the protocol's 1e-3), so no choice is scored on "
+             "the run it read; its cost is every rate's runs. No test length is read anywhere in this study.", ""]
+    header = ["cell", "trend at 4000", "baseline", *(f"lr {lev.overrides['lr']:g}" for lev in LEVERS
+                                                    if lev.overrides.keys() == {"lr"}), CHOSEN,
+              *(_lever_about(n) for n in LEVER_ROWS[1:])]
+    rows = []
+    for task, method, kind in PILOT_CELLS:
+        chosen = "; ".join(f"{o.lr:g}" for s in FIT_PILOT_SEEDS if (o := outcomes[CHOSEN].get((task, method, s))))
+        rows.append([f"{task} × `{method}`", kind, _seeds_text(outcomes[BASELINE.name], task, method),
+                     *(_seeds_text(outcomes[lev.name], task, method) for lev in LEVERS
+                       if lev.overrides.keys() == {"lr"}),
+                     _seeds_text(outcomes[CHOSEN], task, method) + (f" (lr {chosen})" if chosen else ""),
+                     *(_seeds_text(outcomes[n], task, method) for n in LEVER_ROWS[1:])])
+    lines += ["## Per cell", "", "Each pilot seed's fit statistic (seed " + " / seed ".join(map(str, FIT_PILOT_SEEDS))
+              + "); the learning rate each seed's choice took in brackets.", "", *markdown_table(header, rows), ""]
+    rows, best = [], None
+    for name in LEVER_ROWS:
+        for kind in (None, "improving", "flat"):
+            summary = lever_summary(outcomes, name, kind)
+            if summary is None:
+                rows.append([_lever_about(name), kind or "all", "not run (or not every run yet)", "", "", "", ""])
+                continue
+            per_hour = "" if math.isnan(summary["per_hour"]) else f"{summary['per_hour']:+.2f}"
+            rows.append([_lever_about(name), kind or "all", f"{summary['fits']}/{summary['seeds']} ({summary['gain']:+d})",
+                         f"{summary['fit']:.2f} ({summary['fit_gain']:+.2f})", f"{summary['hours']:.2f}",
+                         f"{summary['extra']:+.2f}", per_hour])
+            if kind is None and summary["gain"] > 0 and (best is None or summary["per_hour"] > best[1]):
+                best = (name, summary["per_hour"])
+    base = lever_summary(outcomes, BASELINE.name)
+    lines += ["## Per lever", "",
+              "Over the pilot's seeds (every cell × both seeds), and over the improving and the flat cells apart: the "
+              "seeds that fit (the change from the baseline's), the mean fit statistic (the change), the CPU-hours the "
+              "lever's runs took, those beyond the baseline's, and the seeds it fits beyond the baseline per extra "
+              "CPU-hour."
+              + (f" The baseline: {base['fits']}/{base['seeds']} seeds fit, mean fit statistic {base['fit']:.2f}, "
+                 f"{base['hours']:.2f} CPU-hours." if base else ""), "",
+              *markdown_table(["lever", "cells", "seeds fit (vs baseline)", "mean fit statistic (vs baseline)",
+                               "CPU-hours", "beyond the baseline's", "seeds fit per extra CPU-hour"], rows), ""]
+    if best is not None:
+        lines += [f"The cheapest lever that moves fit: **{_lever_about(best[0])}**, {best[1]:+.2f} seeds fit per "
+                  "extra CPU-hour over all the pilot's cells.", ""]
+    rows = []
+    base_by_cell = {(t, m): [outcomes[BASELINE.name][(t, m, s)].fit for s in FIT_PILOT_SEEDS
+                             if (t, m, s) in outcomes[BASELINE.name]] for t, m in _cells()}
+    for name in LEVER_ROWS:
+        mine = {(t, m): [outcomes[name][(t, m, s)].fit for s in FIT_PILOT_SEEDS if (t, m, s) in outcomes[name]]
+                for t, m in _cells()}
+        rows.append([_lever_about(name), *family.row(mine, base_by_cell, ("lever", "baseline"))])
+    lines += ["## Each lever against the baseline", "",
+              "The fit statistic under each lever minus under the protocol's setting, over the pilot's cells (a cell: "
+              f"a task and a method). {family_rule('cell')}", "",
+              *markdown_table(["lever", *comparison_headers("lever", "baseline", "cell", "both ran")], rows), ""]
+    return "\n".join(lines) + "\n"
+
+
 register_study(Study(
     name="fit",
     about="what it takes to fit at this size: a learning rate chosen on in-distribution validation, 2x and 4x the "
           "steps, or 2x the width, on unfit horizon cells (fit per CPU-hour; ours, no published claim)",
     presets=tuple(lever_preset(lever) for lever in LEVERS),
     records="leaderboard/reference/fit/records",
+    report=fit_report,
 ))

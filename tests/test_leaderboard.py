@@ -223,14 +223,21 @@ def test_compare_verdicts_and_one_sided_cells():
     assert verdict[("parity_check", "rope")] == "only_in_b"
     unfit = diff[diff.method == "transformer/fire"].iloc[0]  # 0.0 -> 0.9, but A did not fit: no verdict, no test
     assert unfit.verdict == "not_judged" and np.isnan(unfit.p_value) and "A (1 of 5 seeds fit)" in unfit.note
-    assert summary_counts(diff) == {"improved": 1, "worse": 1, "not_told_apart": 1, "identical": 0, "untested": 1,
-                                    "not_judged": 1, "not_applicable": 0, "only_in_a": 0, "only_in_b": 1}
+    assert summary_counts(diff) == {"improved": 1, "worse": 1, "not_told_apart": 1, "not_testable": 0, "identical": 0,
+                                    "untested": 1, "not_judged": 1, "not_applicable": 0, "only_in_a": 0, "only_in_b": 1}
+    from scipy import stats
+
+    alibi = diff[diff.method == "transformer/alibi"].iloc[0]  # what 5 seeds a side at this spread could tell apart
+    assert alibi.detectable == pytest.approx(stats.t.ppf(0.975, alibi.df) * math.sqrt(2 * 0.1 ** 2 / 5))
+    assert alibi.detectable == pytest.approx(alibi.ci_high - alibi.delta)  # the 95% interval's half-width
+    assert diff[diff.verdict != "not_told_apart"].detectable.isna().all()
 
 
 def test_compare_tests_cells_without_spread_by_permutation():
     """0% on every seed of A, 100% on every seed of B: Welch's t is undefined; 3 seeds a side give the exact
-    permutation p of 0.1 (no verdict, and the table says why: no interval), 5 a side give 2/252."""
-    from lengthbench.leaderboard.compare import NO_SPREAD_NOTE, to_markdown
+    permutation p of 0.1, the smallest any outcome of 3 seeds a side can give, so the cell is not testable (the
+    table says why: no interval); 5 a side give 2/252."""
+    from lengthbench.leaderboard.compare import NOT_TESTABLE_NOTE, to_markdown
 
     base = {c: 0 for c in COLUMN_NAMES}
 
@@ -239,8 +246,8 @@ def test_compare_tests_cells_without_spread_by_permutation():
                               "status": "ok", "n_seeds": n, "n_fit": n, "ood_exact_match_mean": mean,
                               "ood_exact_match_std": 0.0}])
     three = compare_frames(board(0.0, 3), board(1.0, 3)).iloc[0]
-    assert (three.p_value, three.verdict, three.note) == (pytest.approx(0.1), "not_told_apart", NO_SPREAD_NOTE)
-    assert np.isnan(three.ci_low) and "| +100.0 | none: no spread | 0.1 |" in to_markdown(
+    assert (three.p_value, three.verdict, three.note) == (pytest.approx(0.1), "not_testable", NOT_TESTABLE_NOTE)
+    assert np.isnan(three.ci_low) and "| +100.0 | none: no spread | 0.1 | 0.1 |  | not testable |" in to_markdown(
         compare_frames(board(0.0, 3), board(1.0, 3)), "A", "B")
     five = compare_frames(board(0.0, 5), board(1.0, 5)).iloc[0]
     assert (five.p_value, five.verdict) == (pytest.approx(2 / 252), "improved")
