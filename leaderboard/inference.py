@@ -317,7 +317,7 @@ def across_text(c: Comparison, closed: bool = True) -> str:
     """``+12.6 [+3.3, +21.9]; p 0.0078 → 0.051`` (points, 95% t interval, raw p → Holm)."""
     mean = f"{100 * c.across['mean']:+.1f}"
     interval = (f" [{100 * c.across['low']:+.1f}, {100 * c.across['high']:+.1f}]" if not math.isnan(c.across["low"])
-                else f" ({c.across['n']} units: no interval)")
+                else f" ({c.across['n']} unit{'s' if c.across['n'] != 1 else ''}: no interval)")
     return f"{mean}{interval}; {_p_cells(c.across_test, closed)}"
 
 

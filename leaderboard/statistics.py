@@ -31,11 +31,9 @@ def scipy_stats():
     return stats
 
 
-# A cross-method verdict (holds, does not hold, told apart) needs this many tasks where every compared
-# method fits: below it a report shows the numbers and says "too few tasks" (``TOO_FEW``), whatever its
-# tests say.
+# No verdict rests on fewer than this many tasks where every compared method fits (``leaderboard.inference``:
+# such a comparison is "not testable"); its numbers are still shown.
 MIN_TASKS = 3
-TOO_FEW = "too few tasks"
 # A t interval over fewer units than this is not printed (over 2 units its half-width is 12.7 standard errors)
 MIN_INTERVAL_UNITS = 3
 
@@ -55,26 +53,6 @@ def t_interval(values, level: float = 0.95, bounds: tuple[float, float] | None =
     if bounds is None:
         return mean - half, mean + half
     return max(bounds[0], mean - half), min(bounds[1], mean + half)
-
-
-def paired_difference(a, b, level: float = 0.95, tasks: int | None = None) -> dict:
-    """Mean of the paired differences ``a - b`` (one per unit: a task, or a
-    task and seed) with its Student-t interval (unclipped; none over fewer
-    than ``MIN_INTERVAL_UNITS`` units), the sign-flip test's ``p_value`` and
-    the verdict both support: ``a better`` / ``b better`` when the interval
-    excludes 0 and p < 1 - ``level``, else ``not told apart``; ``TOO_FEW``
-    when the units span fewer than ``MIN_TASKS`` tasks (``tasks``: how many
-    they span; the units themselves when they are tasks). Differences that
-    all agree give a t interval of zero width, so the interval alone never decides."""
-    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    d = d[~np.isnan(d)]
-    low, high = t_interval(d, level, bounds=None) if d.size >= MIN_INTERVAL_UNITS else (math.nan, math.nan)
-    p_value = sign_flip_p_value(d) if d.size >= 2 else math.nan
-    told = p_value < round(1 - level, 12)  # 1 - 0.95 is 0.05000000000000004 in floating point
-    verdict = "a better" if told and low > 0 else ("b better" if told and high < 0 else "not told apart")
-    tasks = int(d.size) if tasks is None else tasks
-    return {"mean": float(d.mean()) if d.size else math.nan, "low": low, "high": high, "n": int(d.size),
-            "n_tasks": tasks, "p_value": p_value, "verdict": TOO_FEW if tasks < MIN_TASKS else verdict}
 
 
 EXACT_SIGN_UNITS = 16  # up to this many units every sign pattern is tried (2^16); more are sampled
@@ -137,35 +115,27 @@ def log_length_area(lengths, scores) -> float:
 
 
 def probability_of_improvement(a_by_task: dict, b_by_task: dict, level: float = 0.95, n_boot: int = 2000,
-                               seed: int = 0, tasks: int | None = None) -> dict:
+                               seed: int = 0) -> dict:
     """P(A > B) over tasks (Agarwal et al. 2021): per task, the chance that a
     random seed of A scores above a random seed of B (ties count half), averaged
     over the tasks both have; with a stratified bootstrap interval (seeds
-    resampled with replacement within each task and method, tasks kept: the
-    task is the unit of the claim). ``a_by_task``/``b_by_task``: task -> seed
-    scores. Returns ``p``, ``low``, ``high``, ``n_tasks``, the permutation
-    test's ``p_value`` (``improvement_p_value``) and the verdict both support
-    (``a better`` / ``b better`` / ``not told apart``, or ``TOO_FEW`` over fewer
-    than ``MIN_TASKS`` tasks; ``tasks``: how many tasks the strata span, where a
-    stratum is finer than a task, as a task and a base encoding): with 3 seeds a
-    bootstrap interval can shrink to one point, so the interval alone never decides."""
+    resampled with replacement within each task and method, tasks kept, as
+    rliable's ``StratifiedIndependentBootstrap``). ``a_by_task``/``b_by_task``:
+    task -> seed scores. Returns ``p``, ``low``, ``high``, ``n_tasks`` and the
+    stratified permutation test's ``p_value`` (``improvement_p_value``); with 3
+    seeds a side a bootstrap interval can shrink to one point, so the verdict
+    (``leaderboard.inference``) reads the permutation test too."""
     strata = sorted(set(a_by_task) & set(b_by_task))
     pairs = [(np.asarray(a_by_task[t], dtype=float), np.asarray(b_by_task[t], dtype=float)) for t in strata]
     pairs = [(a, b) for a, b in pairs if a.size and b.size]
     if not pairs:
-        return {"p": math.nan, "low": math.nan, "high": math.nan, "n_tasks": 0, "p_value": math.nan,
-                "verdict": TOO_FEW}
+        return {"p": math.nan, "low": math.nan, "high": math.nan, "n_tasks": 0, "p_value": math.nan}
     rng = np.random.default_rng(seed)
     resampled = [_p_of(rng.choice(a, (n_boot, a.size)), rng.choice(b, (n_boot, b.size))) for a, b in pairs]
     boot = np.mean(resampled, axis=0)  # every resample's mean over tasks, at once
     low, high = (float(v) for v in np.quantile(boot, [(1 - level) / 2, 1 - (1 - level) / 2]))
-    p_value = improvement_p_value(pairs, seed=seed)
-    told = p_value < round(1 - level, 12)  # 1 - 0.95 is 0.05000000000000004 in floating point
-    verdict = "a better" if told and low > 0.5 else ("b better" if told and high < 0.5 else "not told apart")
-    n_tasks = len(pairs) if tasks is None else tasks
     return {"p": float(np.mean([_p_of(a, b) for a, b in pairs])), "low": low, "high": high,
-            "n_tasks": n_tasks, "p_value": p_value,
-            "verdict": TOO_FEW if n_tasks < MIN_TASKS else verdict}
+            "n_tasks": len(pairs), "p_value": improvement_p_value(pairs, seed=seed)}
 
 
 def _p_of(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -28,9 +28,6 @@ CHANCE_COLUMN = "chance (%, test band)"
 NO_PAIR = "not tested: no task where both fit and an encoding was chosen on a validation band"
 
 
-NO_FIT_PAIR = "not tested: no cell pair where both fit"
-
-
 def pct(x) -> str:
     return "" if x is None or pd.isna(x) else f"{100 * x:.1f}"
 

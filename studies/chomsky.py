@@ -268,13 +268,14 @@ def _randomized_section(transformer: pd.DataFrame, records: list[RunRecord], fam
                      f"{100 * d_max.mean():+.1f}" if len(d_max) else ""])
     if not rows:
         return []
-    variants, bases = _mean_over_bases(pooled_a), _mean_over_bases(pooled_b)
-    # the difference: per task, the mean gain over its bases; the probability: a variant against its own base
-    rows.append(["**all**", *family.row(pooled_a, pooled_b, ("randomized", "base"), tasks=len(variants),
-                                        across_units=(variants, bases)), ""])
+    if len(rows) > 1:  # every base together (one base: its own row says it all, and is not tested twice)
+        variants, bases = _mean_over_bases(pooled_a), _mean_over_bases(pooled_b)
+        # the difference: per task, the mean gain over its bases; the probability: a variant against its own base
+        rows.append(["**all**", *family.row(pooled_a, pooled_b, ("randomized", "base"), tasks=len(variants),
+                                            across_units=(variants, bases)), ""])
     return ["## Randomized positions (Ruoss et al.)", "",
             "Gain of `randomized-<base>` over `<base>` in test per-token accuracy (points) over the tasks where both "
-            "fit; **all** takes every base together with the task as the unit (per task, the mean gain over the "
+            "fit; **all** (where there is more than one base) takes every base together with the task as the unit (per task, the mean gain over the "
             "bases where both fit; the probability of improvement paired within each base and task: a variant's "
             f"seeds against its own base's seeds only). Published: {100 * RANDOMIZED_GAIN:+.1f} on average over "
             "their tasks and encodings. P(randomized > base): the chance that a seed of the variant scores above a "

@@ -121,8 +121,9 @@ def _coupled_versus_others(records: list[RunRecord], task: str, family: Comparis
     runs = runs_frame(records)
     runs = runs[(runs.task == task) & (runs.status.isin(["ok", "diverged"]))]
     keep = judged_runs(records)
+    runs = runs.sort_values("seed")  # each method's seeds in order
     score = runs.assign(ood=runs.ood_exact_match.where(~runs.failed, 0.0))
-    seeds = {m: list(cell.sort_values("seed").ood) for m, cell in score.groupby("method")}
+    seeds = {m: list(cell.ood) for m, cell in score.groupby("method")}
     coupled = transformer_method("coupled")
     if coupled not in seeds:
         return []

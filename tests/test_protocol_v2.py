@@ -278,9 +278,9 @@ def test_probability_of_improvement_covers_a_tie_and_tells_a_real_difference():
         covered += result["low"] <= 0.5 <= result["high"]
     assert covered >= 88  # nominal 95% (93 here)
     better = probability_of_improvement({t: [0.9, 0.8, 0.85] for t in range(5)}, {t: [0.6, 0.7, 0.65] for t in range(5)})
-    assert (better["p"], better["verdict"], better["n_tasks"]) == (1.0, "a better", 5)
+    assert (better["p"], better["n_tasks"]) == (1.0, 5) and better["p_value"] < 0.001
     tie = probability_of_improvement({t: [0.5, 0.5] for t in "xyz"}, {**{t: [0.5, 0.5] for t in "xyz"}, "w": [1.0]})
-    assert (tie["p"], tie["n_tasks"], tie["verdict"]) == (0.5, 3, "not told apart")
+    assert (tie["p"], tie["n_tasks"], tie["p_value"]) == (0.5, 3, 1.0)
 
 
 def _p_value_over_every_relabelling(pairs) -> float:
@@ -315,26 +315,23 @@ def test_the_permutation_p_is_exact_whatever_each_task_s_seed_counts(tasks):
 
 def test_a_probability_of_improvement_needs_its_permutation_test_too():
     """With 3 seeds a side on one task, every A seed above every B seed gives a bootstrap interval of one point
-    ([1, 1]) but happens by chance 2 times in 20: no verdict. On three such tasks it does. The exact
-    stratified null matches brute force over every relabelling (and Mann-Whitney's exact test on one task, with
-    more seeds than are enumerated); drawn alike, A and B are told apart at most about 5% of the time."""
+    ([1, 1]) but happens by chance 2 times in 20. On three such tasks p is 2/20^3. The exact stratified null
+    matches brute force over every relabelling (and Mann-Whitney's exact test on one task, with more seeds than
+    are enumerated); drawn alike, A and B reach p < 0.05 at most about 5% of the time."""
     import numpy as np
     from scipy import stats
 
     from lengthbench.leaderboard.statistics import improvement_p_value, probability_of_improvement
 
-    # tasks=3: the permutation test alone, apart from the rule that one task never decides
-    one = probability_of_improvement({"x": [0.9, 0.8, 0.85]}, {"x": [0.1, 0.2, 0.3]}, tasks=3)
-    assert (one["low"], one["high"], one["p_value"], one["verdict"]) == (1.0, 1.0, pytest.approx(0.1), "not told apart")
+    one = probability_of_improvement({"x": [0.9, 0.8, 0.85]}, {"x": [0.1, 0.2, 0.3]})
+    assert (one["low"], one["high"], one["p_value"]) == (1.0, 1.0, pytest.approx(0.1))
     three = probability_of_improvement({t: [0.9, 0.8, 0.85] for t in range(3)}, {t: [0.1, 0.2, 0.3] for t in range(3)})
-    assert three["p_value"] == pytest.approx(2 / 20**3) and three["verdict"] == "a better"
-    worse = probability_of_improvement({t: [0.1, 0.2, 0.3] for t in range(3)}, {t: [0.9, 0.8, 0.85] for t in range(3)})
-    assert worse["verdict"] == "b better"
-    edge = probability_of_improvement({0: [0, 0, 1], 1: [1, 1]}, {0: [0, 0, 0], 1: [0.5, 0.5, 0]}, tasks=3)  # the permutation p alone
-    assert (edge["p_value"], edge["verdict"]) == (0.05, "not told apart")  # exactly 0.05, not a float below it
+    assert three["p_value"] == pytest.approx(2 / 20**3)
+    edge = probability_of_improvement({0: [0, 0, 1], 1: [1, 1]}, {0: [0, 0, 0], 1: [0.5, 0.5, 0]})
+    assert edge["p_value"] == 0.05  # exactly 0.05, not a float below it
     summed = probability_of_improvement({0: [0.5, 0.5], 1: [1, 0.5, 0], 2: [0, 0.5]},
                                         {0: [1, 1], 1: [0.5, 1, 0.5], 2: [0.5, 1, 0.5]})
-    assert (summed["p_value"], summed["verdict"]) == (0.05, "not told apart")  # its float sum is 0.0499...
+    assert summed["p_value"] == 0.05  # its float sum is 0.0499...
 
     rng = np.random.default_rng(1)
     pairs = [(rng.integers(0, 4, 3) / 4, rng.integers(0, 4, n) / 4) for n in (3, 2, 4)]  # ties included
@@ -344,55 +341,67 @@ def test_a_probability_of_improvement_needs_its_permutation_test_too():
     assert improvement_p_value([(a, b)]) == pytest.approx(stats.mannwhitneyu(a, b, method="exact").pvalue, abs=0.02)
 
     told = sum(probability_of_improvement({t: rng.normal(0.5, 0.1, 3) for t in range(4)},
-                                          {t: rng.normal(0.5, 0.1, 3) for t in range(4)}, seed=rep)["verdict"]
-               != "not told apart" for rep in range(200))
+                                          {t: rng.normal(0.5, 0.1, 3) for t in range(4)}, seed=rep)["p_value"] < 0.05
+               for rep in range(200))
     assert told <= 20  # nominal 5% of 200 = 10
 
 
 def test_no_verdict_rests_on_fewer_than_three_tasks_and_no_difference_interval_is_clipped():
-    """Two tasks where A beats B by 80 points with every seed: both tests would
-    speak (P's permutation p is 0.01), yet the rule withholds the verdict and
-    says why; three tasks decide. Units finer than tasks (seeds, a task and a
-    base) count the tasks they span. A difference's t interval runs past
-    +-100 points where the data put it there, and over 2 units is not given."""
-    from lengthbench.leaderboard.statistics import TOO_FEW, paired_difference, probability_of_improvement
-    from lengthbench.leaderboard.verdicts import interval_text, verdict_text
+    """Two tasks where A beats B by 80 points with every seed: P's permutation p is 0.01, yet the rule
+    withholds the verdict and says why; three tasks decide (on these tasks). Strata finer than tasks (a task and
+    a base) count the tasks they span. A difference's t interval runs past +-100 points where the data put it
+    there, and over 2 units is not given."""
+    from lengthbench.leaderboard.inference import ComparisonFamily, across_text
 
     a, b = {t: [0.9, 0.95, 0.92] for t in range(3)}, {t: [0.1, 0.12, 0.15] for t in range(3)}
-    two = probability_of_improvement({t: a[t] for t in (0, 1)}, {t: b[t] for t in (0, 1)})
-    assert two["p_value"] < 0.05 and two["verdict"] == TOO_FEW
-    assert verdict_text(two, "A", "B") == "too few tasks where both fit to test (2)"
-    assert probability_of_improvement(a, b)["verdict"] == "a better"
     by_base = {(t, base): a[t] for t in (0, 1) for base in ("rope", "alibi")}
-    assert probability_of_improvement(by_base, {k: b[k[0]] for k in by_base}, tasks=2)["verdict"] == TOO_FEW
-    assert paired_difference([0.9] * 8, [0.1] * 8, tasks=1)["verdict"] == TOO_FEW  # 8 seeds of one task
-    wide = paired_difference([1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0])  # differences 1, -1, 1, 0
-    assert wide["low"] < -1.0 and wide["high"] > 1.0 and "[-" in interval_text(wide)
-    assert "no interval" in interval_text(paired_difference([0.9, 0.8], [0.1, 0.2]))
+    wide_a, wide_b = ({t: [v] for t, v in enumerate(values)} for values in ([1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0]))
+    cases = [({t: a[t] for t in (0, 1)}, {t: b[t] for t in (0, 1)}, None), (a, b, None),
+             (by_base, {k: b[k[0]] for k in by_base}, 2), (wide_a, wide_b, None),
+             ({0: [0.9], 1: [0.8]}, {0: [0.1], 1: [0.2]}, None)]
+    family = ComparisonFamily()
+    for x, y, tasks in cases:
+        family.compare(x, y, ("A", "B"), tasks)
+    family.close()
+    rows = [family.row(x, y, ("A", "B"), tasks) for x, y, tasks in cases]
+    two = family.comparisons[0]
+    assert two.these_test.raw < 0.05 and rows[0][3] == "not testable with 2 tasks (no verdict rests on fewer than 3)"
+    assert rows[1][3] == "A better on these 3 tasks (across tasks: not testable with 3 tasks)"
+    assert rows[2][3].startswith("not testable with 2 tasks")
+    wide = family.comparisons[3]  # differences 1, -1, 1, 0
+    assert wide.across["low"] < -1.0 and wide.across["high"] > 1.0 and "[-" in across_text(wide)
+    assert "(2 units: no interval)" in rows[4][1]
 
 
 def test_a_paired_difference_needs_its_sign_flip_test_too():
     """Differences that all agree give a t interval of zero width; the sign-flip test gives them p = 2/2^n, so
-    2 to 5 units never decide and 6 do. Its p matches brute force over every sign pattern (ties included) and
-    scipy's paired permutation test; sampled beyond 16 units; drawn alike, A and B are told apart at most about
-    5% of the time."""
+    2 to 5 units never decide (not testable) and 6 do. Its p matches brute force over every sign pattern (ties
+    included) and scipy's paired permutation test; sampled beyond 16 units; drawn alike, A and B reach p < 0.05
+    at most about 5% of the time."""
     import itertools
 
     import numpy as np
     from scipy import stats
 
-    from lengthbench.leaderboard.statistics import paired_difference, sign_flip_p_value
+    from lengthbench.leaderboard.inference import ComparisonFamily
+    from lengthbench.leaderboard.statistics import sign_flip_p_value, t_interval
 
     for n in (3, 5):
-        test = paired_difference([1.0] * n, [0.0] * n)
-        assert (test["low"], test["high"]) == (1.0, 1.0)  # the t interval alone would say "certain"
-        assert (test["p_value"], test["verdict"]) == (2 / 2**n, "not told apart")
-    two = paired_difference([1.0] * 2, [0.0] * 2, tasks=3)  # 2 units (seeds of 3 tasks): no interval printed
-    assert math.isnan(two["low"]) and (two["p_value"], two["verdict"]) == (0.5, "not told apart")
-    six = paired_difference([1.0] * 6, [0.0] * 6)
-    assert (six["p_value"], six["verdict"]) == (2 / 64, "a better")
-    assert paired_difference([0.0] * 6, [0.3] * 6)["verdict"] == "b better"
-    assert paired_difference([0.1, 0.2, 0.3, 0.1, 0.1, 0.2], [0.1, 0.2, 0.3, 0.1, 0.1, 0.2])["p_value"] == 1.0
+        d = np.ones(n)
+        assert t_interval(d, bounds=None) == (1.0, 1.0)  # the t interval alone would say "certain"
+        assert sign_flip_p_value(d) == 2 / 2**n
+    assert sign_flip_p_value(np.zeros(6)) == 1.0
+
+    def verdict(a, b):
+        family = ComparisonFamily()
+        args = ({t: [x] for t, x in enumerate(a)}, {t: [y] for t, y in enumerate(b)}, ("A", "B"))
+        family.compare(*args)
+        family.close()
+        return family.row(*args)[3]
+
+    assert verdict([1.0] * 5, [0.0] * 5).startswith("not testable with 5 tasks")
+    assert verdict([1.0] * 6, [0.0] * 6) == "A better across tasks"
+    assert verdict([0.0] * 6, [0.3] * 6) == "B better across tasks"
 
     rng = np.random.default_rng(3)
     d = rng.integers(-2, 4, 9) / 4  # ties and zeros included
@@ -405,8 +414,7 @@ def test_a_paired_difference_needs_its_sign_flip_test_too():
     y = rng.normal(0.4, 1, 30)  # 2^30 patterns: sampled
     assert sign_flip_p_value(y) == pytest.approx(stats.ttest_1samp(y, 0).pvalue, abs=0.02)
 
-    told = sum(paired_difference(rng.normal(0.5, 0.1, 8), rng.normal(0.5, 0.1, 8))["verdict"] != "not told apart"
-               for _ in range(400))
+    told = sum(sign_flip_p_value(rng.normal(0.5, 0.1, 8) - rng.normal(0.5, 0.1, 8)) < 0.05 for _ in range(400))
     assert told <= 40  # nominal 5% of 400 = 20
 
 
@@ -458,30 +466,21 @@ def test_the_board_reports_the_horizon_per_cell():
     row = leaderboard_frame([*records, diverged]).iloc[0]
     assert row.ood_exact_match_area == pytest.approx(first / 3) and row.frac_seeds_reach_2x_exact_match == 1 / 3
     assert math.isnan(row.ood_exact_match_iqm)
-    assert 0.45 < row.chance_exact_match < 0.56  # parity: about one answer in two
+    assert row.chance_exact_match == 0.5  # parity: one answer in two, exactly
     short = [replace(records[0], config=replace(config, test_length=30, test_points=0))]
     assert math.isnan(leaderboard_frame(short).iloc[0].frac_seeds_reach_2x_exact_match)  # 2x not tested
 
 
-def test_chance_is_the_most_frequent_answer_of_the_evaluation_data():
-    from lengthbench.benchmark.evaluate import majority_exact_match
-
-    assert 0.5 <= majority_exact_match("parity_check", 1234, (21, 64), 256) < 0.56  # two answers: one has half
-    assert majority_exact_match("copy", 1234, (21, 64), 256) <= 1 / 256  # no answer repeats
-    assert majority_exact_match("parity_check", 1234, (21,), 64) == majority_exact_match("parity_check", 1234, (21,), 64)
-
-
-def test_per_token_chance_is_the_most_frequent_token_at_each_answer_position():
+def test_per_token_chance_is_the_most_probable_token_at_each_answer_position():
     """A one-token answer: the same as exact match's chance. A long binary answer: no answer repeats, but each
     position's majority bit is right about half the time. bucket_sort's sorted answers: far more (its early
-    positions are mostly the smallest symbol)."""
-    from lengthbench.benchmark.evaluate import majority_exact_match, majority_token_accuracy
+    positions are mostly the smallest symbol). (The distributions' own chance: tests/test_chance.py.)"""
+    from lengthbench.leaderboard.chance import band_chance
 
-    assert majority_token_accuracy("parity_check", 1234, (21, 64), 256) == majority_exact_match("parity_check", 1234,
-                                                                                                 (21, 64), 256)
-    assert majority_exact_match("reverse_string", 1234, (21, 64), 256) < 0.01
-    assert 0.5 <= majority_token_accuracy("reverse_string", 1234, (21, 64), 256) < 0.56
-    assert majority_token_accuracy("bucket_sort", 1234, (21, 64), 256) > 0.6
+    assert band_chance("parity_check", (21, 64), 256, "token_accuracy") == band_chance("parity_check", (21, 64), 256)
+    assert band_chance("reverse_string", (21, 64), 256) < 0.01
+    assert 0.49 <= band_chance("reverse_string", (21, 64), 256, "token_accuracy") < 0.51
+    assert band_chance("bucket_sort", (21, 64), 256, "token_accuracy") > 0.6
 
 
 @pytest.mark.parametrize("module, argv, needle", [

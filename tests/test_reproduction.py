@@ -17,7 +17,8 @@ from lengthbench.studies.copying import copying_report
 from lengthbench.studies.nope import nope_report, reciprocal_ranks
 from lengthbench.models import ModelSize
 
-TOO_FEW_TEXT = "too few tasks where both fit to test"
+NOT_TESTABLE_2 = "not testable with 2 tasks (no verdict rests on fewer than 3)"
+NOT_TESTABLE_1 = "not testable with 1 task (no verdict rests on fewer than 3)"
 
 MODEL = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "dropout": 0.0}
 
@@ -99,11 +100,11 @@ def test_chomsky_report_chooses_on_validation_and_rests_each_finding_on_the_mean
     assert "1/2 seeds solve); published: solved (every seed), does not hold" in text
     # lstm against the chosen encoding, the task the unit: +30 (even_pairs: 90 against 60), -6 (cycle_navigation:
     # 90 against 96); P: every lstm seed beats 60, one of two beats 96
-    assert "| `lstm` | 90.0 | 2 | +12.0 (2 units: no interval), p 1 | 0.75 [" in text
+    assert "| `lstm` | 90.0 | 2 | +12.0 (2 units: no interval); p 1, not testable | 0.75 [" in text
     # randomized gain over the two tasks: (60 - 72.5 + 50 - 96) / 2 = -29.25 mean over seeds; two tasks
     # give a t interval (t = 12.7) wider than the range: not told apart
-    assert (f"| `rope` | 2 | -29.2 (2 units: no interval), p 0.5 | {TOO_FEW_TEXT} (2) | 0.25 [0.00, 0.50], p 0.22: "
-            f"{TOO_FEW_TEXT} (2) | -40.5 |") in text
+    assert (f"| `rope` | 2 | -29.2 (2 units: no interval); p 0.5, not testable | 0.25 [0.00, 0.50]; p 0.22, not testable "
+            f"| {NOT_TESTABLE_2} | -40.5 |") in text
 
 
 def test_reproduce_cli_writes_the_report(capsys, tmp_path):
@@ -152,18 +153,17 @@ def test_chomsky_report_without_transformer_runs_is_refused(capsys, tmp_path):
     assert "hold no finished transformer run" in err and "\n" not in err
 
 
-def test_paired_difference_by_hand():
-    from lengthbench.leaderboard.statistics import paired_difference
+def test_a_difference_by_hand():
+    """Differences .4 .5 .5 .3 over 4 tasks: the t interval by hand; the sign-flip p 2/16 (4 units cannot pass)."""
+    from lengthbench.leaderboard.inference import ComparisonFamily
 
-    test = paired_difference([0.5, 0.7, 0.9, 0.6], [0.1, 0.2, 0.4, 0.3])  # differences .4 .5 .5 .3
+    a, b = [0.5, 0.7, 0.9, 0.6], [0.1, 0.2, 0.4, 0.3]
+    family = ComparisonFamily()
+    c = family.compare({t: [x] for t, x in enumerate(a)}, {t: [y] for t, y in enumerate(b)}, ("A", "B"))
     half = 3.182446 * np.std([0.4, 0.5, 0.5, 0.3], ddof=1) / 2  # t(0.975, 3)
-    assert test["mean"] == pytest.approx(0.425) and test["n"] == 4
-    assert (test["low"], test["high"]) == pytest.approx((0.425 - half, 0.425 + half), rel=1e-5)
-    assert test["p_value"] == 2 / 16 and test["verdict"] == "not told apart"  # 4 units: the sign-flip test can't
-    six = paired_difference([0.5, 0.7, 0.9, 0.6, 0.8, 0.7], [0.1, 0.2, 0.4, 0.3, 0.3, 0.3])
-    assert six["verdict"] == "a better"
-    assert paired_difference([0.1, 0.5], [0.4, 0.2])["verdict"] == "too few tasks"
-    assert paired_difference([0.1, 0.2, 0.1, 0.2, 0.1, 0.1], [0.5, 0.6, 0.55, 0.5, 0.6, 0.5])["verdict"] == "b better"
+    assert c.across["mean"] == pytest.approx(0.425) and c.across["n"] == 4
+    assert (c.across["low"], c.across["high"]) == pytest.approx((0.425 - half, 0.425 + half), rel=1e-5)
+    assert c.across_test.raw == 2 / 16 and c.across_test.smallest == 2 / 16
 
 
 def test_cells_that_did_not_fit_get_no_verdict():
@@ -193,9 +193,9 @@ def test_the_nope_order_is_tested_pair_by_pair():
     text = nope_report(records)
     # the task the unit: +20 on both tasks (every seed of nope above every seed of t5); P's permutation test
     # alone would say nope better (p 0.005), but no verdict rests on 2 tasks, and 2 units get no t interval
-    assert ("| `nope` > `t5` | 2 | +20.0 (2 units: no interval), p 0.5 | 1.00 [1.00, 1.00], p 0.005: too few tasks "
-            "where both fit to test (2) | too few tasks where both fit to test (2) |") in text
-    assert "| `t5` > `alibi` | 2 | +0.0 (2 units: no interval), p 1 | 0.50 [" in text
+    assert ("| `nope` > `t5` | 2 | +20.0 (2 units: no interval); p 0.5, not testable | 1.00 [1.00, 1.00]; p 0.005, not "
+            f"testable | {NOT_TESTABLE_2} |") in text
+    assert "| `t5` > `alibi` | 2 | +0.0 (2 units: no interval); p 1, not testable | 0.50 [" in text
     assert "| `rope` > `sinusoidal` | 0 |  |  | not run or never fit |" in text
     # the order of the four that fit matches the published one, but it is no test of the five-encoding order
     assert ("Ours: nope > t5 > alibi > rope (sinusoidal: not run or never fit, so the published order is not "
@@ -225,9 +225,11 @@ def test_the_coupling_claim_is_tested_by_seed():
     records += [record("addition", "transformer/nope", s, [1, 1, 0.1 * s, 0]) for s in range(3)]  # d = .85 .805 .76
     records += [record("addition", "transformer/rope", s, [1, 0.2, 0, 0]) for s in range(3)]  # did not fit
     text = coupling_report(records)
-    # 3 seeds: the interval lies above 0, but the sign-flip test's smallest p is 2/8
-    assert f"| `transformer/nope` | +80.5 [+69.3, +91.7], p 0.25 | {TOO_FEW_TEXT} (1) |" in text  # one task
-    assert "| `transformer/rope` |  | did not fit (no verdict) |" in text
+    # one task: one unit across tasks; on this task every coupled seed beats every nope seed (p 0.1), and no
+    # verdict rests on one task
+    assert ("| `transformer/nope` | 1 | +80.5 (1 unit: no interval); no test | 1.00 [1.00, 1.00]; p 0.1, not testable | "
+            f"{NOT_TESTABLE_1} |") in text
+    assert "| `transformer/rope` |  |  |  | did not fit (no verdict) |" in text
     # the horizon and budget every verdict is read at, beside the paper's own
     horizon = next(line for line in text.splitlines() if line.startswith("Horizon: "))
     assert horizon.startswith("Horizon: trained on lengths 1..2, tested on 3..4, up to 2× the longest training "
@@ -270,11 +272,11 @@ def test_copying_report_chooses_the_encoding_on_validation_and_tests_it_against_
     assert "| chance (%, test band) |" in text and 0 < float(copy_row.split("|")[-2]) < 10  # copy's answers differ
     # task-agnostic, the task the unit: +45 (copy), +50 (duplicate_string): mean 47.5, sd 3.54, t(0.975, 1) = 12.7;
     # the interval lies above 0, but two tasks can't decide (sign-flip p = 2/4)
-    assert ("| transformer, task-agnostic encoding (chosen on validation) | 2 | +47.5 (2 units: no interval), p 0.5 | "
-            f"1.00 [1.00, 1.00], p 0.056: {TOO_FEW_TEXT} (2) | {TOO_FEW_TEXT} (2) |") in text
+    assert ("| transformer, task-agnostic encoding (chosen on validation) | 2 | +47.5 (2 units: no interval); p 0.5, not "
+            f"testable | 1.00 [1.00, 1.00]; p 0.056, not testable | {NOT_TESTABLE_2} |") in text
     assert "| transformer, any encoding (chosen on validation) | 2 | +55.0 (2 units" in text  # coupled on duplicate_string
     # lstm fit copy only (10 against 10): one task, no interval
-    assert f"| `lstm` | 1 | +0.0 | 0.50 [0.50, 0.50], p 1: {TOO_FEW_TEXT} (1) | {TOO_FEW_TEXT} (1) |" in text
+    assert f"| `lstm` | 1 | +0.0 (1 unit: no interval); no test | 0.50 [0.50, 0.50]; p 1, not testable | {NOT_TESTABLE_1} |" in text
     assert "parity_check" not in text
     with pytest.raises(InputError, match="no record of a copying task"):
         copying_report([r for r in records if r.task == "parity_check"])
@@ -294,8 +296,8 @@ def test_recurrent_families_are_tested_against_the_transformer_chosen_on_validat
                         run(task, "lstm", seed, 0.9, lstm)]
     text = chomsky_report(records)
     # the task the unit: 97.5 against 55 on both tasks: a t interval of zero width, but two tasks can't decide
-    assert ("| `lstm` | 97.5 | 2 | +42.5 (2 units: no interval), p 0.5 | 1.00 [1.00, 1.00], p 0.056: "
-            f"{TOO_FEW_TEXT} (2) | {TOO_FEW_TEXT} (2) |") in text
+    assert ("| `lstm` | 97.5 | 2 | +42.5 (2 units: no interval); p 0.5, not testable | 1.00 [1.00, 1.00]; p 0.056, not "
+            f"testable | {NOT_TESTABLE_2} |") in text
 
 
 def test_no_selection_or_reproduction_code_chooses_a_row_by_a_test_column():
@@ -354,21 +356,22 @@ def test_the_randomized_claim_carries_its_probability_of_improvement_by_task():
             records += [run(task, "rope", seed, base), run(task, "randomized-rope", seed, base if i == 3 else 0.8)]
     text = chomsky_report(records)
     row = next(line for line in text.splitlines() if line.startswith("| `rope` |"))
-    assert "| 0.88 [" in row and "], p 0.002: randomized better |" in row
+    assert "| 0.88 [" in row and "]; p 0.002 → 0.002 | randomized better on these 4 tasks (across tasks: not testable" in row
 
 
 def test_a_difference_over_six_tasks_decides():
     """Six tasks where the variant gains 45 to 55 points: the t interval lies above 0 and the sign-flip test
-    gives p = 2/64, so the verdict column says so (five such tasks would not: p = 2/32)."""
+    gives p = 2/64, so the verdict is across tasks (one base: one comparison, Holm changes nothing); five such
+    tasks would not (p = 2/32 at best: not testable), and the probability of improvement decides on them."""
     tasks = ("even_pairs", "parity_check", "cycle_navigation", "modular_arithmetic", "reverse_string",
              "duplicate_string")
     records = [_banded(task, f"transformer/{e}", seed, x, x) for i, task in enumerate(tasks) for seed in range(2)
                for e, x in (("rope", 0.3), ("randomized-rope", 0.75 + 0.02 * i))]
     row = next(line for line in chomsky_report(records).splitlines() if line.startswith("| `rope` |"))
-    assert "| `rope` | 6 | +50.0 [" in row and "], p 0.031 | randomized better |" in row
+    assert "| `rope` | 6 | +50.0 [" in row and "]; p 0.031 → 0.031 |" in row and "| randomized better across tasks |" in row
     five = [r for r in records if r.task != "duplicate_string"]
     row = next(line for line in chomsky_report(five).splitlines() if line.startswith("| `rope` |"))
-    assert "], p 0.062 | not told apart |" in row
+    assert "]; p 0.062, not testable |" in row and "randomized better on these 5 tasks (across tasks: not testable" in row
 
 
 def test_the_randomized_claim_over_every_base_takes_the_task_as_the_unit():
@@ -382,7 +385,7 @@ def test_the_randomized_claim_over_every_base_takes_the_task_as_the_unit():
         ("parity_check", "alibi", 0.5), ("parity_check", "randomized-alibi", 0.4))]
     text = chomsky_report(records)
     # +30, +20: mean 25, sd 7.07, t(0.975, 1) = 12.7
-    assert f"| **all** | 2 | +25.0 (2 units: no interval), p 0.5 | {TOO_FEW_TEXT} (2) |" in text
+    assert f"| **all** | 2 | +25.0 (2 units: no interval); p 0.5, not testable | 0.75 [0.75, 0.75]; p 0.18, not testable | {NOT_TESTABLE_2} |" in text
 
 
 def test_formats_report_tests_each_format_against_plain_method_by_method():
@@ -405,19 +408,19 @@ def test_formats_report_tests_each_format_against_plain_method_by_method():
     text = formats_report(records)
     # reversed: differences .4, .3, .4 over three methods: mean 36.7, sd 5.77, t(0.975, 2) = 4.303; P's
     # permutation p (0.0093) would decide, but three methods of one task are one task: no verdict
-    assert ("| Zhou et al. (sign turned) | addition | `reversed` | 6/6 → 6/6, p 1 | 3 | +36.7 [+22.3, +51.0], p 0.25 | 1.00 [1.00, "
-            f"1.00], p 0.0093: {TOO_FEW_TEXT} (1) | {TOO_FEW_TEXT} (1) |") in text
+    assert ("| Zhou et al. (sign turned) | addition | `reversed` | 6/6 → 6/6, p 1 → 1 | 3 | +36.7 [+22.3, +51.0]; p 0.25, not "
+            f"testable | 1.00 [1.00, 1.00]; p 0.0093, not testable | {NOT_TESTABLE_1} |") in text
     # plain addition is already Zhou et al.'s reversed order (least significant digit first): the report says so
     assert "so their finding predicts `plain` above `reversed`" in text
     # index hints: fire did not fit, so one method (rope: 40 against 30): no interval, no verdict either way;
     # P: 40 beats 20 and ties 40
-    assert ("| Zhou et al. | addition | `index-hints` | 4/4 → 2/4, p 0.33 | 1 | +10.0 | 0.75 [0.50, 1.00], p 1: "
-            f"{TOO_FEW_TEXT} (1) | {TOO_FEW_TEXT} (1) |") in text  # seeds fit over rope and fire, the methods that ran in both
+    assert ("| Zhou et al. | addition | `index-hints` | 4/4 → 2/4, p 0.33, not testable | 1 | +10.0 (1 unit: no interval); no "
+            f"test | 0.75 [0.50, 1.00]; p 1, not testable | {NOT_TESTABLE_1} |") in text  # seeds fit over rope and fire
     assert "| addition | index-hints | `transformer/fire` | 0/2 | 100.0 ± 0.0 (did not fit) |" in text
-    assert "| Anil et al. | parity_check | `scratchpad` | 2/4 → 4/4, p 0.33 | 1 | +30.0 |" in text  # fire fit only here
+    assert "| Anil et al. | parity_check | `scratchpad` | 2/4 → 4/4, p 0.33, not testable | 1 | +30.0 (1 unit" in text  # fire fit only here
     # across tasks, the task the unit: +30 (parity) and 0 (addition): 2 tasks give no t interval and no verdict
-    assert ("| Anil et al. | every task above, the task as the unit | `scratchpad` |  | 2 | +15.0 (2 units: no "
-            "interval), p 1 |") in text
+    assert ("| Anil et al. | every task above, the task as the unit | `scratchpad` |  | 2 | +15.0 (2 units: no interval); p "
+            f"1, not testable | 0.75 [0.50, 1.00]; p 0.44, not testable | {NOT_TESTABLE_2} |") in text
     assert "Horizon: trained on lengths 1..2, tested on 4..5, up to 2.5× the longest training length; budget: " in text
     # each cell beside its task's chance level on the test band (the final answer's: parity's about half)
     scratchpad = [line for line in text.splitlines() if line.startswith("| parity_check | scratchpad | `transformer/rope`")]
@@ -437,9 +440,9 @@ def test_formats_report_tests_whether_a_format_changes_which_seeds_fit():
     records = [_banded(task, f"transformer/{e}", s, 1.0, 0.5, fit=1.0 if task == "addition" else 0.5)
                for task in ("addition", "addition+reversed") for e in methods for s in range(3)]
     text = formats_report(records)
-    assert "| Zhou et al. (sign turned) | addition | `reversed` | 9/9 → 0/9, p < 0.001 | 0 |" in text
+    assert "| Zhou et al. (sign turned) | addition | `reversed` | 9/9 → 0/9, p < 0.001 → < 0.001 | 0 |" in text
     one = [r for r in records if r.encoding == "rope"]
-    assert "| Zhou et al. (sign turned) | addition | `reversed` | 3/3 → 0/3, p 0.1 | 0 |" in formats_report(one)
+    assert "| Zhou et al. (sign turned) | addition | `reversed` | 3/3 → 0/3, p 0.1, not testable | 0 |" in formats_report(one)
 
 
 def test_looped_report_pairs_looped_and_fixed_depth_by_task():
@@ -458,9 +461,10 @@ def test_looped_report_pairs_looped_and_fixed_depth_by_task():
                for (task, m), seeds in scores.items() for s, x in enumerate(seeds)]
     text = looped_report(records)
     # nope: +45 (parity), +30 (cycle_navigation): mean 37.5, sd 10.6, t(0.975, 1) = 12.7: [-57.8, +100 (clipped)]
-    assert ("| `nope` | 2 | +37.5 (2 units: no interval), p 0.5 | 1.00 [1.00, 1.00], p 0.056: too few tasks where both "
-            "fit to test (2) | too few tasks where both fit to test (2) |") in text
-    assert f"| `rope` | 1 | +30.0 | 1.00 [1.00, 1.00], p 0.33: {TOO_FEW_TEXT} (1) | {TOO_FEW_TEXT} (1) |" in text  # cycle: unfit
+    assert ("| `nope` | 2 | +37.5 (2 units: no interval); p 0.5, not testable | 1.00 [1.00, 1.00]; p 0.056, not testable | "
+            f"{NOT_TESTABLE_2} |") in text
+    assert ("| `rope` | 1 | +30.0 (1 unit: no interval); no test | 1.00 [1.00, 1.00]; p 0.33, not testable | "
+            f"{NOT_TESTABLE_1} |") in text  # cycle: unfit
     # seeds of both encodings together per task: parity (.9 1 .4 .6 against .5 .5 .2 .2: +37.5), cycle (nope
     # only: +30)
     assert "| every encoding (seeds together per task) | 2 | +33.8 (2 units: no interval)" in text
@@ -500,7 +504,8 @@ def test_negative_report_pairs_the_eigenvalue_ranges_by_task_and_tests_the_fit_s
                for (task, m), seeds in scores.items() for s, x in enumerate(seeds)]
     text = negative_report(records)
     assert "# Negative eigenvalues in the delta rule (Grazzi et al. 2025)" in text
-    assert "| `deltanet-negative` against `deltanet` | 2/4 → 4/4, p 0.33 | 1 | +40.0 | 1.00 [1.00, 1.00]" in text
+    assert ("| `deltanet-negative` against `deltanet` | 2/4 → 4/4, p 0.33, not testable | 1 | +40.0 (1 unit: no interval); "
+            "no test | 1.00 [1.00, 1.00]; p 0.33, not testable") in text
     assert "| parity_check | `deltanet` | 0/2 | 50.0 ± 0.0 (did not fit) |" in text
     assert "| flip_flop | `deltanet-negative` | 2/2 | 90.0 ± 0.0 |" in text
     assert "The paper's: Grazzi et al.: trained on lengths up to 40" in text
@@ -530,9 +535,10 @@ def test_state_report_says_who_tracks_the_state_past_the_training_lengths():
     assert "| diagonal state space (`ssm`) | word_problem_s5 | 0/1 |  | 0 |" in text
     # 4 RNN seeds (100, 100, 55, 55) against 4 transformer seeds (10, 10, 20, 20): every pair won
     # P's permutation p (0.029) would decide, but one task is too few for a verdict
-    assert f"| word_problem_s5 | transformer (every encoding) | 1.00 [1.00, 1.00], p 0.029: {TOO_FEW_TEXT} (1) |" in text
+    assert ("| word_problem_s5 | transformer (every encoding) | 1.00 [1.00, 1.00]; p 0.029, not testable | "
+            f"{NOT_TESTABLE_1} |") in text
     # ssm ran S5 and fit it nowhere: named, not compared; no stack or tape RNN ran: no row
-    assert "| word_problem_s5 | diagonal state space (`ssm`) | none of their cells fit the training lengths" in text
+    assert "| word_problem_s5 | diagonal state space (`ssm`) |  | none of their cells fit the training lengths" in text
     assert "RNNs with a stack or tape" not in text.split("## Nonlinear RNNs against each group")[1]
     assert "No method that ran fit" not in text  # something fit each task
     none_fit = state_report([r for r in records if r.task == "word_problem_s3" and r.method == "rnn"] + records[:2])
@@ -553,9 +559,9 @@ def test_mechanisms_report_pairs_each_mechanism_with_rope_and_nope_where_both_fi
                for (task, e), seeds in scores.items() for s, x in enumerate(seeds)]
     text = mechanisms_report(records)
     # forget - rope: copy +30, parity +10: mean 20, sd 14.1, t(0.975, 1) = 12.7: the interval clipped to +-100
-    assert ("| `forget` | `rope` | 2 | +20.0 (2 units: no interval), p 0.5 | 1.00 [1.00, 1.00], p 0.056: "
-            f"{TOO_FEW_TEXT} (2) |") in text
-    assert "| `path` | `rope` | 0 |  |  | not tested: no cell pair where both fit |" in text
+    assert ("| `forget` | `rope` | 2 | +20.0 (2 units: no interval); p 0.5, not testable | 1.00 [1.00, 1.00]; p 0.056, not "
+            f"testable | {NOT_TESTABLE_2} |") in text
+    assert "| `path` | `rope` | 0 |  |  | not tested: no task where both fit |" in text
     assert "| every mechanism | every static encoding | 2 |" in text
     assert "No published claim compares these mechanisms" in text
     with pytest.raises(InputError, match="no run of a data-dependent mechanism"):
