@@ -224,6 +224,25 @@ def test_no_shipped_report_prints_a_clipped_interval():
     assert not [t for t in texts if "[-100" in t.replace("−", "-") or "+100.0]" in t or ", +100]" in t]
 
 
+def test_every_shipped_verdict_prints_raw_and_adjusted_p_and_says_what_was_detectable():
+    """In every shipped report, each comparison's p is printed raw → Holm-adjusted or said not testable, and
+    each "not told apart" says what was detectable or that a question was not testable."""
+    rows = 0
+    for path in REFERENCE.glob("*/reproduction.md"):
+        for line in (ln for ln in path.read_text().splitlines() if ln.startswith("|")):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            tests = [c for c in cells if "; p " in c or c.endswith("; no test")]
+            if not tests:
+                continue
+            rows += 1
+            for cell in tests:
+                assert "→" in cell or cell.endswith(("not testable", "; no test")), (path.parent.name, cell)
+            verdict = cells[-1] if not cells[-1].startswith(("+", "-")) and cells[-1] else cells[-2]
+            if verdict.startswith("not told apart"):
+                assert "detectable" in verdict or "not testable" in verdict, (path.parent.name, line)
+    assert rows > 50
+
+
 def test_an_earlier_commands_provenance_is_kept_under_its_finish_time_never_overwritten(tmp_path):
     from datetime import datetime, timezone
 
