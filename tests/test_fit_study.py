@@ -84,3 +84,51 @@ def test_the_baseline_is_horizon_zoos_setting_at_the_pilot_seeds():
     for config in grid_configs(PRESETS[lever_preset(BASELINE)]):
         family, encoding = method_parts(config.method)
         assert config == zoo.run_config(config.task, encoding, config.seed, family)
+
+
+def _pilot_records(fit_of) -> list:
+    """A record of every pilot run: ``fit_of(lever name, task, method, seed)`` -> its fit statistic; each run
+    takes an hour per unit of steps and width (so a lever's CPU-hours are known)."""
+    from lengthbench.benchmark.records import RunRecord
+
+    records = []
+    for lever in LEVERS:
+        for config in grid_configs(PRESETS[lever_preset(lever)]):
+            fit = fit_of(lever.name, config.task, config.method, config.seed)
+            hours = config.steps / 4000 * lever.width
+            records.append(RunRecord(config, code_version="test", torch_version="", device="", host={}, started_at="",
+                                     status="ok", wall_time_s=3600 * hours,
+                                     summary={"fit_exact_match": fit, "id_exact_match": fit / 2}))
+    return records
+
+
+def test_the_learning_rate_is_chosen_on_the_other_seed_and_paid_for_in_full():
+    """On every cell seed 100's runs favour 3e-3 and seed 101's 3e-4: each seed takes the rate the *other* seed
+    chose (101 takes 3e-3, 100 takes 3e-4) and is scored on its own run there; the choice costs every rate's
+    runs (3 hours a seed)."""
+    from lengthbench.studies.fit import CHOSEN, pilot_outcomes
+
+    def fit_of(lever, task, method, seed):
+        favoured = {100: "lr3e-3", 101: "lr3e-4"}[seed]
+        return 0.95 if lever == favoured else (0.5 if lever == "baseline" else 0.2)
+
+    outcomes = pilot_outcomes(_pilot_records(fit_of))[CHOSEN]
+    task, method, _ = PILOT_CELLS[0]
+    assert outcomes[(task, method, 101)].lr == 3e-3 and outcomes[(task, method, 100)].lr == 3e-4
+    assert outcomes[(task, method, 101)].fit == 0.2  # seed 101's own run at 3e-3: no choice scored on its own reading
+    assert outcomes[(task, method, 100)].hours == pytest.approx(3.0)
+
+
+def test_the_report_prices_each_lever_and_names_the_cheapest_that_moves_fit():
+    """Width fits every seed for 2 hours a run (1 beyond the baseline's), 4x the steps every seed for 3 beyond:
+    width fits 24 more seeds per 24 extra CPU-hours, the steps 24 per 72, the rate none: width is the cheapest."""
+    from lengthbench.studies.fit import fit_report
+
+    def fit_of(lever, task, method, seed):
+        return 0.95 if lever in ("width2x", "steps4x") else 0.1
+
+    text = fit_report(_pilot_records(fit_of))
+    assert "| 2x the width (d_model and d_ff) | all | 24/24 (+24) | 0.95 (+0.85) | 48.00 | +24.00 | +1.00 |" in text
+    assert "| 4x the steps (16000) | all | 24/24 (+24) | 0.95 (+0.85) | 96.00 | +72.00 | +0.33 |" in text
+    assert "The cheapest lever that moves fit: **2x the width (d_model and d_ff)**, +1.00 seeds fit" in text
+    assert "| 2x the width (d_model and d_ff) | 12 |" in text and "better across cells" in text
