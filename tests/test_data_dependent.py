@@ -78,15 +78,18 @@ def test_forget_is_the_forgetting_transformers_equation():
     torch.testing.assert_close(ours(attention, encoding, x), expected, rtol=1e-10, atol=1e-10)
 
 
+def stick_shares(q, k):
+    """beta_ij = sigmoid(q_i.k_j / sqrt(d)) as a function of (b, h, i, j): the share of the stick key j takes."""
+    scale = q.shape[-1] ** -0.5
+    return lambda b, h, i, j: 1 / (1 + math.exp(-float(q[b, h, i] @ k[b, h, j]) * scale))
+
+
 def test_stick_breaking_is_the_papers_equation():
     """A_ij = beta_ij prod_{j<k<=i} (1 - beta_ik), beta_ij = sigmoid(q_i.k_j / sqrt(d)),
     no softmax (Tan et al. 2025, the current token included)."""
     attention, encoding, x = layer("stick-breaking")
     q, k, v = heads(attention, x)
-    scale = q.shape[-1] ** -0.5
-
-    def beta(b, h, i, j):
-        return 1 / (1 + math.exp(-float(q[b, h, i] @ k[b, h, j]) * scale))
+    beta = stick_shares(q, k)
 
     def weight(b, h, i, j):
         return beta(b, h, i, j) * math.prod(1 - beta(b, h, i, m) for m in range(j + 1, i + 1))
@@ -100,10 +103,7 @@ def test_stick_breaking_remainder_is_the_authors_form():
     and the remainder 1 - sum_{j<i} A_ij on the query's own value (the authors' code: o + rem * v)."""
     attention, encoding, x = layer("stick-breaking-remainder")
     q, k, v = heads(attention, x)
-    scale = q.shape[-1] ** -0.5
-
-    def beta(b, h, i, j):
-        return 1 / (1 + math.exp(-float(q[b, h, i] @ k[b, h, j]) * scale))
+    beta = stick_shares(q, k)
 
     def before(b, h, i, j):
         return beta(b, h, i, j) * math.prod(1 - beta(b, h, i, m) for m in range(j + 1, i))
