@@ -64,7 +64,12 @@ def setup_text(records: list[RunRecord]) -> str:
         where = "" if on == tasks else f" on {', '.join(sorted(on))}"
         text += f"; {', '.join(sorted(families))}{where}: {d}"
     seeds = sorted({r.seed for r in records})
-    return text + f". Seeds {', '.join(map(str, seeds))}; recurrent families use d_model as their hidden size."
+    rates = sorted({r.config.lr for r in records})
+    tuned = any(r.selection for r in records)
+    return (text + f". Seeds {', '.join(map(str, seeds))}; recurrent families use d_model as their hidden size. "
+            + ("Settings chosen on the validation band are named in each record's selection."
+               if tuned else f"The learning rate was not tuned: {' and '.join(f'{lr:g}' for lr in rates)} as "
+               "the preset sets it, no rate chosen for a method (the `fit` study measures what choosing one buys)."))
 
 
 def horizon_text(records: list[RunRecord], protocol: str = "") -> str:

@@ -23,6 +23,7 @@ from lengthbench.core.errors import InputError
 from lengthbench.leaderboard.inference import ComparisonFamily, comparison_headers, family_rule, write_report
 from lengthbench.leaderboard.tables import markdown_table
 from lengthbench.studies.base import Study, register_study
+from lengthbench.studies.zoo import DELTA_FAMILIES
 from lengthbench.tasks.cells import method_parts, transformer_method
 
 # The pilot cells: unfit horizon cells (no seed of 3 fit at 13..16 after 4000 steps), chosen by their fit
@@ -328,11 +329,57 @@ def _fit_text(records: list[RunRecord], family: ComparisonFamily) -> str:
     return "\n".join(lines) + "\n"
 
 
+# The protocol rule the pilot supports (horizon's PROTOCOL.md, "What it takes to fit"): one learning rate per model
+# family, chosen from LR_GRID on the pilot seeds' in-distribution validation (the rate with the highest mean fit
+# statistic over the family's pilot cells and both seeds; ties: the protocol's 1e-3), never on a test length; the
+# transformer's encodings share one rate (they are compared with each other everywhere), and so do the delta
+# rule's four variants (one layer, compared with each other by Grazzi et al.'s claim); a family with no pilot cell
+# keeps 1e-3 (no evidence). A test holds TUNED_RATES to what ``family_rates`` reads off the shipped pilot records.
+RATE_GROUPS = {family: "delta rule" for family in DELTA_FAMILIES}
+TUNED_RATES = {"transformer": 3e-3, "lstm": 3e-3, "delta rule": 3e-3}
+TUNED = "horizon-tuned"
+
+
+def rate_group(family: str) -> str:
+    """The group whose pilot cells choose a family's rate (the family itself, or the delta rule for its variants)."""
+    return RATE_GROUPS.get(family, family)
+
+
+def family_rates(records: list[RunRecord]) -> dict[str, dict[float, float]]:
+    """Per group that has pilot cells: each rate of LR_GRID's mean fit statistic over its cells and pilot seeds."""
+    outcomes = pilot_outcomes(records)
+    levers = {lever.overrides.get("lr", PROTOCOL_LR): lever.name for lever in LEVERS
+              if lever.width == 1 and set(lever.overrides) <= {"lr"}}
+    means: dict[str, dict[float, float]] = {}
+    for group in dict.fromkeys(rate_group(method_parts(m)[0]) for _, m, _ in PILOT_CELLS):
+        keys = [(t, m, s) for t, m, _ in PILOT_CELLS if rate_group(method_parts(m)[0]) == group
+                for s in FIT_PILOT_SEEDS]
+        means[group] = {lr: float(np.mean([outcomes[levers[lr]][k].fit for k in keys])) for lr in LR_GRID}
+    return means
+
+
+def chosen_rate(means: dict[float, float]) -> float:
+    """The rate with the highest mean fit statistic (ties: the protocol's, then the lower)."""
+    return max(LR_GRID, key=lambda lr: (means[lr], lr == PROTOCOL_LR, -lr))
+
+
+register_preset(replace(
+    PRESETS["horizon-zoo"],
+    name=TUNED,
+    description="horizon-zoo's grid with each family's learning rate chosen on the fit study's pilot (the rule in "
+                "studies/fit.py: transformer, lstm and the delta rule at 3e-3, the rest at 1e-3): what the protocol "
+                "change would rerun",
+    family_settings={family: {**settings, **({"lr": TUNED_RATES[rate_group(family)]}
+                                             if rate_group(family) in TUNED_RATES else {})}
+                     for family, settings in {**PRESETS["horizon-zoo"].family_settings, "transformer": {}}.items()},
+))
+
+
 register_study(Study(
     name="fit",
     about="what it takes to fit at this size: a learning rate chosen on in-distribution validation, 2x and 4x the "
           "steps, or 2x the width, on unfit horizon cells (fit per CPU-hour; ours, no published claim)",
-    presets=tuple(lever_preset(lever) for lever in LEVERS),
+    presets=(*(lever_preset(lever) for lever in LEVERS), TUNED),
     records="leaderboard/reference/fit/records",
     report=fit_report,
 ))

@@ -132,3 +132,22 @@ def test_the_report_prices_each_lever_and_names_the_cheapest_that_moves_fit():
     assert "| 4x the steps (16000) | all | 24/24 (+24) | 0.95 (+0.85) | 96.00 | +72.00 | +0.33 |" in text
     assert "The cheapest lever that moves fit: **2x the width (d_model and d_ff)**, +1.00 seeds fit" in text
     assert "| 2x the width (d_model and d_ff) | 12 |" in text and "better across cells" in text
+
+
+def test_the_tuned_preset_changes_the_rate_of_the_tuned_families_and_nothing_else():
+    from lengthbench.studies.fit import TUNED, TUNED_RATES, rate_group
+
+    zoo = {c.run_id.rsplit("__", 1)[0]: asdict(c) for c in grid_configs(PRESETS["horizon-zoo"])}
+    tuned = {c.run_id.rsplit("__", 1)[0]: asdict(c) for c in grid_configs(PRESETS[TUNED])}
+    assert zoo.keys() == tuned.keys()
+    changed = 0
+    for run, config in tuned.items():
+        differs = {k for k in config if config[k] != zoo[run][k]}
+        group = rate_group(config["family"])
+        if group in TUNED_RATES and TUNED_RATES[group] != zoo[run]["lr"]:
+            assert differs == {"lr"} and config["lr"] == TUNED_RATES[group], run
+            changed += 1
+        else:
+            assert not differs, (run, differs)
+    assert changed > 1000
+    assert {rate_group(f) for f in ("deltanet", "gated-deltanet-negative")} == {"delta rule"}
