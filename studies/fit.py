@@ -166,17 +166,26 @@ def _lever_of(records: list[RunRecord]) -> dict[str, list[RunRecord]]:
 
 @dataclass(frozen=True)
 class Outcome:
-    """One pilot cell's seed under one lever: its fit statistic, whether it fit, and the CPU time it took."""
+    """One pilot cell's seed under one lever: its fit statistic, whether it fit, and the CPU time it took (its
+    own run; the learning-rate lever: every rate's runs); ``own_hours``: the run a reported seed would need."""
 
     fit: float
     fits: bool
     hours: float
+    own_hours: float
     lr: float | None = None  # the rate chosen (the learning-rate lever)
+    whole_space: bool = False  # a judged length was scored on its whole input space: training drew nearly all of it
+
+
+WHOLE_SPACE = "whole space"  # what a record's per-length row says of examples scored on a length's every input
 
 
 def _outcome(record: RunRecord) -> Outcome:
     fit = 0.0 if record.failed else float((record.summary or {}).get("fit_exact_match") or 0.0)
-    return Outcome(fit, fit >= record.config.fit_threshold, (record.wall_time_s or 0.0) / 3600)
+    hours = (record.wall_time_s or 0.0) / 3600
+    whole = any(row.get("examples") == WHOLE_SPACE for row in record.per_length or []
+                if row["length"] in record.config.fit_lengths())
+    return Outcome(fit, fit >= record.config.fit_threshold, hours, hours, whole_space=whole)
 
 
 def _choice_score(record: RunRecord) -> tuple:
@@ -186,8 +195,9 @@ def _choice_score(record: RunRecord) -> tuple:
 
 
 def pilot_outcomes(records: list[RunRecord]) -> dict[str, dict[tuple, Outcome]]:
-    """Lever name (and ``CHOSEN``) -> (task, method, seed) -> its outcome. The chosen rate's outcome is the
-    seed's own run at the rate the other seed's runs chose; its hours are every rate's runs of that seed."""
+    """Lever name (and ``CHOSEN``) -> (task, method, seed) -> its outcome (runs that finished; a run that raised
+    has none: ``pilot_errors``). The chosen rate's outcome is the seed's own run at the rate the other seed's
+    runs chose; its hours are every rate's runs of that seed."""
     by_lever = _lever_of(records)
     outcomes = {name: {(r.task, r.method, r.seed): _outcome(r) for r in runs if r.status in ("ok", "diverged")}
                 for name, runs in by_lever.items()}
@@ -198,45 +208,64 @@ def pilot_outcomes(records: list[RunRecord]) -> dict[str, dict[tuple, Outcome]]:
     chosen = {}
     for task, method, seed, _ in runs:
         others = [s for s in FIT_PILOT_SEEDS if s != seed]
-        if (task, method, seed) in chosen or not all((task, method, o, lr) in runs for o in others
+        if (task, method, seed) in chosen or not all((task, method, s, lr) in runs for s in FIT_PILOT_SEEDS
                                                          for lr in LR_GRID):
-            continue
-        if not all((task, method, seed, lr) in runs for lr in LR_GRID):
             continue
         scores = {lr: max(_choice_score(runs[(task, method, o, lr)]) for o in others) for lr in LR_GRID}
         lr = max(LR_GRID, key=lambda rate: scores[rate])
         own = _outcome(runs[(task, method, seed, lr)])
         hours = sum(_outcome(runs[(task, method, seed, rate)]).hours for rate in LR_GRID)
-        chosen[(task, method, seed)] = Outcome(own.fit, own.fits, hours, lr)
+        chosen[(task, method, seed)] = Outcome(own.fit, own.fits, hours, own.hours, lr, own.whole_space)
     outcomes[CHOSEN] = chosen
     return outcomes
+
+
+def pilot_errors(records: list[RunRecord]) -> dict[tuple, str]:
+    """(lever name, task, method) -> the error of a run of it that raised (the first seed's)."""
+    errors = {}
+    for name, runs in _lever_of(records).items():
+        for r in runs:
+            if r.status == "error":
+                errors.setdefault((name, r.task, r.method), (r.error or "").partition(": ")[2] or (r.error or ""))
+    return errors
 
 
 def _cells(kind: str | None = None) -> list[tuple[str, str]]:
     return [(task, method) for task, method, k in PILOT_CELLS if kind in (None, k)]
 
 
+def compared_cells(outcomes: dict, kind: str | None = None) -> list[tuple[str, str]]:
+    """The pilot cells (of ``kind``) where every lever's runs finished on both seeds: the one set every lever is
+    summed over, so that no lever is priced on other cells than the others."""
+    return [(t, m) for t, m in _cells(kind)
+            if all((t, m, s) in outcomes.get(name, {}) for name in (BASELINE.name, *LEVER_ROWS)
+                   for s in FIT_PILOT_SEEDS)]
+
+
 def _seeds_text(outcomes: dict, task: str, method: str) -> str:
     """``0.37 / 0.66`` (each pilot seed's fit statistic; ``*`` where it fit)."""
-    texts = [(f"{o.fit:.2f}" + ("*" if o.fits else "")) if (o := outcomes.get((task, method, s))) else ""
-             for s in FIT_PILOT_SEEDS]
+    texts = [(f"{o.fit:.2f}" + ("*" if o.fits else "") + ("†" if o.whole_space else ""))
+             if (o := outcomes.get((task, method, s))) else "" for s in FIT_PILOT_SEEDS]
     return " / ".join(texts) if any(texts) else ""
 
 
 def lever_summary(outcomes: dict, name: str, kind: str | None = None) -> dict | None:
-    """Seeds fit, mean fit statistic and CPU-hours of a lever over the pilot cells of ``kind`` (all: None), and
-    its gain over the baseline per CPU-hour beyond the baseline's; None where a run of it is missing."""
-    keys = [(t, m, s) for t, m in _cells(kind) for s in FIT_PILOT_SEEDS]
+    """Seeds fit, mean fit statistic and CPU-hours of a lever over the compared pilot cells of ``kind`` (all:
+    None), its gain over the baseline per CPU-hour beyond the baseline's, and what one reported run costs under
+    it against the baseline's (once a rate is chosen, its one run); None with no compared cell."""
+    keys = [(t, m, s) for t, m in compared_cells(outcomes, kind) for s in FIT_PILOT_SEEDS]
     mine, base = outcomes.get(name, {}), outcomes.get(BASELINE.name, {})
-    if not all(k in mine and k in base for k in keys):
+    if not keys:
         return None
     fits = sum(mine[k].fits for k in keys)
     hours = sum(mine[k].hours for k in keys)
-    extra = hours - sum(base[k].hours for k in keys)
+    base_hours = sum(base[k].hours for k in keys)
+    extra = hours - base_hours
     gain = fits - sum(base[k].fits for k in keys)
     return {"seeds": len(keys), "fits": fits, "gain": gain, "fit": float(np.mean([mine[k].fit for k in keys])),
             "fit_gain": float(np.mean([mine[k].fit - base[k].fit for k in keys])), "hours": hours, "extra": extra,
-            "per_hour": gain / extra if extra > 0 else math.nan}
+            "per_hour": gain / extra if extra > 0 else math.nan,
+            "per_run": sum(mine[k].own_hours for k in keys) / base_hours}
 
 
 LEVER_ROWS = (CHOSEN, *(lever.name for lever in LEVERS if lever is not BASELINE and lever.overrides.keys() != {"lr"}))
@@ -276,55 +305,71 @@ def _fit_text(records: list[RunRecord], family: ComparisonFamily) -> str:
              "thread each. The learning rate is chosen per cell on the *other* pilot seed's fit statistic (ties: its "
              "held-out exact match over every trained length, then the protocol's 1e-3), so no choice is scored on "
              "the run it read; its cost is every rate's runs. No test length is read anywhere in this study.", ""]
+    errors = pilot_errors(records)
     header = ["cell", "trend at 4000", "baseline", *(f"lr {lev.overrides['lr']:g}" for lev in LEVERS
                                                     if lev.overrides.keys() == {"lr"}), CHOSEN,
               *(_lever_about(n) for n in LEVER_ROWS[1:])]
+
+    def cell(name: str, task: str, method: str) -> str:
+        return _seeds_text(outcomes[name], task, method) or ("raised: see below" if (name, task, method) in errors
+                                                              else "")
+
     rows = []
     for task, method, kind in PILOT_CELLS:
         chosen = "; ".join(f"{o.lr:g}" for s in FIT_PILOT_SEEDS if (o := outcomes[CHOSEN].get((task, method, s))))
-        rows.append([f"{task} × `{method}`", kind, _seeds_text(outcomes[BASELINE.name], task, method),
-                     *(_seeds_text(outcomes[lev.name], task, method) for lev in LEVERS
-                       if lev.overrides.keys() == {"lr"}),
+        rows.append([f"{task} × `{method}`", kind, cell(BASELINE.name, task, method),
+                     *(cell(lev.name, task, method) for lev in LEVERS if lev.overrides.keys() == {"lr"}),
                      _seeds_text(outcomes[CHOSEN], task, method) + (f" (lr {chosen})" if chosen else ""),
-                     *(_seeds_text(outcomes[n], task, method) for n in LEVER_ROWS[1:])])
+                     *(cell(n, task, method) for n in LEVER_ROWS[1:])])
     lines += ["## Per cell", "", "Each pilot seed's fit statistic (seed " + " / seed ".join(map(str, FIT_PILOT_SEEDS))
-              + "); the learning rate each seed's choice took in brackets.", "", *markdown_table(header, rows), ""]
+              + "); the learning rate each seed's choice took in brackets. † marks a seed whose fit was judged, at some "
+              "length, on that length's whole input space: its longer training drew nearly every input there, so no "
+              "unseen input was left and the fit cannot tell learning from memorizing.", "",
+              *markdown_table(header, rows), ""]
+    lines += [f"A run that raised has no fit statistic: under {_lever_about(name)}, {task} × `{method}`: "
+              f"{error.split(';')[0]}." for (name, task, method), error in errors.items()] + ([""] if errors else [])
+    compared = compared_cells(outcomes)
+    left = [f"{t} × `{m}`" for t, m in _cells() if (t, m) not in compared]
     rows, best = [], None
     for name in LEVER_ROWS:
         for kind in (None, "improving", "flat"):
             summary = lever_summary(outcomes, name, kind)
             if summary is None:
-                rows.append([_lever_about(name), kind or "all", "not run (or not every run yet)", "", "", "", ""])
+                rows.append([_lever_about(name), kind or "all", "not run (or not every run yet)", "", "", "", "", ""])
                 continue
             per_hour = "" if math.isnan(summary["per_hour"]) else f"{summary['per_hour']:+.2f}"
             rows.append([_lever_about(name), kind or "all", f"{summary['fits']}/{summary['seeds']} ({summary['gain']:+d})",
                          f"{summary['fit']:.2f} ({summary['fit_gain']:+.2f})", f"{summary['hours']:.2f}",
-                         f"{summary['extra']:+.2f}", per_hour])
+                         f"{summary['extra']:+.2f}", per_hour, f"{summary['per_run']:.2f}×"])
             if kind is None and summary["gain"] > 0 and (best is None or summary["per_hour"] > best[1]):
                 best = (name, summary["per_hour"])
     base = lever_summary(outcomes, BASELINE.name)
     lines += ["## Per lever", "",
-              "Over the pilot's seeds (every cell × both seeds), and over the improving and the flat cells apart: the "
-              "seeds that fit (the change from the baseline's), the mean fit statistic (the change), the CPU-hours the "
-              "lever's runs took, those beyond the baseline's, and the seeds it fits beyond the baseline per extra "
-              "CPU-hour."
+              f"Over the {len(compared)} cells where every lever's runs finished on both seeds"
+              + (f" (left out: {', '.join(left)}, where some lever's run raised or is still to come)" if left else "")
+              + ", and over their improving and flat cells apart: the seeds that fit (the change from the baseline's), "
+              "the mean fit statistic (the change), the CPU-hours the lever's runs took here, those beyond the "
+              "baseline's, the seeds it fits beyond the baseline per extra CPU-hour, and what one reported run "
+              "costs under the lever against the baseline's (the learning rate, once chosen, trains one run at its "
+              "rate: the choice is paid once, on pilot seeds, not on every reported run). Wall time measures the "
+              "cost under each sitting's own load, so the ratios carry that noise."
               + (f" The baseline: {base['fits']}/{base['seeds']} seeds fit, mean fit statistic {base['fit']:.2f}, "
                  f"{base['hours']:.2f} CPU-hours." if base else ""), "",
               *markdown_table(["lever", "cells", "seeds fit (vs baseline)", "mean fit statistic (vs baseline)",
-                               "CPU-hours", "beyond the baseline's", "seeds fit per extra CPU-hour"], rows), ""]
+                               "CPU-hours", "beyond the baseline's", "seeds fit per extra CPU-hour",
+                               "a reported run costs"], rows), ""]
     if best is not None:
-        lines += [f"The cheapest lever that moves fit: **{_lever_about(best[0])}**, {best[1]:+.2f} seeds fit per "
-                  "extra CPU-hour over all the pilot's cells.", ""]
+        lines += [f"The lever with the most seeds fit per extra CPU-hour in this pilot: **{_lever_about(best[0])}** "
+                  f"({best[1]:+.2f}). Per reported run, a learning rate chosen once costs what the baseline's run "
+                  "costs; every other lever multiplies every run's cost by its factor above.", ""]
     rows = []
-    base_by_cell = {(t, m): [outcomes[BASELINE.name][(t, m, s)].fit for s in FIT_PILOT_SEEDS
-                             if (t, m, s) in outcomes[BASELINE.name]] for t, m in _cells()}
+    base_by_cell = {(t, m): [outcomes[BASELINE.name][(t, m, s)].fit for s in FIT_PILOT_SEEDS] for t, m in compared}
     for name in LEVER_ROWS:
-        mine = {(t, m): [outcomes[name][(t, m, s)].fit for s in FIT_PILOT_SEEDS if (t, m, s) in outcomes[name]]
-                for t, m in _cells()}
+        mine = {(t, m): [outcomes[name][(t, m, s)].fit for s in FIT_PILOT_SEEDS] for t, m in compared}
         rows.append([_lever_about(name), *family.row(mine, base_by_cell, ("lever", "baseline"))])
     lines += ["## Each lever against the baseline", "",
-              "The fit statistic under each lever minus under the protocol's setting, over the pilot's cells (a cell: "
-              f"a task and a method). {family_rule('cell')}", "",
+              "The fit statistic under each lever minus under the protocol's setting, over the same cells (a cell: a "
+              f"task and a method). {family_rule('cell')}", "",
               *markdown_table(["lever", *comparison_headers("lever", "baseline", "cell", "both ran")], rows), ""]
     return "\n".join(lines) + "\n"
 

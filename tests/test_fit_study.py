@@ -121,16 +121,18 @@ def test_the_learning_rate_is_chosen_on_the_other_seed_and_paid_for_in_full():
 
 def test_the_report_prices_each_lever_and_names_the_cheapest_that_moves_fit():
     """Width fits every seed for 2 hours a run (1 beyond the baseline's), 4x the steps every seed for 3 beyond:
-    width fits 24 more seeds per 24 extra CPU-hours, the steps 24 per 72, the rate none: width is the cheapest."""
+    width fits 24 more seeds per 24 extra CPU-hours, the steps 24 per 72, the rate none: width fits the most per
+    extra hour; a reported run costs 2x, 4x, and, once its rate is chosen, 1x."""
     from lengthbench.studies.fit import fit_report
 
     def fit_of(lever, task, method, seed):
         return 0.95 if lever in ("width2x", "steps4x") else 0.1
 
     text = fit_report(_pilot_records(fit_of))
-    assert "| 2x the width (d_model and d_ff) | all | 24/24 (+24) | 0.95 (+0.85) | 48.00 | +24.00 | +1.00 |" in text
-    assert "| 4x the steps (16000) | all | 24/24 (+24) | 0.95 (+0.85) | 96.00 | +72.00 | +0.33 |" in text
-    assert "The cheapest lever that moves fit: **2x the width (d_model and d_ff)**, +1.00 seeds fit" in text
+    assert "| 2x the width (d_model and d_ff) | all | 24/24 (+24) | 0.95 (+0.85) | 48.00 | +24.00 | +1.00 | 2.00× |" in text
+    assert "| 4x the steps (16000) | all | 24/24 (+24) | 0.95 (+0.85) | 96.00 | +72.00 | +0.33 | 4.00× |" in text
+    assert "| lr chosen on validation from 0.0003, 0.001, 0.003 | all | 0/24 (+0) | 0.10 (+0.00) | 72.00 | +48.00 |  | 1.00× |" in text
+    assert "the most seeds fit per extra CPU-hour in this pilot: **2x the width (d_model and d_ff)** (+1.00)" in text
     assert "| 2x the width (d_model and d_ff) | 12 |" in text and "better across cells" in text
 
 
