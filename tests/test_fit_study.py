@@ -131,7 +131,7 @@ def test_the_report_prices_each_lever_and_names_the_cheapest_that_moves_fit():
     text = fit_report(_pilot_records(fit_of))
     assert "| 2x the width (d_model and d_ff) | all | 24/24 (+24) | 0.95 (+0.85) | 48.00 | +24.00 | +1.00 | 2.00× |" in text
     assert "| 4x the steps (16000) | all | 24/24 (+24) | 0.95 (+0.85) | 96.00 | +72.00 | +0.33 | 4.00× |" in text
-    assert "| lr chosen on validation from 0.0003, 0.001, 0.003 | all | 0/24 (+0) | 0.10 (+0.00) | 72.00 | +48.00 |  | 1.00× |" in text
+    assert "| lr chosen on validation from 0.0003, 0.001, 0.003 | all | 0/24 (+0) | 0.10 (+0.00) | 72.00 | +48.00 | +0.00 | 1.00× |" in text
     assert "the most seeds fit per extra CPU-hour in this pilot: **2x the width (d_model and d_ff)** (+1.00)" in text
     assert "| 2x the width (d_model and d_ff) | 12 |" in text and "better across cells" in text
 
