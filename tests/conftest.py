@@ -95,23 +95,3 @@ def parity_after_training(family: str, encoding: str = "", **settings) -> list[f
     model = config.build_model(task.vocab_size)
     train_run(model, task, config, cpu)
     return [evaluate_length(model, task, n, config, cpu)["exact_match"] for n in range(1, config.train_length + 1)]
-
-
-COLLECTED = pytest.StashKey[int]()
-
-
-def pytest_collection_finish(session):
-    """How many tests this session collected, for the README's count (``test_readme``)."""
-    session.config.stash[COLLECTED] = len(session.items)
-
-
-@pytest.fixture
-def whole_suite_size(request) -> int:
-    """The number of tests in the suite, known only when this session collected all of it (no paths, no -k,
-    no -m, nothing deselected); a session that runs part of it skips the tests that need it."""
-    config = request.config
-    whole = (config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.option.keyword
-             and not config.option.markexpr and not config.getoption("deselect", None))
-    if not whole:
-        pytest.skip("the suite's size is known only when the whole suite is collected")
-    return config.stash[COLLECTED]

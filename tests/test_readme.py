@@ -176,12 +176,6 @@ def test_the_three_jobs_say_what_is_true():
     assert "from lengthbench.models.encodings import PositionEncoding, register_encoding" in README
 
 
-def test_the_readme_states_the_suites_size(whole_suite_size):
-    """"The suite's N tests": a count the README states is checked, never left to go stale."""
-    found = re.search(r"The suite's (\d+) tests", README)
-    assert found and int(found.group(1)) == whole_suite_size, (found and found.group(1), whole_suite_size)
-
-
 def test_the_counts_the_front_page_states_are_the_registrys():
     """"N exact tasks x M encodings and K other model families" on the README and the docs' index."""
     from lengthbench.tasks import task_names
