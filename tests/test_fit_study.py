@@ -153,3 +153,14 @@ def test_the_tuned_preset_changes_the_rate_of_the_tuned_families_and_nothing_els
             assert not differs, (run, differs)
     assert changed > 1000
     assert {rate_group(f) for f in ("deltanet", "gated-deltanet-negative")} == {"delta rule"}
+
+
+def test_the_tuned_rates_are_what_the_shipped_pilot_records_choose():
+    """TUNED_RATES is read off the shipped pilot: per group, the rate of LR_GRID with the highest mean fit
+    statistic over its pilot cells and seeds; a group that keeps the protocol's 1e-3 is absent."""
+    from lengthbench.studies.fit import PROTOCOL_LR, TUNED_RATES, chosen_rate, family_rates
+
+    records = ResultsFolder(HORIZON_RECORDS.parent.parent / "fit/records").records()
+    chosen = {group: chosen_rate(means) for group, means in family_rates(records).items()}
+    assert {group: lr for group, lr in chosen.items() if lr != PROTOCOL_LR} == TUNED_RATES
+    assert set(chosen) == {"transformer", "rnn", "stack-rnn", "lstm", "delta rule"}
