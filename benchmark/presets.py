@@ -25,8 +25,9 @@ test length.
 
 The studies' presets (``horizon`` and its pilot and views, the founding
 papers' reproductions, the 2025-26 zoo) live with their studies
-(``lengthbench.studies``: ``lengthbench list studies``); ``PRESETS`` finds
-them on the first lookup of a name not here.
+(``lengthbench list studies``), installed as the ``lengthbench.presets``
+entry point; ``PRESETS`` loads that group on the first lookup of a name not
+here.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from lengthbench.benchmark.config import Preset
+from lengthbench.core.entry_points import load_preset_modules
 from lengthbench.core.registry import Registry
 from lengthbench.models.encodings import ENCODINGS, encoding_kind
 from lengthbench.models.families import ModelSize
@@ -78,8 +80,8 @@ STATIC_ENCODINGS = tuple(name for name in ENCODINGS.names() if encoding_kind(nam
 STATE_TASKS = tuple(name for name in task_labels() if get_task(name).level == "state")
 SUITE_TASKS = tuple(name for name in task_labels() if name not in STATE_TASKS)
 
-# The studies (``lengthbench.studies``) register the rest, found on the first lookup of a name not here.
-PRESETS: Registry[Preset] = Registry("preset", discover=("lengthbench.studies",))
+# The studies register the rest: installed entry points, loaded on the first lookup of a name not here.
+PRESETS: Registry[Preset] = Registry("preset", discover=load_preset_modules)
 
 
 def register_preset(preset: Preset) -> Preset:

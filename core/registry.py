@@ -7,18 +7,18 @@ the closest match. Its order is explicit: the names given as ``order`` come
 first, in that order, then the others (third-party entries) as registered;
 nothing depends on the order modules happen to be imported in.
 
-A registry may name modules that ``discover`` its entries: imported by name,
-once, the first time a name is missing or every name is listed. The studies
-(``lengthbench.studies``) register their presets so, as a plugin would: a
-layer below them (a tool under ``benchmark/``) can run a study's grid by name
-without importing the layer above it.
+A registry may take a ``discover`` hook: called once, the first time a name
+is missing or every name is listed, to load what registers the rest. The
+preset registry's loads the installed ``lengthbench.presets`` entry points
+(``core.entry_points``), through which this package's own studies register
+their presets as a plugin would: a tool under ``benchmark/`` runs a study's
+grid by name, and no module below the studies names them.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Generic, TypeVar
 
 from lengthbench.core.errors import InputError, UnknownNameError
@@ -45,18 +45,18 @@ def name_problem(name) -> str | None:
 class Registry(Generic[Entry]):
     """``kind`` names what it holds in messages ("encoding", "preset")."""
 
-    def __init__(self, kind: str, order: Sequence[str] = (), discover: Sequence[str] = ()):
+    def __init__(self, kind: str, order: Sequence[str] = (), discover: Callable[[], None] | None = None):
         self.kind = kind
         self._order = tuple(order)
         self._entries: dict[str, Entry] = {}
-        self._discover = tuple(discover)
+        self._discover = discover
 
     def _discovered(self) -> None:
-        """Import the discovering modules, once (the list is emptied first, so
-        a lookup made while they import does not import them again)."""
-        modules, self._discover = self._discover, ()
-        for module in modules:
-            importlib.import_module(module)
+        """Call the discover hook, once (it is dropped first, so a lookup made
+        while it loads does not call it again)."""
+        hook, self._discover = self._discover, None
+        if hook is not None:
+            hook()
 
     def add(self, name: str, entry: Entry, where: str = "") -> Entry:
         """Register ``entry`` under a new ``name``; ``where`` says where the

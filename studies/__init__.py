@@ -5,9 +5,10 @@ Each module registers its presets and its ``Study``: ``horizon`` (protocol
 v2's reference) and the views and reproductions built on it or on ``full``:
 ``chomsky``, ``nope``, ``coupling``, ``copying`` (the founding papers),
 ``formats``, ``looped``, and the 2025-26 ``zoo`` with its three views
-``negative``, ``state`` and ``mechanisms``. The core layers name no paper:
-``benchmark.presets.PRESETS`` imports this package the first time it is asked
-for a preset it does not hold.
+``negative``, ``state`` and ``mechanisms``. The core layers name no paper and
+no study: this package is installed as the ``lengthbench.presets`` entry point
+(``setup.cfg``), which ``benchmark.presets.PRESETS`` loads the first time it
+is asked for a preset it does not hold.
 """
 
 # Each registers its presets and its study, in the order `list presets` and `list studies` show them.

@@ -2,6 +2,7 @@
 section hold (``lint-imports``), a back-edge breaks them, and the layout's
 one rule holds (each lower layer is a top-level folder that lengthbench/ links)."""
 
+import ast
 import configparser
 import os
 import re
@@ -55,6 +56,34 @@ def test_a_back_edge_breaks_the_layers(tmp_path, module, statement, broken):
     assert out.returncode == 1, out.stdout + out.stderr
     name = "lengthbench." + module.removesuffix(".py").replace("/", ".")
     assert f"{name} -> {broken}" in out.stdout
+
+
+FRONT_DOOR = ("__main__", "cli", "catalog", "api")
+
+
+def names_above(source: str, layer: str) -> list[str]:
+    """Every string of ``source`` (docstrings aside: they may say where a thing lives) that names a module of a
+    layer above ``layer``: a name a lookup could import by, which import-linter, reading imports, cannot see."""
+    above = FRONT_DOOR + LAYERS[:LAYERS.index(layer)]
+    pattern = re.compile(rf"\blengthbench\.({'|'.join(above)})\b")
+    tree = ast.parse(source)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docstrings and pattern.search(node.value)]
+
+
+def test_no_module_names_a_layer_above_its_own():
+    """The layers hold for names too: no lower module imports an upper one by a string (the preset registry once
+    found the studies so, ``discover=("lengthbench.studies",)``); the studies register through an entry point."""
+    assert names_above('PRESETS = Registry("preset", discover=("lengthbench.studies",))', "benchmark") == \
+        ["lengthbench.studies"]
+    assert names_above('"""Found through ``lengthbench.studies``."""', "benchmark") == []
+    found = {str(path.relative_to(ROOT)): names
+             for layer in LAYERS for path in sorted((ROOT / layer).rglob("*.py"))
+             if (names := names_above(path.read_text(), layer))}
+    assert not found, found
 
 
 def test_the_tools_contract_names_every_module_of_the_run_path():
