@@ -1,9 +1,11 @@
 """Shared test fixtures: a tiny preset so grid tests run in seconds, and
 every test's plugins unloaded when it ends."""
 
+import functools
 import sys
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
@@ -95,3 +97,16 @@ def parity_after_training(family: str, encoding: str = "", **settings) -> list[f
     model = config.build_model(task.vocab_size)
     train_run(model, task, config, cpu)
     return [evaluate_length(model, task, n, config, cpu)["exact_match"] for n in range(1, config.train_length + 1)]
+
+
+def shipped_records(folder: Path) -> tuple:
+    """A shipped reference folder's records, read once per test process (the horizon folder's 1,700 files take
+    about a second each time, and a dozen tests read them); a tuple, so no test can change another's list."""
+    return _records_of(Path(folder).resolve())
+
+
+@functools.cache
+def _records_of(folder: Path) -> tuple:
+    from lengthbench.benchmark.store import ResultsFolder
+
+    return tuple(ResultsFolder(folder).records())

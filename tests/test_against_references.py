@@ -44,6 +44,7 @@ def _rliable_library():
 
 
 @pytest.mark.parametrize("method, theirs", [("holm", "holm"), ("bh", "fdr_bh")])
+@pytest.mark.slow
 def test_corrections_are_statsmodels(method, theirs):
     from statsmodels.stats.multitest import multipletests
 
@@ -103,6 +104,7 @@ def test_the_probability_of_improvement_is_rliables():
     assert ours["p"] == pytest.approx(metrics.probability_of_improvement(a, b))
 
 
+@pytest.mark.slow
 def test_the_stratified_bootstrap_interval_is_rliables_within_resampling_noise():
     """Both resample each method's seeds within each task, independently; the intervals' ends agree within
     what 2,000 and 4,000 resamples leave."""

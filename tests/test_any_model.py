@@ -207,6 +207,7 @@ def test_scored_predictions_become_a_leaderboard_row_that_compare_reads(tmp_path
     assert "--method writes a leaderboard row: give --out DIR too" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_an_external_row_joins_a_board_and_its_page(tmp_path, capsys):
     """`leaderboard --external` ranks score's row beside the records' methods,
     in the tables and on the page; a row judged by other bands, one that is not

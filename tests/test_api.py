@@ -28,6 +28,7 @@ def tiny_run(tmp_path_factory):
     return board, results
 
 
+@pytest.mark.slow
 def test_run_returns_the_leaderboard_it_wrote(tiny_run):
     board, results = tiny_run
     assert isinstance(board, pd.DataFrame) and len(board) == 4
@@ -43,6 +44,7 @@ def test_run_returns_the_leaderboard_it_wrote(tiny_run):
     assert provenance["runs"] == provenance["runs_finished_this_invocation"] == 8  # the first runs too
 
 
+@pytest.mark.slow
 def test_a_second_grid_run_into_the_folder_keeps_the_first_runs_provenance(tiny_run, tmp_path):
     _, first = tiny_run
     results = tmp_path / "records"
@@ -63,6 +65,7 @@ def test_a_second_grid_run_into_the_folder_keeps_the_first_runs_provenance(tiny_
     assert latest["runs_finished_this_invocation"] == 4 and latest["runs"] == 8
 
 
+@pytest.mark.slow
 def test_a_runs_provenance_counts_its_first_runs_however_long_the_board_takes(tmp_path, monkeypatch):
     """The runs an invocation finished are those that started after it began, not in the last
     ``seconds`` before the provenance is written: building the board comes between."""
@@ -152,6 +155,7 @@ import lengthbench
 
 
 @pytest.mark.parametrize("guarded", [True, False])
+@pytest.mark.slow
 def test_a_script_trains_its_grid_guarded_or_not(guarded, tmp_path):
     """Worker processes import the main script: a guarded script trains its
     grid in them; one that starts the grid at its top level (worker processes
@@ -170,6 +174,7 @@ def test_a_script_trains_its_grid_guarded_or_not(guarded, tmp_path):
     assert said != guarded and (guarded or 'under `if __name__ == "__main__":` to use 2 workers' in out.stderr)
 
 
+@pytest.mark.slow
 def test_the_readme_python_example_runs_verbatim_as_a_script(tmp_path):
     import re
     import subprocess

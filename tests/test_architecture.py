@@ -45,6 +45,7 @@ def test_the_layers_hold():
     ("core/registry.py", "from lengthbench.tasks import base", "lengthbench.tasks.base"),
     ("leaderboard/verdicts.py", "from lengthbench.studies import chomsky", "lengthbench.studies.chomsky"),
     ("benchmark/grid.py", "from lengthbench.benchmark.tools import perf", "lengthbench.benchmark.tools.perf")])
+@pytest.mark.slow
 def test_a_back_edge_breaks_the_layers(tmp_path, module, statement, broken):
     """tasks importing the leaderboard (inside a function, where it once hid), the task contract
     importing the formats built on it (the cycle there once was), the foundations importing a layer,

@@ -69,6 +69,7 @@ def _record(results: Path) -> dict:
     return json.loads(path.read_text())
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_from_its_checkpoint_to_the_same_record(tmp_path):
     whole = tmp_path / "whole"
     uninterrupted = _run(tmp_path, whole)  # side by side with the run to kill: the same record, less waiting
@@ -197,6 +198,7 @@ def test_a_checkpoint_of_the_stacked_trainer_still_resumes_and_is_removed(tmp_pa
     assert not (tmp_path / "old" / FOLDER).exists()
 
 
+@pytest.mark.slow
 def test_a_checkpoint_that_cannot_be_written_never_loses_the_run(tmp_path):
     """A real file-size limit (ulimit -f): checkpoints fail to write, the run
     finishes with its record and one warning."""

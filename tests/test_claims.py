@@ -83,6 +83,7 @@ def test_of_racing_processes_exactly_one_wins(tmp_path):
     assert all(p.returncode == 0 for p in racers) and sum(wins) == 1
 
 
+@pytest.mark.slow
 def test_a_run_whose_claimant_stops_without_a_record_is_trained(tmp_path, tiny_preset):
     preset = tiny_preset.with_grid(tasks=["copy"], encodings=["nope"])
     [config] = grid_configs(preset)
@@ -108,6 +109,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_two_drivers_on_one_folder_split_the_grid(tmp_path):
     """Two real ``lengthbench run`` processes started together (8 runs of
     about a second): every cell is trained once, by one of them, and both

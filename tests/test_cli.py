@@ -45,6 +45,7 @@ def test_list_presets_is_a_table_and_its_json_every_setting(capsys):
     assert [d["name"] for d in described] == list(PRESETS) and described[0]["settings"]
 
 
+@pytest.mark.slow
 def test_run_then_leaderboard(capsys, tmp_path, tiny_preset, monkeypatch):
     results = tmp_path / "res"
     assert main(["run", "--preset", "tiny", "--results", str(results), "--no-progress"]) == 0
@@ -119,6 +120,7 @@ def test_version_is_printed(capsys):
     assert stop.value.code == 0 and capsys.readouterr().out == f"lengthbench {__version__}\n"
 
 
+@pytest.mark.slow
 def test_the_overview_is_the_full_parsers_help_and_imports_no_torch():
     """`lengthbench --help` and `--version` answer from the commands' one lines, without the API or torch (3.5 s
     under load before); what they print is what the full parser would."""
@@ -139,6 +141,7 @@ def test_the_overview_is_the_full_parsers_help_and_imports_no_torch():
     assert "--results" in listed.stdout  # a command builds the full parser (and imports what it needs)
 
 
+@pytest.mark.slow
 def test_list_answers_from_the_catalogue_without_torch_and_the_catalogue_is_the_registries():
     """Every `lengthbench list` of the built-ins is read from `catalog.json` (no torch: 0.04 s, 2-3 s before),
     and that file is what the registries print now, compared in a fresh interpreter (no test's plugin in it):

@@ -92,6 +92,7 @@ def test_the_model_ignores_positions_and_packs():
     torch.testing.assert_close(model(tokens, torch.arange(9)[None]), model(tokens, torch.arange(9)[None] + 5))
 
 
+@pytest.mark.slow
 def test_negative_eigenvalues_learn_parity_at_the_training_lengths():
     """Grazzi et al.: with beta in (0, 2) the delta rule learns parity; one
     layer at d 32 does in 300 steps (held-out strings, lengths 1..8). With

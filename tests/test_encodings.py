@@ -354,6 +354,7 @@ def test_absolute_positions_are_added_at_the_token_embeddings_scale():
     assert build_encoding("learned", 64, 4).table.weight.std().item() == pytest.approx(EMBEDDING_STD, rel=0.05)
 
 
+@pytest.mark.slow
 def test_sinusoidal_fits_even_pairs_in_distribution_at_the_suite_budget():
     """At unit amplitude on std-0.02 tokens it fitted 54% in distribution; at the tokens' scale it fits."""
     from lengthbench.benchmark.presets import get_preset

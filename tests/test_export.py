@@ -122,6 +122,7 @@ def test_export_refuses_a_task_not_in_the_grid_or_listed_twice(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_the_command_writes_quicks_test_sets_as_a_loadable_folder(tmp_path):
     done = subprocess.run([sys.executable, "-m", "lengthbench", "export", "--preset", "quick", "--out",
                            str(tmp_path / "ds")], capture_output=True, text=True)

@@ -82,6 +82,7 @@ def test_recurrent_is_causal_and_seeded(cell):
 
 
 @pytest.mark.parametrize("cell", RECURRENT)
+@pytest.mark.slow
 def test_recurrent_families_learn_parity(cell):
     """The regular task a transformer fails: each cell learns it within 300
     steps, scored on held-out strings (the fixed evaluation stream, never
@@ -91,6 +92,7 @@ def test_recurrent_families_learn_parity(cell):
     assert min(scores) >= 0.95, scores
 
 
+@pytest.mark.slow
 def test_a_family_run_through_the_grid_is_a_method_row(tmp_path):
     argv = ["run", "--preset", "smoke", "--tasks", "parity_check", "--encodings", "nope", "--models",
             "transformer,lstm", "--results", str(tmp_path), "--no-progress"]

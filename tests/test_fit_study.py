@@ -8,10 +8,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+from conftest import shipped_records
 
 from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.presets import PRESETS
-from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.studies.fit import (
     BASELINE,
     FIT_PILOT_SEEDS,
@@ -28,7 +28,7 @@ HORIZON_RECORDS = Path(__file__).resolve().parent.parent / "leaderboard/referenc
 @pytest.fixture(scope="module")
 def horizon_cells() -> dict:
     cells = defaultdict(list)
-    for record in ResultsFolder(HORIZON_RECORDS).records():
+    for record in shipped_records(HORIZON_RECORDS):
         if record.status == "ok" and record.seed in (0, 1, 2):
             cells[(record.task, record.method)].append(record)
     return cells
@@ -160,7 +160,7 @@ def test_the_tuned_rates_are_what_the_shipped_pilot_records_choose():
     statistic over its pilot cells and seeds; a group that keeps the protocol's 1e-3 is absent."""
     from lengthbench.studies.fit import PROTOCOL_LR, TUNED_RATES, chosen_rate, family_rates
 
-    records = ResultsFolder(HORIZON_RECORDS.parent.parent / "fit/records").records()
+    records = list(shipped_records(HORIZON_RECORDS.parent.parent / "fit/records"))
     chosen = {group: chosen_rate(means) for group, means in family_rates(records).items()}
     assert {group: lr for group, lr in chosen.items() if lr != PROTOCOL_LR} == TUNED_RATES
     assert set(chosen) == {"transformer", "rnn", "stack-rnn", "lstm", "delta rule"}

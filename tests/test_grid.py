@@ -242,6 +242,7 @@ def test_the_cpu_description_counts_its_threads_in_words():
         torch.set_num_threads(before)
 
 
+@pytest.mark.slow
 def test_a_pool_shows_the_steps_of_the_runs_its_workers_train(tmp_path):
     """The grid's bar counts finished runs; below it, each worker's run counts its steps as it trains (the bar
     once sat at 0/N for minutes on `quick`)."""

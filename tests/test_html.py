@@ -73,6 +73,7 @@ def sorted_with_blanks_last(values, reverse=False) -> bool:
     return numbers == sorted(numbers, reverse=reverse) and values == numbers + [None] * (len(values) - len(numbers))
 
 
+@pytest.mark.slow
 def test_the_page_loads_every_row_with_no_error_and_no_network(page_of_quick):
     page, board, errors, requests = page_of_quick
     assert len(rows(page)) == len(board) == 20
@@ -159,6 +160,7 @@ def test_a_page_of_cells_that_never_finished_still_works(browser, tmp_path):
     assert errors == [] and requests == []
 
 
+@pytest.mark.slow
 def test_the_diagram_of_many_methods_keeps_every_label_whole_and_apart(browser, tmp_path):
     """19 ranked encodings: the page's fixed 230 px margin cut the longest labels at its
     left edge, and a fixed 300 px axis crowds the tick labels as methods are added."""
@@ -203,6 +205,7 @@ def test_the_page_draws_the_critical_difference_diagram(page_of_quick, browser, 
     lone.close()
 
 
+@pytest.mark.slow
 def test_the_full_references_page_fits_a_1366_pixel_screen(browser):
     """The widest shipped board (every task x 26 methods) on a common laptop
     width: the page never scrolls sideways, and the columns a verdict reads
@@ -229,6 +232,7 @@ def test_the_full_references_page_fits_a_1366_pixel_screen(browser):
         page.close()
 
 
+@pytest.mark.slow
 def test_a_fractional_number_is_shown_rounded(browser, tmp_path):
     """Mean steps and average ranks are fractions: one decimal, never 583.3333333333334."""
     from lengthbench.api import of_preset

@@ -42,6 +42,7 @@ def test_each_family_is_the_architecture_it_names():
     assert bloom.lm_head.weight.data_ptr() != bloom.transformer.word_embeddings.weight.data_ptr()
 
 
+@pytest.mark.slow
 def test_the_families_train_through_a_grid(tmp_path):
     board = api.run("smoke", tasks=["parity_check"], models=list(HF_FAMILIES), results=tmp_path / "records",
                     out=tmp_path / "out", progress=False)
@@ -62,6 +63,7 @@ def _cli(*args):
     return subprocess.run([sys.executable, "-m", "lengthbench", *args], capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_evaluate_hf_scores_a_saved_model_as_the_python_api_does(saved_llama, tmp_path):
     model, folder = saved_llama
     expected = api.evaluate(model, "copy", [3, 12], samples=16)
@@ -79,6 +81,7 @@ def test_evaluate_hf_scores_a_saved_model_as_the_python_api_does(saved_llama, tm
     (lambda p: p, "(no config.json)"),
     (lambda p: (p / "config.json").write_text('{"model_type": "llama"}') and p, "transformers cannot load it"),
 ])
+@pytest.mark.slow
 def test_evaluate_hf_refuses_what_is_no_saved_model_in_one_line(tmp_path, make, says):
     done = _cli("evaluate", "copy", "--hf", str(make(tmp_path)), "--lengths", "3")
     assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr

@@ -91,6 +91,7 @@ def assert_clean_folder(folder: Path) -> None:
 
 
 @pytest.mark.parametrize("workers,how", [(2, "group"), (2, "driver"), (1, "group"), (2, "sigterm")])
+@pytest.mark.slow
 def test_interrupt_stops_quickly_and_keeps_finished_records(tmp_path, workers, how):
     results = tmp_path / "res"
     proc = start(tmp_path, "run", "--preset", "slow", "--results", results, "--workers", workers,
@@ -145,6 +146,7 @@ def test_ctrl_c_while_workers_start_prints_no_worker_traceback(tmp_path):
     assert wait_for(lambda: not group_members(proc.pid), 60)
 
 
+@pytest.mark.slow
 def test_killed_driver_takes_its_workers_along(tmp_path):
     results = tmp_path / "res"
     proc = start(tmp_path, "run", "--preset", "slow", "--results", results, "--workers", 2, "--no-progress")
@@ -157,6 +159,7 @@ def test_killed_driver_takes_its_workers_along(tmp_path):
         json.loads(path.read_text())
 
 
+@pytest.mark.slow
 def test_full_disk_leaves_previous_outputs_whole(tmp_path):
     """Under a file-size limit a leaderboard cannot be rewritten: the command
     fails with one line and the previous leaderboard files stay whole."""
@@ -181,6 +184,7 @@ def test_full_disk_leaves_previous_outputs_whole(tmp_path):
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
+@pytest.mark.slow
 def test_interrupted_grid_in_a_long_lived_process_kills_its_workers(tmp_path, tiny_preset):
     """A notebook keeps running after Ctrl-C: the pool's workers must not go
     on training in the background."""

@@ -265,6 +265,7 @@ def test_compare_tests_cells_without_spread_by_permutation():
      "row 3, column 'ood_exact_match_mean': 'abc' is not a number"),
     (lambda t: set_csv_cell(t, 1, "n_seeds", ""), "row 2, column 'n_seeds': '' is not an integer"),
 ])
+@pytest.mark.slow
 def test_malformed_csv_errors(two_boards, tmp_path, capsys, mutate, message):
     good = two_boards[0].read_text()
     bad = tmp_path / "bad.csv"
@@ -278,6 +279,7 @@ def test_malformed_csv_errors(two_boards, tmp_path, capsys, mutate, message):
 
 
 @pytest.mark.parametrize("n_tasks", [1, 4, 15, 19])
+@pytest.mark.slow
 def test_the_accuracy_vs_length_legend_lies_inside_the_saved_image(n_tasks, tmp_path):
     """Every method is in the legend, and the legend sits inside the figure
     (the saved image) without covering any panel, however many panel rows."""
@@ -454,6 +456,7 @@ def test_a_task_the_grid_ran_for_few_methods_leaves_the_block_instead_of_pushing
     assert len(complete_block(two).tasks) == 4 and complete_block(two).few_ran == ()
 
 
+@pytest.mark.slow
 def test_unfit_cells_are_flagged_everywhere_and_never_judged(tmp_path):
     """One rule: a cell is judged only when at least half its seeds fit. An
     unfit cell keeps its number with "did not fit" (md, csv, page) but has no
@@ -593,6 +596,7 @@ def _quick_board():
 
 
 @pytest.mark.parametrize("n_tasks", [1, 4, 8, 19])
+@pytest.mark.slow
 def test_the_curves_figure_title_clears_every_panel_title(n_tasks):
     from lengthbench.leaderboard.plots import accuracy_vs_length_figure
     from lengthbench.tasks import task_names
@@ -649,6 +653,7 @@ def test_a_method_has_one_colour_whatever_else_is_drawn():
     assert len({str(seen[m]) for m in full}) == len(full)
 
 
+@pytest.mark.slow
 def test_compare_refuses_other_protocols_by_field_unless_allowed(two_boards, tmp_path, capsys):
     a, b = two_boards
     other = read_leaderboard(b)
@@ -667,6 +672,7 @@ def test_compare_refuses_other_protocols_by_field_unless_allowed(two_boards, tmp
     assert set(diff.protocol_mismatch) == {"lr 0.001 vs 0.01; steps 3 vs 30"}
 
 
+@pytest.mark.slow
 def test_a_board_compared_with_itself_is_identical_in_every_cell(two_boards, capsys):
     """Identical, cell by cell where the cells fit; where they did not (the
     tiny grid as trained), no verdict, but the files are still said to be identical."""

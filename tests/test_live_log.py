@@ -23,6 +23,7 @@ def _scalars(folder):
     return {tag: [(e.step, e.value) for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
 
 
+@pytest.mark.slow
 def test_each_run_writes_its_loss_learning_rate_fit_checks_and_scores_as_tensorboard_events(tiny_preset, tmp_path):
     board = run("tiny", results=tmp_path, progress=False, live_log="tensorboard", settings={"fit_check_every": 2})
     trained = board[board.status == "ok"]
@@ -60,6 +61,7 @@ def _wandb_history(folder):
     return rows
 
 
+@pytest.mark.slow
 def test_each_run_writes_the_same_scalars_to_an_offline_wandb_run(tiny_preset, tmp_path):
     pytest.importorskip("wandb")
     run("tiny", results=tmp_path, progress=False, live_log="wandb", settings={"fit_check_every": 2})
@@ -71,6 +73,7 @@ def test_each_run_writes_the_same_scalars_to_an_offline_wandb_run(tiny_preset, t
     assert any("test/ood_exact_match" in row for row in history)
 
 
+@pytest.mark.slow
 def test_without_log_nothing_is_written_and_a_log_that_cannot_be_written_is_refused(tiny_preset, tmp_path,
                                                                                        monkeypatch, capsys):
     run("tiny", results=tmp_path / "plain", progress=False)

@@ -2,6 +2,7 @@
 and that it learns parity (the contract itself runs in test_families)."""
 
 import numpy as np
+import pytest
 import torch
 from conftest import parity_after_training
 
@@ -43,6 +44,7 @@ def test_the_answer_sees_as_many_passes_as_the_schedule_and_flops_grow_with_them
     assert ratio[1] > 3 * ratio[0]
 
 
+@pytest.mark.slow
 def test_it_learns_parity_at_its_training_lengths():
     """Parity needs one step per input symbol (Fan et al.'s T(n) = n): the looped
     block learns it on held-out strings at every training length, >= 95%. 900

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 GENERIC = ("tasks", "models", "benchmark", "leaderboard")
 
@@ -33,6 +35,7 @@ print(json.dumps({"components": components(), "unrecorded": unrecorded_changes()
 """
 
 
+@pytest.mark.slow
 def test_a_fresh_install_is_one_namespace(tmp_path):
     source, site = tmp_path / "source", tmp_path / "site"
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(

@@ -45,6 +45,7 @@ def test_a_paper_preset_holds_the_published_grid(name):
 
 
 @pytest.mark.parametrize("name", PAPER_PRESETS)
+@pytest.mark.slow
 def test_every_cell_of_a_paper_preset_runs_at_tiny_size(name):
     """Every cell trains; each transformer cell evaluates its longest test
     length (its positions reach it), each family without positions on one

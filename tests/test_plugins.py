@@ -65,6 +65,7 @@ def test_broken_fixtures_fail_with_reason(capsys, fixture, check, reason):
     assert check in err
 
 
+@pytest.mark.slow
 def test_check_runs_at_the_target_presets_shapes(capsys):
     """Quick builds encodings with 4 heads, smoke with 2, nope-paper with 12: an
     encoding written for 4 heads passes on quick and fails where it would break."""
@@ -169,6 +170,7 @@ def _lengthbench(*argv, path=None):
                           timeout=300)
 
 
+@pytest.mark.slow
 def test_an_installed_package_adds_encodings_and_tasks_and_is_named_where_a_plugin_file_is(tmp_path):
     """A real installed distribution (its dist-info on the path) declaring an entry point in
     `lengthbench.plugins`: its encoding and its task are listed with the package they came from (live, not from
@@ -194,6 +196,7 @@ def test_an_installed_package_adds_encodings_and_tasks_and_is_named_where_a_plug
     assert "installed-demo" not in plain.stdout and "rope" in plain.stdout
 
 
+@pytest.mark.slow
 def test_a_broken_installed_package_is_named_in_one_line_and_the_built_ins_still_work(tmp_path):
     _installed(tmp_path, "lb-broken-demo", "lb_broken_demo", "import a_module_nobody_installed\n")
     listed = _lengthbench("list", "encodings", path=tmp_path)

@@ -38,6 +38,7 @@ def _records(folder: Path) -> dict[str, dict]:
     return {p.name: json.loads(p.read_text()) for p in folder.glob("*__seed*.json")}
 
 
+@pytest.mark.slow
 def test_predictions_rescore_to_the_records_numbers_and_leave_the_records_as_they_were(saved):
     with_, without = _records(saved / "with"), _records(saved / "without")
     assert with_.keys() == without.keys() and len(with_) == 6

@@ -87,6 +87,7 @@ def _break(records, kind):
     ("families", "families matched", "1 of 1 cell off (copy lstm +20%)"),
     ("seeds", "seeds", "2 to 3 per cell; 1 cell under 3"),
 ])
+@pytest.mark.slow
 def test_each_way_of_breaking_the_protocol_fails_its_check_by_name(kind, check, needle):
     records = _grid()
     _break(records, kind)

@@ -28,6 +28,7 @@ def cluster():
     ray.shutdown()
 
 
+@pytest.mark.slow
 def test_a_local_instances_workers_run_at_the_drivers_priority(cluster):
     """Ray's default niceness (15) starves its workers behind any other process on the machine."""
 
@@ -39,6 +40,7 @@ def test_a_local_instances_workers_run_at_the_drivers_priority(cluster):
     assert "RAY_worker_niceness" not in os.environ  # the driver's environment is left as it was
 
 
+@pytest.mark.slow
 def test_smoke_through_ray_gives_the_local_leaderboard(tmp_path, cluster, monkeypatch, tiny_preset):
     common = ["run", "--preset", "tiny", "--seeds", "0,1", "--no-progress"]
     assert main([*common, "--results", str(tmp_path / "local"), "--workers", "1"]) == 0
@@ -51,6 +53,7 @@ def test_smoke_through_ray_gives_the_local_leaderboard(tmp_path, cluster, monkey
     assert os.getpid() not in pids  # trained in Ray worker processes
 
 
+@pytest.mark.slow
 def test_a_killed_ray_worker_is_retried_and_the_grid_completes(tmp_path, cluster, tiny_preset):
     from lengthbench.benchmark.grid import run_grid
 

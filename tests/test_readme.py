@@ -150,6 +150,7 @@ def test_the_docs_site_builds_strictly(tmp_path):
     assert (tmp_path / "site" / "any-model" / "index.html").exists()
 
 
+@pytest.mark.slow
 def test_the_python_examples_run_as_written(tmp_path, monkeypatch):
     """The README's and the docs' notebook examples, executed verbatim in an empty folder:
     the docs' comparison is like with like, so it is not refused."""

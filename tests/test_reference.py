@@ -6,9 +6,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import shipped_records
 
 from lengthbench.benchmark.records import length_frame
-from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.leaderboard.aggregate import leaderboard_frame
 from lengthbench.leaderboard.html import render_html
 from lengthbench.leaderboard.tables import write_tables
@@ -24,7 +24,7 @@ def _records(folder: Path) -> list:
 
     source = json.loads((folder / "reference.json").read_text()) if (folder / "reference.json").exists() else {}
     where = folder / source.get("records", "records")
-    return of_preset(ResultsFolder(where).records(), source.get("preset"), where)
+    return of_preset(list(shipped_records(where)), source.get("preset"), where)
 
 
 # every built reference (its tables shipped); a folder still training has records and no tables yet
@@ -32,6 +32,7 @@ FOLDERS = sorted(p for p in REFERENCE.iterdir() if (p / "leaderboard.csv").exist
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+@pytest.mark.slow
 def test_reference_tables_rebuild_from_their_records(folder, tmp_path):
     records = _records(folder)
     assert records
@@ -53,6 +54,7 @@ def test_reference_tables_rebuild_from_their_records(folder, tmp_path):
 
 @pytest.mark.parametrize("folder", sorted(p for p in REFERENCE.iterdir() if (p / "reproduction.md").exists()),
                          ids=lambda p: p.name)
+@pytest.mark.slow
 def test_reproduction_reports_rebuild_from_their_records(folder, tmp_path):
     """Rebuilt as its ``reproduction.json`` says (the paper, its records, the
     preset), so a view named other than the paper (``horizon-chomsky``) rebuilds too."""
@@ -63,6 +65,7 @@ def test_reproduction_reports_rebuild_from_their_records(folder, tmp_path):
     assert (tmp_path / "reproduction.md").read_text() == (folder / "reproduction.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_reference_build_refuses_records_of_uncommitted_code_and_takes_a_presets_cells(tmp_path, capsys, caplog):
     import json
 
@@ -172,10 +175,9 @@ def test_every_shipped_record_was_made_by_committed_code():
 def test_no_horizon_record_is_stale():
     """Every record of the protocol-v2 reference was made by the current versions of its task, format,
     encoding, family and trainer: a version bump reruns its cells and removes the old records (git keeps them)."""
-    from lengthbench.benchmark.store import ResultsFolder
     from lengthbench.benchmark.versions import code_versions
 
-    stale = [r.run_id for r in ResultsFolder(REFERENCE / "horizon" / "records").records()
+    stale = [r.run_id for r in shipped_records(REFERENCE / "horizon" / "records")
              if r.config.code_versions != code_versions(r.config.task, r.config.encoding or None, r.config.family)]
     assert not stale, f"{len(stale)} stale records, e.g. {stale[:3]}"
 
@@ -307,6 +309,7 @@ def test_the_protocol_notes_name_every_cut_the_zoo_adds():
         assert [t for t in cut.tasks if f"`{t}`" not in section.split("\n\nIt runs view by view")[0]] == [], cut.reason
 
 
+@pytest.mark.slow
 def test_the_protocol_notes_quote_each_complete_zoo_view_as_its_records_hold_it():
     """The zoo's table in ``PROTOCOL.md`` is written by hand as views land: a complete view's new runs
     (its cells not in ``horizon``) and their summed run time are what the records say."""
@@ -315,7 +318,7 @@ def test_the_protocol_notes_quote_each_complete_zoo_view_as_its_records_hold_it(
     from lengthbench.api import of_preset
 
     where = REFERENCE / "horizon" / "records"
-    records = ResultsFolder(where).records()
+    records = list(shipped_records(where))
     horizon = {r.run_id for r in of_preset(records, "horizon", where)}
     text = (REFERENCE / "horizon" / "PROTOCOL.md").read_text()
     rows = re.findall(r"^\| `(horizon-\w+)`[^|]* \| (\d+) \| [^|]+ \| ([\d.]+) h \| complete", text, re.M)

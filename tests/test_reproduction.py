@@ -107,6 +107,7 @@ def test_chomsky_report_chooses_on_validation_and_rests_each_finding_on_the_mean
             f"| {NOT_TESTABLE_2} | -40.5 |") in text
 
 
+@pytest.mark.slow
 def test_reproduce_cli_writes_the_report(capsys, tmp_path):
     assert main(["run", "--preset", "smoke", "--tasks", "copy,reverse_string", "--encodings", "nope,rope",
                  "--results", str(tmp_path / "r"), "--no-progress"]) == 0

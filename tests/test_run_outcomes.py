@@ -102,6 +102,7 @@ def test_run_and_submit_exit_nonzero_when_a_cell_errors(tmp_path, tiny, capsys):
     assert "runs ended in error" in capsys.readouterr().err.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_submit_name_reaches_pool_workers(tmp_path, monkeypatch, tiny_preset, capsys):
     """`--name` used to exist in the main process only: every pool worker
     failed to find the renamed encoding and the submission was all errors."""
@@ -116,6 +117,7 @@ def test_submit_name_reaches_pool_workers(tmp_path, monkeypatch, tiny_preset, ca
     assert set(submission.status) == {"ok"} and "my-sink: rank per task" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_plan_estimates_without_training_or_writing(tmp_path, tiny, monkeypatch, capsys):
     results = tmp_path / "res"
     argv = ["run", *tiny, "--results", str(results), "--plan"]

@@ -62,6 +62,7 @@ def _as_nobody(args: list[str], home: Path) -> subprocess.CompletedProcess:
 
 
 @needs_root
+@pytest.mark.slow
 def test_another_user_reads_what_this_one_wrote(shared, umask):
     results = shared / "r"
     assert main([*SMOKE, "--results", str(results)]) == 0
@@ -74,6 +75,7 @@ def test_another_user_reads_what_this_one_wrote(shared, umask):
 
 
 @needs_root
+@pytest.mark.slow
 def test_a_record_this_user_cannot_read_is_reported_and_kept(shared, umask):
     results = shared / "r"
     assert main([*SMOKE, "--results", str(results)]) == 0

@@ -45,6 +45,7 @@ def grid(trained, tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["fifo", "symlink-to-fifo", "folder", "device", "huge"])
+@pytest.mark.slow
 def test_a_record_that_is_not_a_regular_file_is_refused_by_name(grid, kind):
     results, record = grid
     record.unlink()
@@ -73,6 +74,7 @@ def test_a_record_that_is_not_a_regular_file_is_refused_by_name(grid, kind):
     assert not list(results.glob("*.invalid"))  # refused, not set aside
 
 
+@pytest.mark.slow
 def test_special_files_as_claims_and_checkpoints_never_block_a_run(tmp_path):
     from lengthbench.benchmark.checkpoints import Checkpoint
     from lengthbench.benchmark.grid import grid_configs
@@ -93,6 +95,7 @@ def test_special_files_as_claims_and_checkpoints_never_block_a_run(tmp_path):
 
 
 @pytest.mark.parametrize("where", ["csv", "plugin"])
+@pytest.mark.slow
 def test_a_fifo_for_a_csv_or_a_plugin_is_refused_by_name(tmp_path, where):
     pipe = tmp_path / ("board.csv" if where == "csv" else "enc.py")
     os.mkfifo(pipe)
@@ -101,6 +104,7 @@ def test_a_fifo_for_a_csv_or_a_plugin_is_refused_by_name(tmp_path, where):
     assert done.returncode == 2 and pipe.name in _last_line(done) and "not a regular file" in _last_line(done)
 
 
+@pytest.mark.slow
 def test_a_huge_plugin_or_csv_is_refused_before_it_is_read(tmp_path):
     for name, args in (("enc.py", ["check"]), ("board.csv", ["compare"])):
         big = tmp_path / name

@@ -69,6 +69,7 @@ def test_a_width_the_heads_cannot_split_is_refused_by_value():
         StateSpace(11, ModelSize(d_model=20))
 
 
+@pytest.mark.slow
 def test_it_learns_copy_beyond_the_reach_of_its_convolutions():
     """Copy of up to 6 symbols, scored on held-out strings: an output token
     reads its source 7 tokens back, beyond what two width-4 convolutions

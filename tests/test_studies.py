@@ -101,6 +101,7 @@ def test_a_study_without_a_report_and_a_bad_registration_are_refused_in_one_line
     assert "broken" not in STUDIES and "empty" not in STUDIES
 
 
+@pytest.mark.slow
 def test_a_study_preset_is_found_from_below_the_studies_layer():
     """A tool under benchmark/ looks a study's preset up by name: the preset
     registry loads the installed ``lengthbench.presets`` entry points (the

@@ -117,6 +117,7 @@ def test_the_whole_space_is_every_input_once_with_the_oracles_answer(length):
     assert all(row.tobytes() in listed for row in drawn)
 
 
+@pytest.mark.slow
 def test_horizon_judges_unseen_exactly_where_training_draws_what_the_fit_is_scored_on():
     horizon = get_preset("horizon")
     judged_unseen = {t for t in horizon.grid_tasks() if horizon.run_config(t, "rope", 0).fit_unseen}
