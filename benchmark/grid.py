@@ -45,11 +45,14 @@ class ExecutorEntry:
     make: Callable[..., Executor]
     description: str
     check: Callable[[], object] = lambda: None
+    rank: float | None = None  # its place in `--executor`'s choices (None: after the ranked)
 
 
-EXECUTORS: Registry[ExecutorEntry] = Registry("executor", order=("local", "ray"))
-EXECUTORS.add("local", ExecutorEntry(local_executor, "this machine: in this process, or one process per worker"))
-EXECUTORS.add("ray", ExecutorEntry(RayExecutor, "a Ray cluster (--address; default: a local one)", require_ray))
+EXECUTORS: Registry[ExecutorEntry] = Registry("executor", rank=lambda entry: entry.rank)
+EXECUTORS.add("local", ExecutorEntry(local_executor, "this machine: in this process, or one process per worker",
+                                     rank=10))
+EXECUTORS.add("ray", ExecutorEntry(RayExecutor, "a Ray cluster (--address; default: a local one)", require_ray,
+                                   rank=20))
 
 
 class GridInterrupted(Exception):

@@ -3,9 +3,12 @@ presets, executors).
 
 Names are stable keys (leaderboard rows, record file names), so a registry
 refuses a name twice and answers an unknown one with the valid choices and
-the closest match. Its order is explicit: the names given as ``order`` come
-first, in that order, then the others (third-party entries) as registered;
-nothing depends on the order modules happen to be imported in.
+the closest match. Its order is explicit and lives on each entry: ``rank``
+reads an entry's place (a number, or a tuple such as a task's level and its
+rank within it; None where the entry declares none); ranked entries come
+first, in rank order, then the others (third-party entries) as registered.
+Nothing depends on the order modules happen to be imported in, and adding an
+entry touches no list of all of them.
 
 A registry may take a ``discover`` hook: called once, the first time a name
 is missing or every name is listed, to load what registers the rest. The
@@ -18,7 +21,7 @@ grid by name, and no module below the studies names them.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 from lengthbench.core.errors import InputError, UnknownNameError
@@ -45,9 +48,10 @@ def name_problem(name) -> str | None:
 class Registry(Generic[Entry]):
     """``kind`` names what it holds in messages ("encoding", "preset")."""
 
-    def __init__(self, kind: str, order: Sequence[str] = (), discover: Callable[[], None] | None = None):
+    def __init__(self, kind: str, rank: Callable[[Entry], object] = lambda entry: None,
+                 discover: Callable[[], None] | None = None):
         self.kind = kind
-        self._order = tuple(order)
+        self._rank = rank
         self._entries: dict[str, Entry] = {}
         self._discover = discover
 
@@ -94,10 +98,11 @@ class Registry(Generic[Entry]):
         return name in self._entries
 
     def names(self) -> list[str]:
-        """Every name: those of ``order`` first, in that order, then the rest as registered."""
+        """Every name: the ranked entries' in rank order, then the rest as registered."""
         self._discovered()
-        first = [n for n in self._order if n in self._entries]
-        return first + [n for n in self._entries if n not in self._order]
+        ranks = {name: self._rank(entry) for name, entry in self._entries.items()}
+        ranked = sorted((name for name in self._entries if ranks[name] is not None), key=ranks.__getitem__)
+        return ranked + [name for name in self._entries if ranks[name] is None]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

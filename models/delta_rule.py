@@ -228,7 +228,7 @@ def delta_rule_flops(token_lengths, size: ModelSize, vocab: int, gated: bool = F
     return float((n * (size.n_layers * per_layer + 2 * d * vocab)).sum())
 
 
-def _register(name: str, gated: bool, negative: bool) -> None:
+def _register(name: str, gated: bool, negative: bool, rank: float) -> None:
     beta_range = 2.0 if negative else 1.0
     what = ("gated delta rule (Yang et al. 2025)" if gated else "delta rule (Schlag et al. 2021, Yang et al. 2024)") + (
         ", beta in (0, 2): negative eigenvalues (Grazzi et al. 2025)" if negative else ", beta in (0, 1)")
@@ -239,10 +239,12 @@ def _register(name: str, gated: bool, negative: bool) -> None:
     def flops(token_lengths, size, vocab):
         return delta_rule_flops(token_lengths, size, vocab, gated)
 
-    register_family(name, flops=flops, description=f"linear recurrence with a matrix state per head, {what}; "
+    register_family(name, rank=rank, flops=flops, description=f"linear recurrence with a matrix state per head, {what}; "
                     "d_model wide, n_layers deep, n_heads heads")(build)
 
 
-for _name, _gated, _negative in (("deltanet", False, False), ("deltanet-negative", False, True),
-                                 ("gated-deltanet", True, False), ("gated-deltanet-negative", True, True)):
-    _register(_name, _gated, _negative)
+# their rows after the state-space model's, in this order
+for _place, (_name, _gated, _negative) in enumerate((("deltanet", False, False), ("deltanet-negative", False, True),
+                                                     ("gated-deltanet", True, False),
+                                                     ("gated-deltanet-negative", True, True))):
+    _register(_name, _gated, _negative, rank=80 + 10 * _place)

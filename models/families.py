@@ -15,8 +15,8 @@ a cell not applicable. A new family is one file that registers its builder
 with ``@register_family``, loaded as a plugin exactly as an encoding file is
 (``lengthbench check``, ``run --plugin``, ``submit``, entry points) and
 checked by the family contract (``contract.check_family``); a built-in one is
-such a module imported in ``models/__init__.py`` with its name in
-``FAMILY_ORDER``. A family that declares no FLOPs can train but ``run
+such a module imported in ``models/__init__.py`` that gives its ``rank``
+(its rows' place). A family that declares no FLOPs can train but ``run
 --plan`` refuses to cost it.
 """
 
@@ -110,6 +110,7 @@ class FamilyEntry:
     #: packages its builder imports that lengthbench does not install by default (an extra's), and the extra
     requires: tuple[str, ...] = ()
     extra: str = ""
+    rank: float | None = None  # its rows' place on every board (None: after the ranked, as registered)
 
     def missing(self) -> str | None:
         """Why this family cannot be built here (a package it needs is not installed), or None."""
@@ -120,16 +121,14 @@ class FamilyEntry:
         return f"model family {self.name} needs the {', '.join(absent)} package: {how}"
 
 
-# Leaderboard row order of the built-in families; third-party families follow as they register.
-FAMILY_ORDER = (TRANSFORMER, "looped", "rnn", "lstm", "stack-rnn", "tape-rnn", "ssm", "deltanet", "deltanet-negative",
-                "gated-deltanet", "gated-deltanet-negative", "hf-llama", "hf-gpt-neox", "hf-bloom")
-FAMILIES: Registry[FamilyEntry] = Registry("model family", order=FAMILY_ORDER)
+# Leaderboard row order: each built-in family's own ``rank``; third-party families (no rank) follow as they register.
+FAMILIES: Registry[FamilyEntry] = Registry("model family", rank=lambda entry: entry.rank)
 
 
 def register_family(name: str, *, description: str, flops=None, takes_encoding: bool = False,
                     not_applicable=no_cell_is_not_applicable, version: int = 1,
                     size_fields: tuple[str, ...] = FamilyEntry.size_fields, requires: tuple[str, ...] = (),
-                    extra: str = ""):
+                    extra: str = "", rank: float | None = None):
     """Decorator for a family's builder ``build(vocab_size, size[, encoding])``;
     ``requires``: the optional packages it imports (``extra``: the extra that installs them)."""
     check_encoding_name(name)  # the same rules: it becomes a row key and part of record file names
@@ -139,7 +138,8 @@ def register_family(name: str, *, description: str, flops=None, takes_encoding: 
 
     def deco(build):
         FAMILIES.add(name, FamilyEntry(name, build, description, flops, not_applicable, takes_encoding, version,
-                                       size_fields=tuple(size_fields), requires=tuple(requires), extra=extra),
+                                       size_fields=tuple(size_fields), requires=tuple(requires), extra=extra,
+                                       rank=rank),
                      FAMILIES[name].source if name in FAMILIES else "")
         return build
 

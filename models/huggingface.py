@@ -115,16 +115,17 @@ ARCHITECTURES = {
 }
 
 
-def _register(name: str, make, description: str) -> None:
+def _register(name: str, make, description: str, rank: float) -> None:
     def build(vocab_size: int, size: ModelSize) -> HuggingFaceModel:
         return HuggingFaceModel(make(vocab_size, size))
 
-    register_family(name, flops=transformer_flops, requires=("transformers",), extra="hf",
+    register_family(name, rank=rank, flops=transformer_flops, requires=("transformers",), extra="hf",
                     description=f"{description}; d_model wide, n_layers deep, n_heads heads (the hf extra)")(build)
 
 
-for _name, (_make, _description) in ARCHITECTURES.items():
-    _register(_name, _make, _description)
+# their rows last of the built-ins, in ARCHITECTURES' order
+for _place, (_name, (_make, _description)) in enumerate(ARCHITECTURES.items()):
+    _register(_name, _make, _description, rank=120 + 10 * _place)
 
 
 def load_saved_model(path) -> torch.nn.Module:

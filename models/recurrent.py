@@ -144,18 +144,18 @@ def recurrent_flops(cell: str, token_lengths, size: ModelSize, vocab: int) -> fl
     return float((n * per_token + 2 * n * d * vocab).sum())
 
 
-def _register(cell: str, description: str) -> None:
+def _register(cell: str, description: str, rank: float) -> None:
     def build(vocab_size: int, size: ModelSize) -> Recurrent:
         return Recurrent(cell, vocab_size, size)
 
     def flops(token_lengths, size: ModelSize, vocab: int) -> float:
         return recurrent_flops(cell, token_lengths, size, vocab)
 
-    register_family(cell, description=description, flops=flops, size_fields=("d_model",))(build)
+    register_family(cell, description=description, flops=flops, size_fields=("d_model",), rank=rank)(build)
 
 
-_register("rnn", "Elman RNN (tanh), hidden size d_model (Deletang et al.'s RNN)")
-_register("lstm", "LSTM, hidden size d_model (Deletang et al.'s LSTM)")
-_register("stack-rnn", "RNN with a differentiable stack of 8-wide cells (Joulin & Mikolov; Deletang et al.)")
+_register("rnn", "Elman RNN (tanh), hidden size d_model (Deletang et al.'s RNN)", rank=30)
+_register("lstm", "LSTM, hidden size d_model (Deletang et al.'s LSTM)", rank=40)
+_register("stack-rnn", "RNN with a differentiable stack of 8-wide cells (Joulin & Mikolov; Deletang et al.)", rank=50)
 _register("tape-rnn", "RNN with a differentiable circular tape of 8-wide cells and input-length jumps "
-                      "(Deletang et al.)")
+                      "(Deletang et al.)", rank=60)

@@ -155,7 +155,7 @@ def state_space_flops(token_lengths, size: ModelSize, vocab: int) -> float:
     return float((n * (size.n_layers * per_layer + 2 * d * vocab)).sum())
 
 
-@register_family("ssm", flops=state_space_flops, size_fields=("d_model", "n_layers"),
+@register_family("ssm", rank=70, flops=state_space_flops, size_fields=("d_model", "n_layers"),
                  description="selective diagonal state-space model (Mamba-2-style SSD blocks, chunked scan), "
                              "d_model wide, n_layers deep")
 def build(vocab_size: int, size: ModelSize) -> StateSpace:

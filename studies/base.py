@@ -14,15 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from lengthbench.benchmark.presets import PRESETS
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.core.errors import InputError
 from lengthbench.core.registry import Registry, name_problem
 
-# The built-in studies, in the order `list studies` prints them.
-STUDY_ORDER = ("horizon", "chomsky", "nope", "coupling", "copying", "formats", "looped", "zoo", "negative", "state",
-               "mechanisms", "fit")
 
 
 @dataclass(frozen=True)
@@ -41,6 +39,7 @@ class Study:
     sources: tuple[str, ...] = ()
     protocol: str = ""
     report: Callable[[list[RunRecord]], str] | None = None
+    rank: float | None = None  # its place in `list studies` (None: after the ranked, as registered)
 
     @property
     def preset(self) -> str:
@@ -48,7 +47,7 @@ class Study:
         return self.presets[0]
 
 
-STUDIES: Registry[Study] = Registry("study", order=STUDY_ORDER)
+STUDIES: Registry[Study] = Registry("study", rank=lambda study: study.rank)
 
 
 def register_study(study: Study) -> Study:
@@ -68,4 +67,5 @@ def settings_source(preset: str | None) -> str:
     study = next((s for s in STUDIES.values() if preset in s.presets), None)
     if study is None:
         return "`benchmark/presets.py`"
-    return f"`studies/{study.name}.py`" if study.name in STUDY_ORDER else f"the module of study `{study.name}`"
+    built_in = (Path(__file__).parent / f"{study.name}.py").exists()
+    return f"`studies/{study.name}.py`" if built_in else f"the module of study `{study.name}`"

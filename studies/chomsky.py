@@ -294,6 +294,7 @@ def _mean_over_bases(by_stratum: dict) -> dict[str, float]:
 
 register_study(Study(
     name="chomsky",
+    rank=20,
     about="which architecture and encoding solves each Chomsky-hierarchy task past its training lengths; do randomized positions help (Deletang et al. 2023, Ruoss et al. 2023)",
     presets=("chomsky", "horizon-chomsky", "chomsky-paper"),
     records="leaderboard/reference/full/records",

@@ -123,6 +123,7 @@ def copying_report(records: list[RunRecord], family: ComparisonFamily) -> str:
 
 register_study(Study(
     name="copying",
+    rank=50,
     about="are transformers better than state-space models at copying their context (Jelassi et al. 2024)",
     presets=("copying", "horizon-copying"),
     records="leaderboard/reference/full/records",

@@ -141,6 +141,7 @@ def _coupled_versus_others(records: list[RunRecord], task: str, family: Comparis
 
 register_study(Study(
     name="coupling",
+    rank=40,
     about="does coupling the positions of digits of one significance let addition generalize far (Cho et al. 2024)",
     presets=("coupling", "horizon-coupling", "coupling-paper"),
     records="leaderboard/reference/full/records",

@@ -422,6 +422,7 @@ register_preset(replace(
 
 register_study(Study(
     name="fit",
+    rank=120,
     about="what it takes to fit at this size: a learning rate chosen on in-distribution validation, 2x and 4x the "
           "steps, or 2x the width, on unfit horizon cells (fit per CPU-hour; ours, no published claim)",
     presets=(*(lever_preset(lever) for lever in LEVERS), TUNED),

@@ -150,6 +150,7 @@ def formats_report(records: list[RunRecord], family: ComparisonFamily) -> str:
 
 register_study(Study(
     name="formats",
+    rank=60,
     about="do reversed answers, index hints or a scratchpad let a task generalize further than its plain format "
           "(Zhou et al. 2024, Anil et al. 2022)",
     presets=("horizon-formats",),

@@ -154,6 +154,7 @@ register_preset(part_of_horizon("horizon-suite", "every task x 8 encodings (the 
 
 register_study(Study(
     name="horizon",
+    rank=10,
     about="protocol v2's reference: can each method, trained on 1..16 with one budget, reach 4x? (the board; no "
           "published claim, no report)",
     presets=("horizon", "horizon-pilot", "horizon-suite"),

@@ -109,6 +109,7 @@ def looped_report(records: list[RunRecord], family: ComparisonFamily) -> str:
 
 register_study(Study(
     name="looped",
+    rank=70,
     about="do looped transformers generalize further than fixed-depth ones (Fan et al. 2025)",
     presets=("horizon-looped",),
     records="leaderboard/reference/horizon/records",

@@ -85,6 +85,7 @@ def mechanisms_report(records: list[RunRecord], family: ComparisonFamily) -> str
 
 register_study(Study(
     name="mechanisms",
+    rank=110,
     about="do the data-dependent position mechanisms generalize further than the static encodings (the board's "
           "finding: no published claim)",
     presets=("horizon-mechanisms",),

@@ -91,6 +91,7 @@ def negative_report(records: list[RunRecord], family: ComparisonFamily) -> str:
 
 register_study(Study(
     name="negative",
+    rank=90,
     about="do negative eigenvalues let the delta rule track state (Grazzi et al. 2025)",
     presets=("horizon-negative",),
     records="leaderboard/reference/horizon/records",

@@ -195,6 +195,7 @@ def nope_report(records: list[RunRecord], family: ComparisonFamily) -> str:
 
 register_study(Study(
     name="nope",
+    rank=30,
     about="do decoder-only transformers generalize better without position encoding (Kazemnejad et al. 2023)",
     presets=("nope", "horizon-nope", "nope-paper"),
     records="leaderboard/reference/full/records",

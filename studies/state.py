@@ -135,6 +135,7 @@ def state_report(records: list[RunRecord], family: ComparisonFamily) -> str:
 
 register_study(Study(
     name="state",
+    rank=100,
     about="who tracks the state of S5, S3 and flip-flop strings past the training lengths (Merrill et al. 2024, Liu "
           "et al. 2023)",
     presets=("horizon-state",),

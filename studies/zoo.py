@@ -84,6 +84,7 @@ def part_of_zoo(name: str, about: str, tasks, encodings, families) -> Preset:
 
 register_study(Study(
     name="zoo",
+    rank=80,
     about="the 2025-26 mechanisms and recurrences at protocol v2 (the grid its three views' reports read; no report "
           "of its own)",
     presets=("horizon-zoo",),

@@ -66,6 +66,7 @@ class Addition(Task):
     """
 
     name = "addition"
+    rank = 10
     level = "arithmetic"
     symbols = DIGITS + ("+",)
     description = "decimal a+b, answer reversed (LSD first)"
@@ -106,6 +107,7 @@ class Multiplication(Task):
     """
 
     name = "multiplication"
+    rank = 20
     level = "arithmetic"
     symbols = DIGITS + ("*",)
     description = "decimal N-digit x 2-digit product, answer reversed"

@@ -82,6 +82,7 @@ class Task:
 
     name: ClassVar[str]
     level: ClassVar[str]  # one of LEVELS
+    rank: ClassVar[int | None] = None  # its place within its level on every board (None: after the ranked)
     symbols: ClassVar[tuple[str, ...]]
     description: ClassVar[str]
     output_rule: ClassVar[str]  # human-readable output length rule
@@ -147,18 +148,10 @@ class Task:
         return " ".join(self.symbols[s] for s in symbols)
 
 
-# Every built-in task in leaderboard order: by level (R, DCF, CS, arithmetic, sequence, state), then as
-# its module defines them. Registering a new task means adding its name here.
-TASK_ORDER = (
-    "even_pairs", "parity_check", "cycle_navigation", "modular_arithmetic",
-    "stack_manipulation", "reverse_string", "modular_arithmetic_brackets", "solve_equation",
-    "duplicate_string", "missing_duplicate_string", "odds_first", "binary_addition", "binary_multiplication",
-    "compute_sqrt", "bucket_sort",
-    "addition", "multiplication",
-    "copy",
-    "word_problem_s5", "word_problem_s3", "flip_flop",
-)
-TASKS: Registry[type[Task]] = Registry("task", order=TASK_ORDER)
+# Leaderboard order: by level (LEVELS), then by each task's own ``rank`` within it; a task that declares no rank
+# (a plugin's) follows the ranked ones as registered.
+TASKS: Registry[type[Task]] = Registry("task", rank=lambda cls: None if cls.rank is None
+                                       else (LEVELS.index(cls.level), cls.rank))
 
 
 def every_string(k: int, n: int) -> np.ndarray:
@@ -176,7 +169,7 @@ def register_task(cls: type[Task]) -> type[Task]:
 
 
 def task_names() -> list[str]:
-    """Registered task names in leaderboard order (``TASK_ORDER``)."""
+    """Registered task names in leaderboard order (level, then rank)."""
     return TASKS.names()
 
 

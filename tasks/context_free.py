@@ -29,6 +29,7 @@ class StackManipulation(Task):
     """
 
     name = "stack_manipulation"
+    rank = 10
     level = "DCF"
     symbols = ("0", "1", "POP", "PUSH0", "PUSH1", "END")
     description = "final stack (top first) after push/pop actions"
@@ -78,6 +79,7 @@ class ReverseString(Rearrangement):
     """
 
     name = "reverse_string"
+    rank = 20
     level = "DCF"
     symbols = ("0", "1")
     description = "output the input bits reversed"
@@ -106,6 +108,7 @@ class ModularArithmeticBrackets(_ExpressionTask):
     Output: one digit."""
 
     name = "modular_arithmetic_brackets"
+    rank = 30
     level = "DCF"
     symbols = EXPRESSION_SYMBOLS
     description = "bracketed +,-,* expression mod 5"
@@ -131,6 +134,7 @@ class SolveEquation(_ExpressionTask):
     """
 
     name = "solve_equation"
+    rank = 40
     level = "DCF"
     symbols = EXPRESSION_SYMBOLS + ("x", "=")
     description = "solve a linear bracketed equation mod 5 for x"

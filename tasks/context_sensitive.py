@@ -18,6 +18,7 @@ class DuplicateString(Rearrangement):
     the id of input ``j mod N``."""
 
     name = "duplicate_string"
+    rank = 10
     level = "CS"
     symbols = ("0", "1")
     description = "output the input bits twice"
@@ -40,6 +41,7 @@ class MissingDuplicateString(Task):
     """
 
     name = "missing_duplicate_string"
+    rank = 20
     level = "CS"
     symbols = ("0", "1", "_", "#")
     description = "the bit hidden in s s"
@@ -90,6 +92,7 @@ class OddsFirst(Rearrangement):
     """
 
     name = "odds_first"
+    rank = 30
     level = "CS"
     symbols = ("0", "1")
     description = "odd-indexed symbols first, then even-indexed"
@@ -192,6 +195,7 @@ class _BinaryOperation(Task):
 class BinaryAddition(_BinaryOperation):
     __doc__ = _BinaryOperation.__doc__.replace("joined by an operator", "joined by ``+``")
     name = "binary_addition"
+    rank = 40
     description = "binary a+b, LSB first"
     output_rule = "bits of the sum + 1"
 
@@ -206,6 +210,7 @@ class BinaryAddition(_BinaryOperation):
 class BinaryMultiplication(_BinaryOperation):
     __doc__ = _BinaryOperation.__doc__.replace("joined by an operator", "joined by ``x``")
     name = "binary_multiplication"
+    rank = 50
     description = "binary a*b, LSB first"
     output_rule = "bits of the product + 1"
 
@@ -228,6 +233,7 @@ class ComputeSqrt(Task):
     significant first."""
 
     name = "compute_sqrt"
+    rank = 60
     level = "CS"
     symbols = ("0", "1")
     version = 2  # input never zero (version 1 drew uniform bits)
@@ -257,6 +263,7 @@ class BucketSort(Task):
     """Sort N symbols over a 5-letter alphabet ascending."""
 
     name = "bucket_sort"
+    rank = 70
     level = "CS"
     symbols = ("a", "b", "c", "d", "e")
     description = "sort symbols ascending"

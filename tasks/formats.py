@@ -51,6 +51,7 @@ class Format:
     """Base class of every format; ``plain`` is the identity."""
 
     name: ClassVar[str]
+    rank: ClassVar[int | None] = None  # its place in listings and on boards (None: after the ranked)
     description: ClassVar[str]
     #: True when the extra output symbols are the model's own work (a scratchpad): evaluation decodes greedily
     decodes: ClassVar[bool] = False
@@ -82,8 +83,7 @@ class Format:
         return task.max_length
 
 
-FORMAT_ORDER = ("plain", "reversed", "index-hints", "scratchpad", "tagged")
-FORMATS: Registry[Format] = Registry("format", order=FORMAT_ORDER)
+FORMATS: Registry[Format] = Registry("format", rank=lambda fmt: fmt.rank)
 
 
 def register_format(cls: type[Format]) -> type[Format]:
@@ -104,6 +104,7 @@ class Plain(Format):
     """The task's own format (``BOS input SEP answer EOS``)."""
 
     name = PLAIN
+    rank = 10
     description = "the task's own format: the answer alone after the input"
 
 
@@ -122,6 +123,7 @@ class Reversed(Format):
     sign turned. Coupled position ids follow their symbols."""
 
     name = "reversed"
+    rank = 20
     description = "the answer's symbols reversed (decimal answers then read most significant digit first)"
 
     def not_applicable(self, task):
@@ -161,6 +163,7 @@ class IndexHints(Format):
     it was a format, that task scored the answer's hints too)."""
 
     name = "index-hints"
+    rank = 30
     version = 2
     description = "a significance hint before every digit of the operands and the answer (Zhou et al. 2024)"
 
@@ -273,6 +276,7 @@ class Scratchpad(Format):
     the model is trained on the traces from scratch."""
 
     name = "scratchpad"
+    rank = 40
     description = "the intermediate steps (running parity, carries, partial products) before the answer"
     decodes = True
 
@@ -329,6 +333,7 @@ class Tagged(Format):
     answer and ``EOS`` alike (the answer is 1 of N + 2 targets, not 1 of 2)."""
 
     name = "tagged"
+    rank = 50
     description = "the state after every prefix trained at its own input symbol (a tagging task); the answer as in plain"
 
     def not_applicable(self, task):

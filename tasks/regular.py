@@ -25,6 +25,7 @@ class EvenPairs(Task):
     """
 
     name = "even_pairs"
+    rank = 10
     level = "R"
     symbols = ("a", "b", "0", "1")
     description = "is the number of unequal adjacent pairs even"
@@ -54,6 +55,7 @@ class ParityCheck(Task):
     """
 
     name = "parity_check"
+    rank = 20
     level = "R"
     symbols = ("0", "1")
     description = "parity of the number of 1s"
@@ -86,6 +88,7 @@ class CycleNavigation(Task):
     """
 
     name = "cycle_navigation"
+    rank = 30
     level = "R"
     symbols = ("0", "1", "2", "p0", "p1", "p2", "p3", "p4")
     description = "final position on a 5-cycle after -1/0/+1 moves"
@@ -126,6 +129,7 @@ class ModularArithmetic(Task):
     """
 
     name = "modular_arithmetic"
+    rank = 40
     level = "R"
     symbols = ("0", "1", "2", "3", "4") + OPERATORS
     description = "flat +,-,* expression mod 5 (* binds tighter)"

@@ -47,6 +47,7 @@ class Copy(Rearrangement):
     """
 
     name = "copy"
+    rank = 10
     level = "sequence"
     symbols = ("a", "b", "c", "d")
     description = "output the input string"

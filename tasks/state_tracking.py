@@ -107,6 +107,7 @@ class WordProblemS5(WordProblem):
     """
 
     name = "word_problem_s5"
+    rank = 10
     degree = 5
     symbols = tuple(_one_line(p) for p in permutations(range(5)))
     uniform_alphabet = 120
@@ -126,6 +127,7 @@ class WordProblemS3(WordProblem):
     """
 
     name = "word_problem_s3"
+    rank = 20
     degree = 3
     symbols = tuple(_one_line(p) for p in permutations(range(3)))
     uniform_alphabet = 6
@@ -162,6 +164,7 @@ class FlipFlop(Task):
     """
 
     name = "flip_flop"
+    rank = 30
     level = "state"
     symbols = ("w", "i", "r", "0", "1")
     description = "flip-flop language: the bit of the last write, read after N instructions (ignore p 0.8)"

@@ -104,14 +104,28 @@ def test_every_lower_layer_is_a_top_level_folder_the_package_links():
     assert Path(lengthbench.__file__).resolve().parent == ROOT / "lengthbench"
 
 
-def test_one_registry_type_with_an_explicit_order():
-    built_in = {TASKS: set(TASKS.names()),
-                FAMILIES: {name for name, entry in FAMILIES.items() if entry.source == "built-in"},
-                ENCODINGS: {name for name, entry in ENCODINGS.items() if entry.source == "built-in"}}
-    for registry, names in built_in.items():
+def test_one_registry_type_whose_order_each_built_in_declares():
+    """No central order tuple: every built-in declares its own place (a rank, a task its level and a rank), no two
+    the same, and the built-ins come first, in rank order."""
+    from lengthbench.benchmark.grid import EXECUTORS
+    from lengthbench.studies import STUDIES
+    from lengthbench.tasks.base import LEVELS
+    from lengthbench.tasks.formats import FORMATS
+
+    places = {TASKS: {name: (LEVELS.index(cls.level), cls.rank) for name, cls in TASKS.items()},
+              FAMILIES: {name: e.rank for name, e in FAMILIES.items() if e.source == "built-in"},
+              ENCODINGS: {name: e.rank for name, e in ENCODINGS.items() if e.source == "built-in"},
+              STUDIES: {name: s.rank for name, s in STUDIES.items()},
+              FORMATS: {name: f.rank for name, f in FORMATS.items()},
+              EXECUTORS: {name: e.rank for name, e in EXECUTORS.items()}}
+    for registry, ranks in places.items():
         assert isinstance(registry, Registry)
-        assert names == set(registry._order)  # every built-in has its place in the order, and only those
-        assert registry.names()[: len(names)] == list(registry._order)
+        assert None not in ranks.values() and None not in [r for pair in ranks.values() if isinstance(pair, tuple)
+                                                          for r in pair], (registry.kind, ranks)
+        assert len(set(ranks.values())) == len(ranks), registry.kind
+        assert registry.names()[: len(ranks)] == sorted(ranks, key=ranks.__getitem__), registry.kind
+    assert not [line for path in ROOT.glob("*/*.py") for line in path.read_text().splitlines()
+                if re.match(r"[A-Z_]*_ORDER = \(", line)]
     assert type(lengthbench.leaderboard).__name__ == "module" and not callable(lengthbench.leaderboard)
 
 
@@ -124,8 +138,8 @@ def test_importing_lengthbench_leaves_matplotlib_alone():
 
 
 def test_a_registry_orders_explicitly_refuses_twice_and_suggests():
-    registry = Registry("colour", order=("red", "green", "blue"))
-    for name in ("violet", "blue", "red"):  # registration order differs from the explicit one
+    registry = Registry("colour", rank=lambda entry: {"R": 1, "B": 3}.get(entry[0]))  # violet: no rank
+    for name in ("violet", "blue", "red"):  # registration order differs from the ranks
         registry.add(name, name.upper())
     assert registry.names() == ["red", "blue", "violet"] and list(registry) == registry.names()
     with pytest.raises(InputError, match="colour name 'red' is already registered; choose another name"):

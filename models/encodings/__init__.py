@@ -1,5 +1,5 @@
 """Position-encoding registry; importing this package registers the built-ins
-(their row order is ``base.BUILT_IN_ORDER``)."""
+(each gives its row's place, ``rank=``, where it registers)."""
 
 from lengthbench.models.encodings import (  # noqa: F401
     abacus,

@@ -24,7 +24,7 @@ from lengthbench.models.encodings.base import register_encoding
 from lengthbench.models.encodings.coupled import Coupled
 
 
-@register_encoding("abacus", defaults={"max_positions": 256, "max_offset": 100},
+@register_encoding("abacus", rank=210, defaults={"max_positions": 256, "max_offset": 100},
                    description="digit index within its number + random training offset, learned table (McLeish et al.)")
 class Abacus(Coupled):
     """``coupled``'s learned table and ``embed``, with abacus ids and offsets."""

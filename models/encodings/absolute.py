@@ -27,7 +27,7 @@ from lengthbench.models.encodings.base import (
 )
 
 
-@register_encoding("learned", defaults={"max_positions": 2048},
+@register_encoding("learned", rank=20, defaults={"max_positions": 2048},
                    description="learned absolute position table")
 class LearnedAbsolute(PositionEncoding):
     def __init__(self, d_model, n_heads, max_positions):
@@ -54,7 +54,7 @@ def sinusoid(pos: torch.Tensor, dim: int, base: float) -> torch.Tensor:
     return out[..., :dim]
 
 
-@register_encoding("sinusoidal", defaults={"base": 10000.0}, version=2,
+@register_encoding("sinusoidal", rank=30, defaults={"base": 10000.0}, version=2,
                    description="fixed sinusoidal absolute encoding, at the token embeddings' scale")
 class Sinusoidal(PositionEncoding):
     def __init__(self, d_model, n_heads, base):

@@ -24,7 +24,7 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
     return torch.tensor(slopes, dtype=torch.float32)
 
 
-@register_encoding("alibi", description="linear distance bias per head (Press et al.)")
+@register_encoding("alibi", rank=50, description="linear distance bias per head (Press et al.)")
 class ALiBi(PositionEncoding):
     shift_invariant = True
 

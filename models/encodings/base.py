@@ -224,17 +224,11 @@ class EncodingEntry:
     source: str = "built-in"
     version: int = 1  # bumped when a change alters results (enters the run config)
     base: str | None = None  # the encoding it feeds its positions to (``randomized-<base>``)
+    rank: float | None = None  # its row's place on every board (None: after the ranked, as registered)
 
 
-# The built-ins in leaderboard row order; third-party encodings follow as they register.
-BUILT_IN_ORDER = (
-    "nope", "learned", "sinusoidal", "rope", "alibi", "t5", "kerple-log", "kerple-power", "fire", "xpos", "cope",
-    "randomized-learned", "randomized-sinusoidal", "randomized-rope", "randomized-alibi", "randomized-t5",
-    "randomized-kerple-log", "randomized-kerple-power", "randomized-fire",
-    "coupled", "abacus",
-    "forget", "stick-breaking", "path", "ssmax", "ssmax-rope", "rnope", "stick-breaking-remainder",
-)
-ENCODINGS: Registry[EncodingEntry] = Registry("encoding", order=BUILT_IN_ORDER)
+# Leaderboard row order: each built-in's own ``rank``; third-party encodings (no rank) follow as they register.
+ENCODINGS: Registry[EncodingEntry] = Registry("encoding", rank=lambda entry: entry.rank)
 def check_encoding_name(name) -> str:
     problem = name_problem(name)
     if problem is not None:
@@ -243,13 +237,14 @@ def check_encoding_name(name) -> str:
 
 
 def register_encoding(name: str, *, defaults: dict | None = None, description: str = "",
-                      source: str = "built-in", version: int = 1, base: str | None = None):
+                      source: str = "built-in", version: int = 1, base: str | None = None,
+                      rank: float | None = None):
     """Class/factory decorator: ``factory(d_model, n_heads, **params)``."""
     check_encoding_name(name)
 
     def deco(factory):
         where = ENCODINGS[name].source if name in ENCODINGS else ""
-        ENCODINGS.add(name, EncodingEntry(name, factory, dict(defaults or {}), description, source, version, base),
+        ENCODINGS.add(name, EncodingEntry(name, factory, dict(defaults or {}), description, source, version, base, rank),
                       where)
         return factory
 

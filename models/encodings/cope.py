@@ -28,7 +28,7 @@ def cope_positions(q: torch.Tensor, k: torch.Tensor, max_positions: int) -> torc
     return gates.flip(-1).cumsum(-1).flip(-1).clamp(max=max_positions - 1)
 
 
-@register_encoding("cope", defaults={"max_positions": 64},
+@register_encoding("cope", rank=110, defaults={"max_positions": 64},
                    description="contextual positions counted by query-key gates (Golovneva et al.)")
 class CoPE(PositionEncoding):
     def __init__(self, d_model, n_heads, max_positions):

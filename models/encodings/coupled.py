@@ -14,7 +14,7 @@ from torch import nn
 from lengthbench.models.encodings.base import EMBEDDING_STD, PositionEncoding, check_table_range, register_encoding
 
 
-@register_encoding("coupled", defaults={"max_positions": 128},
+@register_encoding("coupled", rank=200, defaults={"max_positions": 128},
                    description="task-coupled position ids + random training offset, learned table")
 class Coupled(PositionEncoding):
     uses_task_positions = True

@@ -25,7 +25,7 @@ from lengthbench.models.encodings.base import PositionEncoding, register_encodin
 NORMALIZER_EPS = 1e-6
 
 
-@register_encoding("fire", version=2, defaults={"c_init": 0.1, "L_init": 32.0, "hidden": 32},
+@register_encoding("fire", rank=90, version=2, defaults={"c_init": 0.1, "L_init": 32.0, "hidden": 32},
                    description="FIRE learned MLP of log-normalised distance (Li et al.)")
 class FIRE(PositionEncoding):
     def __init__(self, d_model, n_heads, c_init, L_init, hidden):

@@ -51,7 +51,7 @@ class ForgetGate(LayerEncoding):
         return sum_between(log_gates)
 
 
-@register_encoding("forget", description="Forgetting Transformer: per-head forget gates from the layer input "
+@register_encoding("forget", rank=220, description="Forgetting Transformer: per-head forget gates from the layer input "
                    "decay the logits (Lin et al. 2025)")
 class Forget(PositionEncoding):
     kind = "data-dependent"

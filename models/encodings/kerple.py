@@ -60,7 +60,7 @@ class _Kerple(PositionEncoding):
         return -r1 * self.kernel(distance, r2)
 
 
-@register_encoding("kerple-log", version=2, description="KERPLE logarithmic kernel bias (Chi et al.)")
+@register_encoding("kerple-log", rank=70, version=2, description="KERPLE logarithmic kernel bias (Chi et al.)")
 class KerpleLog(_Kerple):
     r1_scale, r2_scale = 2.0, 1.0
 
@@ -68,7 +68,7 @@ class KerpleLog(_Kerple):
         return torch.log1p(r2 * distance)
 
 
-@register_encoding("kerple-power", version=2, description="KERPLE power kernel bias (Chi et al.)")
+@register_encoding("kerple-power", rank=80, version=2, description="KERPLE power kernel bias (Chi et al.)")
 class KerplePower(_Kerple):
     r1_scale, r2_scale = 1.0, 2.0
     r2_max = 2.0

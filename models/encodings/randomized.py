@@ -52,7 +52,7 @@ class RandomizedPositions:
         return sum(p.numel() for p in self.parameters())
 
 
-def _register_randomized(base_name: str) -> None:
+def _register_randomized(base_name: str, rank: float) -> None:
     base = encoding_entry(base_name)
     cls = type(f"Randomized_{base.factory.__name__}", (RandomizedPositions, base.factory), {})
     defaults = {**base.defaults, "max_len": 2048}
@@ -70,9 +70,10 @@ def _register_randomized(base_name: str) -> None:
     register_encoding(
         f"randomized-{base_name}", defaults=defaults,
         description=f"{base_name} on sorted random positions from [0, max_len) (Ruoss et al.)", base=base_name,
-        version=base.version,  # its results change whenever its base's do
+        version=base.version, rank=rank,  # its results change whenever its base's do
     )(factory)
 
 
-for _base in RANDOMIZED_BASES:
-    _register_randomized(_base)
+# their rows after the static encodings', in RANDOMIZED_BASES' order
+for _place, _base in enumerate(RANDOMIZED_BASES):
+    _register_randomized(_base, rank=120 + 10 * _place)

@@ -17,7 +17,7 @@ from lengthbench.models.encodings.base import PositionEncoding, register_encodin
 from lengthbench.models.encodings.rope import RoPE
 
 
-@register_encoding("rnope", defaults={"nope_every": 2, "base": 10000.0},
+@register_encoding("rnope", rank=270, defaults={"nope_every": 2, "base": 10000.0},
                    description="rotary in some layers, no positions in others: layer 0 rope, layer 1 nope in 2 "
                    "layers (Yang et al. 2025)")
 class RNoPE(PositionEncoding):

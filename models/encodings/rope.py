@@ -37,7 +37,7 @@ class RotationCache:
         return self.value
 
 
-@register_encoding("rope", defaults={"base": 10000.0}, description="rotary position embedding")
+@register_encoding("rope", rank=40, defaults={"base": 10000.0}, description="rotary position embedding")
 class RoPE(PositionEncoding):
     shift_invariant = True
 

@@ -71,7 +71,7 @@ class ScalableSoftmax(PositionEncoding):
 
 
 SSMAX_S_INIT = 0.43
-register_encoding("ssmax", defaults={"over": "nope", "s_init": SSMAX_S_INIT},
+register_encoding("ssmax", rank=250, defaults={"over": "nope", "s_init": SSMAX_S_INIT},
                   description="scalable softmax, softmax(s log(n) z), on NoPE (Nakanishi 2025)")(ScalableSoftmax)
-register_encoding("ssmax-rope", defaults={"over": "rope", "s_init": SSMAX_S_INIT},
+register_encoding("ssmax-rope", rank=260, defaults={"over": "rope", "s_init": SSMAX_S_INIT},
                   description="scalable softmax on rotary positions (Nakanishi 2025)")(ScalableSoftmax)

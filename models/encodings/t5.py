@@ -25,7 +25,7 @@ def t5_bucket(distance: torch.Tensor, num_buckets: int, max_distance: int) -> to
     return torch.where(distance < exact, distance, large)
 
 
-@register_encoding("t5", defaults={"num_buckets": 32, "max_distance": 128},
+@register_encoding("t5", rank=60, defaults={"num_buckets": 32, "max_distance": 128},
                    description="T5 bucketed relative bias, learned per head")
 class T5Bias(PositionEncoding):
     shift_invariant = True

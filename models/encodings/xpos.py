@@ -17,7 +17,7 @@ from lengthbench.models.encodings.base import register_encoding
 from lengthbench.models.encodings.rope import RoPE, rotate_pairs
 
 
-@register_encoding("xpos", defaults={"base": 10000.0, "scale_base": 512.0, "zeta_offset": 0.4},
+@register_encoding("xpos", rank=100, defaults={"base": 10000.0, "scale_base": 512.0, "zeta_offset": 0.4},
                    description="rotary with an exponential distance decay per pair (Sun et al.)")
 class XPos(RoPE):
     def __init__(self, d_model, n_heads, base, scale_base, zeta_offset):
