@@ -19,7 +19,7 @@ A bump must not be forgotten: ``code_digests.json`` (beside this file)
 records, per component, its version and a digest of its source files, and a
 test fails when a source changes while the table does not. After a change,
 bump the version if results change, then record the new digests with
-``python -m lengthbench.benchmark.versions --update``.
+``python -m lengthbench.generated --update`` (which rewrites every generated file).
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from lengthbench.core.errors import InputError
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import FAMILIES
 from lengthbench.tasks import TASKS
-from lengthbench.tasks.cells import split_label
 from lengthbench.tasks.formats import FORMATS, label_versions
 
 TRAINER_VERSION = 2  # 2: one plain model per run, rotary pairs interleaved
@@ -176,19 +175,5 @@ def check_unchanged(configs) -> None:
     if changed:
         raise InputError(f"the source of {', '.join(changed)} changed since {TABLE.name} was written, with no "
                          "version bump recorded: bump its version if results change, then run `python -m "
-                         "lengthbench.benchmark.versions --update`")
+                         "lengthbench.generated --update`")
 
-
-def main(argv: list[str]) -> int:
-    if argv == ["--update"]:
-        TABLE.write_text(json.dumps(components(), indent=1, sort_keys=True) + "\n")
-        print(f"wrote {TABLE}")
-        return 0
-    changed = unrecorded_changes()
-    for name in changed:
-        print(f"{name}: source or version differs from {TABLE.name}")
-    return 1 if changed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

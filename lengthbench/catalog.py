@@ -5,8 +5,8 @@ studies needs their registries, and building them imports torch: 1.9 to 2.8 s
 of start-up on a 2-core CPU at a load of 4.5 (0.04 s from the catalogue) for a
 command that trains nothing. ``catalog.json`` holds each listing's text as the registries print
 it, so ``lengthbench list`` answers from it without importing torch; a test
-holds it equal to the live registries (run ``python -m lengthbench.catalog
---update`` after registering or changing a built-in). Anything else (a list
+holds it equal to the live registries (``python -m lengthbench.generated
+--update`` rewrites it after a built-in is registered or changed). Anything else (a list
 with another option, or in a process whose registries are loaded and may hold
 a plugin or a script's own preset) goes through the full parser, live.
 """
@@ -42,9 +42,3 @@ def live() -> dict[str, str]:
              "models": api.models_text(), "presets": api.presets_text(), "studies": api.studies_text()}
     return {**texts, "presets --json": api.presets_text(as_json=True)}
 
-
-if __name__ == "__main__":
-    if sys.argv[1:] != ["--update"]:
-        sys.exit("usage: python -m lengthbench.catalog --update  (rewrites catalog.json from the registries)")
-    CATALOG.write_text(json.dumps(live(), indent=1, sort_keys=True) + "\n")
-    print(f"wrote {CATALOG}")

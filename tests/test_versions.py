@@ -20,7 +20,7 @@ from lengthbench.tasks import get_task
 def test_every_source_change_is_recorded_with_its_version():
     """Fails when a task, an encoding or the trainer changed since
     ``benchmark/code_digests.json``: bump its version if results change,
-    then run ``python -m lengthbench.benchmark.versions --update``."""
+    then run ``python -m lengthbench.generated --update``."""
     assert versions.unrecorded_changes() == []
 
 
