@@ -52,10 +52,11 @@ def dotted(values: dict, prefix: str = "") -> dict:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Everything that determines one run's result (the record stores it whole)."""
+    """Everything that determines one run's result (the record stores it whole). ``cell``: the task, format,
+    family and encoding it fills, held apart; written as text only where the config leaves (``to_dict``: the
+    task label, ``encoding`` and ``family`` as records have always held them, so hashes and run ids stay)."""
 
-    task: str
-    encoding: str
+    cell: Cell
     seed: int
     train_length: int  # train on task lengths uniform in 1..train_length
     test_length: int  # evaluate lengths 1..test_length
@@ -72,7 +73,6 @@ class RunConfig:
     encoding_params: dict = field(default_factory=dict)
     encoding_source: str = "built-in"  # plugin file + content hash for third-party encodings
     code_versions: dict = field(default_factory=dict)  # task/encoding/family/trainer versions other than 1
-    family: str = TRANSFORMER  # the model family; families other than the transformer take no encoding ("")
     # Lengths train_length < n <= validation_length are the validation band (settings are chosen there);
     # the reported test band is validation_length < n <= test_length. 0: no validation band.
     validation_length: int = 0
@@ -92,11 +92,18 @@ class RunConfig:
     # replayed), or where training drew nearly every input, on the whole input space (``benchmark.unseen``).
     fit_unseen: bool = False
 
+    def as_fields(self) -> dict:
+        """Every setting as plain data, the cell as the text records hold: ``task`` (its label), ``encoding``
+        ("" for a family that takes none) and ``family``."""
+        data = asdict(self)
+        del data["cell"]
+        return {"task": self.task, "encoding": self.encoding, **data, "family": self.family}
+
     def to_dict(self) -> dict:
-        """Plain data; a field added after records existed is left out while
+        """Plain data as records store it; a field added after records existed is left out while
         it holds its default (``LATER_FIELDS``), so configs (and hashes, record
         names) made before it stay as they were."""
-        data = asdict(self)
+        data = self.as_fields()
         for name, default in LATER_FIELDS.items():
             if data[name] == default:
                 del data[name]
@@ -104,9 +111,11 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> "RunConfig":
+        """A config from a record's text: the one place a stored cell is parsed."""
         data = dict(data)
-        data["model"] = ModelSize(**data["model"])
-        return cls(**data)
+        task, fmt = split_label(data.pop("task"))
+        cell = Cell(task, fmt, data.pop("family", TRANSFORMER), data.pop("encoding"))
+        return cls(cell=cell, model=ModelSize(**data.pop("model")), **data)
 
     def config_hash(self) -> str:
         """The first 10 hex digits of the config's SHA-256, computed once per
@@ -137,10 +146,17 @@ class RunConfig:
         return sum(v - 1 for v in self.code_versions.values())
 
     @property
-    def cell(self) -> Cell:
-        """The cell this run fills, its task, format, family and encoding apart."""
-        task, fmt = split_label(self.task)
-        return Cell(task, fmt, self.family, self.encoding)
+    def task(self) -> str:
+        """The task label (``addition+reversed``): the cell's, as text."""
+        return self.cell.label
+
+    @property
+    def encoding(self) -> str:
+        return self.cell.encoding
+
+    @property
+    def family(self) -> str:
+        return self.cell.family
 
     @property
     def method(self) -> str:
@@ -148,13 +164,14 @@ class RunConfig:
         return self.cell.method
 
     @property
-    def label(self) -> str:
-        """The method's part of file names: the encoding, or the family without one."""
+    def file_method(self) -> str:
+        """The method's part of record file names: the encoding, or the family without one (``label`` is the
+        task's, ``Cell.label``: one meaning per name)."""
         return self.encoding or self.family
 
     @property
     def run_id(self) -> str:
-        return f"{self.task}__{self.label}__seed{self.seed}__{self.config_hash()}"
+        return f"{self.task}__{self.file_method}__seed{self.seed}__{self.config_hash()}"
 
     def split(self, length: int) -> str:
         """``id`` for a task length the run trained on (<= ``train_length``),
@@ -189,7 +206,7 @@ class RunConfig:
         reason = family_entry(self.family).not_applicable(get_task(self.task), encoding)
         if reason is None and encoding is not None:
             reason = self._out_of_range(encoding)
-        return None if reason is None else f"{self.label} {reason}"
+        return None if reason is None else f"{self.file_method} {reason}"
 
     def _longest_batch(self):
         """One example at the longest evaluated task length, and that length."""
@@ -261,8 +278,8 @@ class RunConfig:
 LATER_FIELDS = {"code_versions": {}, "family": TRANSFORMER, "validation_length": 0,
                 "fit_threshold": DEFAULT_FIT_THRESHOLD, "fit_check_every": 0, "fit_patience": 0,
                 "family_source": "built-in", "test_points": 0, "fit_from": 0, "fit_unseen": False}
-RUN_FIELDS = {f.name for f in fields(RunConfig)} - {"task", "encoding", "seed", "model", "encoding_params",
-                                                    "encoding_source", "code_versions", "family", "family_source"}
+RUN_FIELDS = {f.name for f in fields(RunConfig)} - {"cell", "seed", "model", "encoding_params",
+                                                    "encoding_source", "code_versions", "family_source"}
 
 
 # Settings that may be zero (the others must be positive): no warmup, no validation band, no fit
@@ -418,9 +435,9 @@ class Preset:
             source = encoding_entry(encoding).source
         else:
             encoding, params, source = "", {}, "built-in"
-        return RunConfig(task=task, encoding=encoding, seed=seed, model=model,
+        return RunConfig(cell=Cell(base, fmt, family, encoding), seed=seed, model=model,
                          encoding_params=params, encoding_source=source,
-                         code_versions=code_versions(task, encoding or None, family), family=family,
+                         code_versions=code_versions(task, encoding or None, family),
                          family_source=family_entry(family).source, **values)
 
     def evaluation_config(self, task: str) -> RunConfig:

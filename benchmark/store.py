@@ -135,7 +135,7 @@ class ResultsFolder:
         own = config.to_dict()
         own.pop(ignoring, None)
         found = []
-        for path in self.path.glob(f"{config.task}__{config.label}__seed{config.seed}__*.json"):
+        for path in self.path.glob(f"{config.task}__{config.file_method}__seed{config.seed}__*.json"):
             if path.stem == config.run_id or file_problem(path, MAX_RECORD_BYTES):
                 continue
             try:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from typing import NamedTuple
 
 import numpy as np
@@ -70,7 +69,7 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
     for r in distinct_runs(records):
         config = r.config.to_dict()
         signature = {k: v for k, v in config.items() if k != "seed"}
-        settings = {k: v for k, v in asdict(r.config).items() if k not in PROTOCOL_EXCLUDES
+        settings = {k: v for k, v in r.config.as_fields().items() if k not in PROTOCOL_EXCLUDES
                     and not (k in LATER_PROTOCOL_FIELDS and v == LATER_FIELDS[k])}
         rows.append({
             "task": r.task, "method": r.method, "model": r.config.family,

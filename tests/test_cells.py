@@ -39,3 +39,23 @@ def test_a_run_and_its_record_carry_their_cell():
     config = get_preset("smoke").run_config("addition+reversed", "rope", 0)
     assert config.cell == Cell("addition", "reversed", "transformer", "rope")
     assert config.method == "transformer/rope" and config.task == "addition+reversed"
+
+
+def test_a_run_config_holds_its_cell_and_writes_every_shipped_config_as_it_was():
+    """``RunConfig.cell`` is a field (the text parsed once, where a record comes in); written back, every shipped
+    record's config is the text it was stored as, and its run id the one it was filed under: no hash moved."""
+    import json
+    from dataclasses import fields
+    from pathlib import Path
+
+    from lengthbench.benchmark.config import RunConfig
+
+    assert {f.name: f.type for f in fields(RunConfig)}["cell"] in (Cell, "Cell")
+    paths = sorted((Path(__file__).resolve().parent.parent / "leaderboard/reference").glob("**/*__seed*.json"))
+    assert len(paths) > 3000
+    for path in paths:
+        stored = json.loads(path.read_text())
+        config = RunConfig.from_dict(stored["config"])
+        assert isinstance(config.cell, Cell)
+        assert config.to_dict() == stored["config"], path.name
+        assert config.run_id == stored["run_id"] == path.stem, path.name

@@ -4,7 +4,6 @@ horizon records, and each lever's preset changes its lever and nothing else."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -56,7 +55,7 @@ def test_trend_classes():
 
 
 def _by_run(preset: str) -> dict:
-    return {(c.task, c.method, c.seed): asdict(c) for c in grid_configs(PRESETS[preset])}
+    return {(c.task, c.method, c.seed): c.as_fields() for c in grid_configs(PRESETS[preset])}
 
 
 def test_each_lever_changes_its_own_fields_only():
@@ -139,8 +138,8 @@ def test_the_report_prices_each_lever_and_names_the_cheapest_that_moves_fit():
 def test_the_tuned_preset_changes_the_rate_of_the_tuned_families_and_nothing_else():
     from lengthbench.studies.fit import TUNED, TUNED_RATES, rate_group
 
-    zoo = {c.run_id.rsplit("__", 1)[0]: asdict(c) for c in grid_configs(PRESETS["horizon-zoo"])}
-    tuned = {c.run_id.rsplit("__", 1)[0]: asdict(c) for c in grid_configs(PRESETS[TUNED])}
+    zoo = {c.run_id.rsplit("__", 1)[0]: c.as_fields() for c in grid_configs(PRESETS["horizon-zoo"])}
+    tuned = {c.run_id.rsplit("__", 1)[0]: c.as_fields() for c in grid_configs(PRESETS[TUNED])}
     assert zoo.keys() == tuned.keys()
     changed = 0
     for run, config in tuned.items():

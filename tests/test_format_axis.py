@@ -103,7 +103,7 @@ def test_a_formats_version_enters_the_config_and_its_source_is_guarded(monkeypat
     monkeypatch.setattr(versions, "unrecorded_changes", lambda: ["format:reversed"])
     with pytest.raises(InputError, match="the source of format:reversed changed"):
         check_unchanged([config])
-    check_unchanged([replace(config, task="copy")])  # a plain cell does not use it
+    check_unchanged([replace(config, cell=replace(config.cell, format="plain"))])  # a plain cell does not use it
 
 
 def test_randomized_ranges_count_the_formats_tokens():
@@ -111,7 +111,7 @@ def test_randomized_ranges_count_the_formats_tokens():
     evaluated sequence cannot place the hinted one, and the cell is refused at plan time."""
     preset = get_preset("smoke")
     plain = replace(preset.run_config("addition", "randomized-rope", 0), encoding_params={"max_len": 40})
-    hinted = replace(plain, task="addition-index-hints")
+    hinted = replace(plain, cell=replace(plain.cell, format="index-hints"))
     assert plain.not_applicable() is None
     assert "cannot place the longest evaluated sequence" in hinted.not_applicable()
 

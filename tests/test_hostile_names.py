@@ -32,7 +32,8 @@ def test_an_overlong_encoding_name_is_refused_at_registration(name):
 
 @pytest.mark.parametrize("name", [n for n in HOSTILE if n])
 def test_a_record_with_a_hostile_encoding_name_is_refused_on_read(tmp_path, name):
-    config = replace(get_preset("smoke").run_config("copy", "nope", 0), encoding=name)
+    config = get_preset("smoke").run_config("copy", "nope", 0)
+    config = replace(config, cell=replace(config.cell, encoding=name))
     record = RunRecord(config, "test", "", "", {}, "", status="not_applicable", reason="n/a")
     data = record.to_json()
     path = tmp_path / "record.json"
