@@ -20,7 +20,7 @@ from lengthbench.benchmark.live_log import open_live_log
 from lengthbench.benchmark.records import RunRecord, summarize
 from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.benchmark.train import train_run
-from lengthbench.benchmark.unseen import drawn_prompts
+from lengthbench.benchmark.unseen import drawn_before_training, drawn_prompts
 from lengthbench.models.families import n_parameters
 from lengthbench.tasks import get_task
 from lengthbench.tasks.cells import cell_name
@@ -66,6 +66,7 @@ def execute_run(config: RunConfig, device: torch.device, progress_factory=None,
 def _train_and_evaluate(config: RunConfig, record: RunRecord, device: torch.device, progress_factory,
                         checkpoint: Checkpoint | None, save_predictions: bool, live_log=None) -> None:
     task = get_task(config.task)
+    drawn = drawn_before_training(task, config)  # a fit that cannot be judged is refused before training
     model = config.build_model(task.vocab_size).to(device)
     record.n_parameters = n_parameters(model)
     bar = progress_factory(config.steps, _label("train", config)) if progress_factory else None
@@ -82,7 +83,8 @@ def _train_and_evaluate(config: RunConfig, record: RunRecord, device: torch.devi
         return
     bar = progress_factory(len(config.eval_lengths()), _label("eval", config)) if progress_factory else None
     predictions = {} if save_predictions else None
-    drawn = drawn_prompts(task, config, result.steps_done) if config.fit_unseen else None
+    if config.fit_unseen and (drawn is None or result.steps_done != config.steps):
+        drawn = drawn_prompts(task, config, result.steps_done)
     record.per_length = evaluate(model, task, config, device, bar, predictions, drawn)
     if bar is not None:
         bar.close()

@@ -79,6 +79,20 @@ def unseen_batch(task: Task, length: int, rng: np.random.Generator, n_samples: i
     return assemble_batch([(length, space)]), WHOLE_SPACE
 
 
+def drawn_before_training(task: Task, config: RunConfig) -> dict[int, set[bytes]] | None:
+    """For a run with a fixed budget (no stop at fit), what its whole training will draw, replayed before it
+    trains, with each fit length's unseen draw made now as its evaluation will make it: a task that cannot list
+    its inputs and would have too few unseen ones left raises the evaluation's ValueError here, before hours of
+    training, not after them (the fit pilot's 16000-step runs did). None where the run may stop early."""
+    if not config.fit_unseen or config.fit_patience:
+        return None
+    drawn = drawn_prompts(task, config, config.steps)
+    for n in config.fit_lengths():
+        unseen_batch(task, n, eval_streams(config.eval_seed, n, torch.device("cpu"))[0], config.eval_samples,
+                     drawn[n])
+    return drawn
+
+
 def drawn_shares(task_label: str, config: RunConfig) -> dict[int, float]:
     """At each fit length, the share of the evaluation stream's first
     ``eval_samples`` examples whose prompt the run's training (``config.steps``) drew."""

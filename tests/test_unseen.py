@@ -88,6 +88,22 @@ def test_where_training_drew_nearly_every_input_the_whole_space_is_scored():
         unseen_batch(modular, 3, rng, 64, drawn_prompts(modular, modular_config, 400)[3])
 
 
+def test_a_fit_that_cannot_be_judged_is_refused_before_the_run_trains(monkeypatch):
+    """modular_arithmetic at lengths 3..4 after 400 steps: too few unseen inputs, and the task cannot list its
+    inputs. The run is recorded as an error with the evaluation's message, and no training step is taken (a
+    budget of hours once trained to the end first)."""
+    config = replace(small("modular_arithmetic", steps=400), train_length=4, validation_length=5, test_length=6,
+                     fit_from=3)
+    steps = []
+    monkeypatch.setattr(train_module, "training_batch",
+                        lambda *args, draw=train_module.training_batch: steps.append(1) or draw(*args))
+    record = execute_run(config, CPU)
+    assert record.status == "error" and "are unseen in training" in record.error and "cannot list" in record.error
+    assert record.training is None and not steps
+    fine = small("parity_check", steps=120)  # enough unseen inputs: it trains every step
+    assert execute_run(fine, CPU).status == "ok" and len(steps) == fine.steps
+
+
 @pytest.mark.parametrize("name", [name for name in task_names() if get_task(name).uniform_alphabet])
 def test_a_uniform_string_task_lists_every_string_with_the_answers_it_samples(name):
     task = get_task(name)
