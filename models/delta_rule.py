@@ -239,7 +239,8 @@ def _register(name: str, gated: bool, negative: bool, rank: float) -> None:
     def flops(token_lengths, size, vocab):
         return delta_rule_flops(token_lengths, size, vocab, gated)
 
-    register_family(name, rank=rank, flops=flops, description=f"linear recurrence with a matrix state per head, {what}; "
+    register_family(name, rank=rank, flops=flops,
+                    description=f"linear recurrence with a matrix state per head, {what}; "
                     "d_model wide, n_layers deep, n_heads heads")(build)
 
 

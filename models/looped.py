@@ -108,6 +108,7 @@ def looped_flops(token_lengths, size: ModelSize, vocab: int) -> float:
     return float((n * size.n_layers * per_layer + 2 * n * d * vocab).sum())
 
 
-register_family(LOOPED, rank=20, takes_encoding=True, flops=looped_flops, not_applicable=encoding_not_applicable, version=2,
+register_family(LOOPED, rank=20, takes_encoding=True, flops=looped_flops, not_applicable=encoding_not_applicable,
+                version=2,
                 description="the transformer's layers as one shared unit, looped once per input token read, plus "
                             "one (Fan et al. 2024: one block, n_layers 1); takes a position encoding")(LoopedTransformer)

@@ -222,5 +222,6 @@ def encoding_not_applicable(task, encoding: PositionEncoding | None) -> str | No
     return encoding.not_applicable(task)
 
 
-register_family(TRANSFORMER, rank=10, takes_encoding=True, flops=transformer_flops, not_applicable=encoding_not_applicable,
+register_family(TRANSFORMER, rank=10, takes_encoding=True, flops=transformer_flops,
+                not_applicable=encoding_not_applicable,
                 description="decoder-only pre-LayerNorm transformer; takes a position encoding")(Transformer)

@@ -244,8 +244,8 @@ def register_encoding(name: str, *, defaults: dict | None = None, description: s
 
     def deco(factory):
         where = ENCODINGS[name].source if name in ENCODINGS else ""
-        ENCODINGS.add(name, EncodingEntry(name, factory, dict(defaults or {}), description, source, version, base, rank),
-                      where)
+        ENCODINGS.add(name, EncodingEntry(name, factory, dict(defaults or {}), description, source, version, base,
+                                          rank), where)
         return factory
 
     return deco

@@ -59,7 +59,8 @@ class Householder(LayerEncoding):
         return -householder_correction(q, k, w, beta) * q.shape[-1] ** -0.5
 
 
-@register_encoding("path", rank=240, description="PaTH attention: accumulated data-dependent Householder transforms between "
+@register_encoding("path", rank=240,
+                   description="PaTH attention: accumulated data-dependent Householder transforms between "
                    "key and query (Yang et al. 2025)")
 class PaTH(PositionEncoding):
     kind = "data-dependent"

@@ -54,7 +54,8 @@ def stick_breaking_weights(logits: torch.Tensor) -> torch.Tensor:
     return torch.exp(F.logsigmoid(z) + after).masked_fill(~visible, 0.0)
 
 
-@register_encoding("stick-breaking", rank=230, description="stick-breaking attention: each key takes a sigmoid share of the "
+@register_encoding("stick-breaking", rank=230,
+                   description="stick-breaking attention: each key takes a sigmoid share of the "
                    "stick the nearer keys left, no softmax, no positions (Tan et al. 2025)")
 class StickBreaking(PositionEncoding):
     kind = "data-dependent"
@@ -63,7 +64,8 @@ class StickBreaking(PositionEncoding):
         return stick_breaking_weights(logits)
 
 
-@register_encoding("stick-breaking-remainder", rank=280, description="stick-breaking attention as its authors train it: the "
+@register_encoding("stick-breaking-remainder", rank=280,
+                   description="stick-breaking attention as its authors train it: the "
                    "keys before the query, the stick's remainder on the query's own value (Tan et al. 2025)")
 class StickBreakingRemainder(PositionEncoding):
     kind = "data-dependent"
