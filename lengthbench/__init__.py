@@ -6,7 +6,8 @@ The Python API (``lengthbench.api``; the command line calls the same functions):
 * ``run(preset, tasks=, encodings=, models=, seeds=, results=)``: train and
   evaluate a grid, returns its leaderboard;
 * ``load_records(results)``: every run x length as a long DataFrame;
-* ``load_leaderboard(results)``: one row per task x method;
+* ``load_leaderboard(results)``: one row per task x method (it writes nothing);
+* ``write_leaderboard(results, out)``: that board and its files (tables, plots, page) in ``out``;
 * ``compare(a, b)``: per-cell differences of two leaderboards;
 * ``generate(task)``, ``score(task, predictions)``, ``evaluate(model, task)``:
   the test instances for any model, its predictions scored, a PyTorch model
@@ -19,14 +20,14 @@ The code lives in layers, each importing only those below it (ARCHITECTURE.md):
 
 The API and the subpackages are imported on first use (PEP 562), so importing
 one layer (a pool worker does) or running a module as a script
-(``python -m lengthbench.benchmark.versions``) does not import the others.
+(``python -m lengthbench.benchmark.unseen``) does not import the others.
 """
 
 import importlib
 
 from lengthbench.benchmark.version import __version__
 
-API = ("run", "load_records", "load_leaderboard", "compare", "generate", "score", "evaluate", "load_predictions")
+API = ("run", "load_records", "load_leaderboard", "write_leaderboard", "compare", "generate", "score", "evaluate", "load_predictions")
 SUBPACKAGES = ("api", "cli", "core", "tasks", "models", "benchmark", "leaderboard")
 __all__ = [*API, "__version__"]
 

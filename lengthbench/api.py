@@ -9,7 +9,8 @@ return pandas DataFrames; the files a call wrote are listed in the frame's
 * ``run(preset, tasks=, formats=, encodings=, models=, seeds=, results=)``: train and
   evaluate a grid, returns its leaderboard;
 * ``load_records(results)``: every run x length as a long DataFrame;
-* ``load_leaderboard(results)``: one row per task x method;
+* ``load_leaderboard(results)``: one row per task x method (it writes nothing);
+* ``write_leaderboard(results, out)``: that board and its files (tables, plots, page) in ``out``;
 * ``compare(a, b)``: per-cell differences of two leaderboards;
 * ``generate(task)``, ``score(task, predictions)``, ``evaluate(model,
   task)``: the benchmark's test instances for a model lengthbench does not
@@ -99,7 +100,7 @@ __all__ = [
     "CHECKPOINT_EVERY_S", "LOG_KINDS", "CORRECTIONS", "DEFAULT_CORRECTION", "EXECUTORS", "METRICS", "PRESETS", "STUDIES",
     "GridInterrupted", "InputError", "RunsFailed", "bench_generation", "cell_name", "check", "compare", "compare_text", "encodings_text",
     "evaluate", "export", "generate",
-    "leaderboard_text", "load_leaderboard", "load_records", "models_text", "parse_setting",
+    "leaderboard_text", "load_leaderboard", "load_records", "write_leaderboard", "models_text", "parse_setting",
     "load_predictions", "perf", "perf_configs", "plan", "presets_text", "reproduce", "run", "score", "studies_text",
     "study_names", "submit", "tasks_table", "formats_table", "__version__",
 ]
@@ -435,21 +436,33 @@ def load_records(results: PathLike) -> pd.DataFrame:
     return frame.astype({"length": "Int64", "n_samples": "Int64"})
 
 
-def load_leaderboard(results: PathLike, out: PathLike | None = None, reference: bool = False,
-                     preset: str | None = None, external: Sequence[PathLike] = ()) -> pd.DataFrame:
+def load_leaderboard(results: PathLike, preset: str | None = None, external: Sequence[PathLike] = ()) -> pd.DataFrame:
     """The leaderboard of the records in ``results``: one row per task x
     method, the columns of ``leaderboard.csv`` (mean, std and Student-t interval
-    over seeds, per-length curves summarized, rank). With ``out`` the
-    leaderboard files (csv, md, levels, plots, html) are written there. With
+    over seeds, per-length curves summarized, rank). With ``preset``, only the
+    records of that preset's grid count. ``external``: ``leaderboard.csv``
+    files of ``score --method``, whose rows join the board (ranked beside its
+    methods; refused where their length bands differ from the board's). It
+    reads and writes nothing (``write_leaderboard`` writes the files)."""
+    return _board(_records_of(results, preset), external)
+
+
+def _board(records: list[RunRecord], external: Sequence[PathLike]) -> pd.DataFrame:
+    board = leaderboard_frame(records)
+    for path in external:
+        board = with_external(board, read_leaderboard(path), str(path))
+    return board
+
+
+def write_leaderboard(results: PathLike, out: PathLike, reference: bool = False, preset: str | None = None,
+                      external: Sequence[PathLike] = ()) -> pd.DataFrame:
+    """``load_leaderboard``'s board, its files written to ``out`` (csv, md,
+    levels, plots, html; ``board.attrs["written"]`` names them). With
     ``reference``, records made from uncommitted code (``+g<commit>.dirty``)
-    are refused: a shipped reference comes from committed code only. With
-    ``preset``, only the records of that preset's grid count. ``external``:
-    ``leaderboard.csv`` files of ``score --method``, whose rows join the board
-    (ranked beside its methods, on the page; refused where their length bands
-    differ from the board's). A reference
-    build also writes the folder's ``README.md`` (``reference_notes``) and
-    ``reference.json`` (where its records are and how many runs the
-    preset's grid has today, for the rebuild test)."""
+    are refused (a shipped reference comes from committed code only), and the
+    folder's ``README.md`` (``reference_notes``) and ``reference.json`` (where
+    its records are and how many runs the preset's grid has today, for the
+    rebuild test) are written too."""
     records = _records_of(results, preset)
     if reference:
         dirty = sorted(r.run_id for r in records if r.code_version.endswith(".dirty"))
@@ -457,15 +470,10 @@ def load_leaderboard(results: PathLike, out: PathLike | None = None, reference: 
             raise InputError(f"{len(dirty)} record(s) in {str(results)!r} were made from uncommitted code (e.g. "
                              f"{dirty[0]}.json); a reference is built from committed code only: commit, then rerun "
                              "those cells (move their records aside first)")
-    if reference and external:
-        raise InputError("--external with --reference: a reference holds the records it was built from only")
-    board = leaderboard_frame(records)
-    for path in external:
-        board = with_external(board, read_leaderboard(path), str(path))
-    if out is None:
-        return board
+        if external:
+            raise InputError("--external with --reference: a reference holds the records it was built from only")
     out = ensure_output_dir(out, "--out")
-    board, paths = build_leaderboard(records, out, board)
+    board, paths = build_leaderboard(records, out, _board(records, external))
     if reference:
         rebuild = (f"lengthbench leaderboard --reference --results {results} --out {out}"
                    + (f" --preset {preset}" if preset else ""))

@@ -174,8 +174,8 @@ def cmd_list(args) -> int:
 
 
 def cmd_leaderboard(args) -> int:
-    board = api.load_leaderboard(args.results, out=args.out or args.results, reference=args.reference,
-                                 preset=args.preset, external=args.external)
+    board = api.write_leaderboard(args.results, args.out or args.results, reference=args.reference,
+                                  preset=args.preset, external=args.external)
     print(api.leaderboard_text(board))
     _print_written(board.attrs["written"])
     return EXIT_OK

@@ -125,8 +125,32 @@ def test_leaderboard_matches_the_written_csv_and_writes_only_when_asked(tiny_run
     assert "written" not in board.attrs
     stored = read_leaderboard(results / "leaderboard.csv")
     pd.testing.assert_frame_equal(board.reset_index(drop=True), stored.reset_index(drop=True), check_dtype=False)
-    written = lengthbench.load_leaderboard(results, out=tmp_path / "board").attrs["written"]
+    written = lengthbench.write_leaderboard(results, tmp_path / "board").attrs["written"]
     assert written["csv"].read_bytes() == (results / "leaderboard.csv").read_bytes()
+
+
+def test_loading_a_leaderboard_writes_nothing(tiny_run, tiny_preset, monkeypatch):
+    """Every file opened for writing and every rename while ``load_leaderboard`` reads a folder (its records,
+    its preset's grid) is recorded: none happens. Writing is ``write_leaderboard``'s."""
+    import builtins
+    import io
+    import os
+
+    _, results = tiny_run
+    writes, real_open = [], io.open
+
+    def watching(file, mode="r", *args, **kwargs):
+        if set(mode) & set("wax+"):
+            writes.append(str(file))
+        return real_open(file, mode, *args, **kwargs)
+
+    for module, name in ((builtins, "open"), (io, "open")):
+        monkeypatch.setattr(module, name, watching)
+    for name in ("replace", "rename"):
+        monkeypatch.setattr(os, name, lambda *args: writes.append(args))
+    lengthbench.load_leaderboard(results, preset="tiny")
+    monkeypatch.undo()
+    assert writes == []
 
 
 def test_compare_takes_paths_or_frames(tiny_run, tmp_path):
