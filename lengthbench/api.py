@@ -88,7 +88,7 @@ from lengthbench.models.plugins import (
     load_entry_points,
 )
 from lengthbench.studies import STUDIES
-from lengthbench.studies.base import settings_source
+from lengthbench.studies.base import settings_source, studies_listing, study_report
 from lengthbench.tasks import TASKS, listing
 from lengthbench.tasks.cells import cell_name, method_parts
 from lengthbench.tasks.formats import FORMATS
@@ -682,13 +682,7 @@ def reproduce(study: str, results: PathLike, out: PathLike | None = None, preset
         raise InputError(f"--results {str(results)!r} holds no record of the {study} report's tasks "
                          f"({', '.join(view.tasks)}); run {source} first")
     target = ensure_output_dir(out, "--out") if out else ensure_output_dir(folder, "--results")
-    text = entry.report(records)
-    cells = {(c.task, c.method) for c in grid_configs(view)}
-    missing = sorted(cells - {(r.task, r.method) for r in records})
-    if missing:  # said in the report itself: its empty rows are missing runs, not results
-        shown = ", ".join(cell_name(t, m) for t, m in missing[:4]) + (", ..." if len(missing) > 4 else "")
-        text += (f"Missing: {len(missing)} of the {len(cells)} cells of `{view.name}` have no record here ({shown}); "
-                 "their rows are empty and no verdict rests on them.\n\n")
+    text = study_report(entry, records, view)
     rebuild = (f"lengthbench reproduce {study} --results {results}" + (f" --out {out}" if out else "")
                + (f" --preset {preset}" if preset else ""))
     write_json(target / "reproduction.json", {"paper": study, "records": os.path.relpath(folder, target),
@@ -703,14 +697,7 @@ def study_names() -> list[str]:
 
 def studies_text() -> str:
     """Every study: its presets, the papers it tests, its report and where its reference records are."""
-    lines = []
-    for name, study in STUDIES.items():
-        lines += [f"{name}: {study.about}",
-                  f"    presets: {', '.join(study.presets)}; report: "
-                  + (f"lengthbench reproduce {name}" if study.report else "none (no published claim: the board)")
-                  + f"; reference records: {study.records}"]
-        lines += [f"    source: {source}" for source in study.sources]
-    return "\n".join(lines)
+    return studies_listing()
 
 
 def perf_configs() -> list[str]:

@@ -16,10 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lengthbench.benchmark.config import Preset
+from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.presets import PRESETS
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.core.errors import InputError
 from lengthbench.core.registry import Registry, name_problem
+from lengthbench.tasks.cells import cell_name
 
 
 
@@ -69,3 +72,29 @@ def settings_source(preset: str | None) -> str:
         return "`benchmark/presets.py`"
     built_in = (Path(__file__).parent / f"{study.name}.py").exists()
     return f"`studies/{study.name}.py`" if built_in else f"the module of study `{study.name}`"
+
+
+def study_report(study: Study, records: list[RunRecord], view: Preset) -> str:
+    """``study``'s report of ``records``, its empty rows named: the cells of ``view`` (the grid the report
+    expects) that have no record are said in the report itself, so that no reader takes a missing run for a
+    result."""
+    text = study.report(records)
+    cells = {(c.task, c.method) for c in grid_configs(view)}
+    missing = sorted(cells - {(r.task, r.method) for r in records})
+    if missing:
+        shown = ", ".join(cell_name(t, m) for t, m in missing[:4]) + (", ..." if len(missing) > 4 else "")
+        text += (f"Missing: {len(missing)} of the {len(cells)} cells of `{view.name}` have no record here ({shown}); "
+                 "their rows are empty and no verdict rests on them.\n\n")
+    return text
+
+
+def studies_listing() -> str:
+    """Every study: its presets, the papers it tests, its report and where its reference records are."""
+    lines = []
+    for name, study in STUDIES.items():
+        lines += [f"{name}: {study.about}",
+                  f"    presets: {', '.join(study.presets)}; report: "
+                  + (f"lengthbench reproduce {name}" if study.report else "none (no published claim: the board)")
+                  + f"; reference records: {study.records}"]
+        lines += [f"    source: {source}" for source in study.sources]
+    return "\n".join(lines)
