@@ -83,7 +83,7 @@ def _train_and_evaluate(config: RunConfig, record: RunRecord, device: torch.devi
         return
     bar = progress_factory(len(config.eval_lengths()), _label("eval", config)) if progress_factory else None
     predictions = {} if save_predictions else None
-    if config.fit_unseen and (drawn is None or result.steps_done != config.steps):
+    if config.fit_unseen and drawn is None:  # a run that may stop at fit: what it drew, known only now
         drawn = drawn_prompts(task, config, result.steps_done)
     record.per_length = evaluate(model, task, config, device, bar, predictions, drawn)
     if bar is not None:

@@ -443,7 +443,7 @@ def load_leaderboard(results: PathLike, preset: str | None = None, external: Seq
     records of that preset's grid count. ``external``: ``leaderboard.csv``
     files of ``score --method``, whose rows join the board (ranked beside its
     methods; refused where their length bands differ from the board's). It
-    reads and writes nothing (``write_leaderboard`` writes the files)."""
+    only reads: it writes nothing (``write_leaderboard`` writes the files)."""
     return _board(_records_of(results, preset), external)
 
 

@@ -32,17 +32,18 @@ def stale() -> list[Path]:
 
 def main(argv: list[str]) -> int:
     if argv not in ([], ["--update"]):
-        print("usage: python -m lengthbench.generated [--update]  (checks, or rewrites, code_digests.json and "
-              "catalog.json)", file=sys.stderr)
+        print(f"python -m lengthbench.generated: unknown arguments {' '.join(argv)!r}; valid: none (check "
+              "code_digests.json and catalog.json) or --update (rewrite them)", file=sys.stderr)
         return 2
     if argv == ["--update"]:
         for path, text in generated().items():
             path.write_text(text)
             print(f"wrote {path}")
         return 0
-    for path in stale():
+    behind = stale()
+    for path in behind:
         print(f"{path.name} is stale: run `python -m lengthbench.generated --update`")
-    return 1 if stale() else 0
+    return 1 if behind else 0
 
 
 if __name__ == "__main__":

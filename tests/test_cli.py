@@ -164,3 +164,11 @@ def test_list_answers_from_the_catalogue_without_torch_and_the_catalogue_is_the_
     check = subprocess.run([sys.executable, "-m", "lengthbench.generated"], capture_output=True, text=True,
                            timeout=300)
     assert check.returncode == 0 and not check.stdout, check.stdout + check.stderr
+
+
+def test_the_generated_files_command_refuses_an_unknown_argument_by_name(capsys):
+    from lengthbench.generated import main
+
+    assert main(["--updat"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown arguments '--updat'" in err and "--update (rewrite them)" in err
