@@ -15,24 +15,15 @@ import numbers
 from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
-import torch
 
 from lengthbench.benchmark.seeding import init_seed
 from lengthbench.benchmark.versions import code_versions
 from lengthbench.core.errors import InputError
-from lengthbench.models.encodings import (
-    ENCODINGS,
-    PositionEncoding,
-    PositionsOutOfRange,
-    build_encoding,
-    encoding_entry,
-    resolve_params,
-)
+from lengthbench.models.encodings import ENCODINGS, PositionEncoding, build_encoding, encoding_entry, resolve_params
 from lengthbench.models.families import TRANSFORMER, ModelSize, RunModel, build_model, family_entry
-from lengthbench.models.transformer import encoded_positions
-from lengthbench.tasks import get_task, make_batch
+from lengthbench.tasks import get_task
 from lengthbench.tasks.cells import PLAIN, Cell, method_parts, split_label, task_label
-from lengthbench.tasks.formats import get_format, label_not_applicable, label_versions
+from lengthbench.tasks.formats import get_format, label_versions
 
 EVAL_SEED = 1234  # every preset's: evaluation data and eval-time positions, independent of the run seed
 DEFAULT_FIT_THRESHOLD = 0.9
@@ -195,51 +186,6 @@ class RunConfig:
     def build_model(self, vocab_size: int) -> RunModel:
         """The run's freshly initialised model (its init seed, then its encoding, then its layers)."""
         return build_model(self.family, vocab_size, self.model, init_seed(self.seed), self.make_encoding)
-
-    def not_applicable(self) -> str | None:
-        """Why this cell has no result to compute (a format that cannot write
-        the task, its family's rule, e.g. an encoding the task cannot feed), or None."""
-        reason = label_not_applicable(self.task)
-        if reason is not None:
-            return reason
-        encoding = self.make_encoding()
-        reason = family_entry(self.family).not_applicable(get_task(self.task), encoding)
-        if reason is None and encoding is not None:
-            reason = self._out_of_range(encoding)
-        return None if reason is None else f"{self.file_method} {reason}"
-
-    def _longest_batch(self):
-        """One example at the longest evaluated task length, and that length."""
-        length = max(self.eval_lengths())
-        return make_batch(get_task(self.task), np.random.default_rng(0), np.array([length])), length
-
-    def reachable_parameters(self, n_parameters: int) -> int:
-        """``n_parameters`` (the run's model) less its encoding's parameters
-        that no evaluated sequence can reach (a learned table's rows past the
-        longest one): the count the parameter check compares."""
-        if self.encoding not in ENCODINGS:  # none (a family without one), or a plugin not loaded here
-            return n_parameters
-        taken = ENCODINGS[self.encoding].defaults  # a record of an earlier version may name parameters since dropped
-        encoding = build_encoding(self.encoding, self.model.d_model, self.model.n_heads,
-                                  {k: v for k, v in self.encoding_params.items() if k in taken})
-        longest = int(self._longest_batch()[0].tokens.shape[1])
-        own = sum(p.numel() for p in encoding.parameters())
-        return n_parameters - own + encoding.reachable_parameters(longest)
-
-    def _out_of_range(self, encoding: PositionEncoding) -> str | None:
-        """Why ``encoding`` cannot place the longest evaluated sequence (a
-        randomized range or a position table too short), or None: such a
-        cell is refused at plan time, never scored 0 at its long lengths."""
-        batch, length = self._longest_batch()
-        tokens = torch.from_numpy(batch.tokens)
-        try:
-            with torch.no_grad():  # the positions, and the tables they index (learned, coupled, abacus)
-                pos = encoded_positions(encoding, tokens, torch.from_numpy(batch.position_ids),
-                                        torch.from_numpy(batch.seq_lens), False, torch.Generator().manual_seed(0))
-                encoding.embed(torch.zeros(*tokens.shape, self.model.d_model), pos)
-        except PositionsOutOfRange as err:
-            return f"cannot place the longest evaluated sequence (task length {length}): {err}"
-        return None
 
     def eval_lengths(self) -> list[int]:
         """Evaluated task lengths: the stride grid from the task's minimum

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from lengthbench.benchmark.applicable import not_applicable
 from lengthbench.benchmark.config import Preset, RunConfig
 from lengthbench.benchmark.device import available_memory, default_device
 from lengthbench.benchmark.evaluate import evaluate_length
@@ -59,7 +60,7 @@ def kind_of(config: RunConfig) -> str | None:
     """The calibrated kind of model: the family's name, with " + attention
     bias" for a family whose encoding adds a logit bias (attention with one
     is slower), or None for an n/a cell, which is recorded without training."""
-    if config.not_applicable() is not None:
+    if not_applicable(config) is not None:
         return None
     if config.encoding and "bias" in config.make_encoding().hooks_used():
         return f"{config.family} + attention bias"

@@ -11,6 +11,7 @@ import time
 
 import torch
 
+from lengthbench.benchmark.applicable import not_applicable
 from lengthbench.benchmark.checkpoints import CHECKPOINT_EVERY_S, Checkpoint
 from lengthbench.benchmark.claims import Heartbeat
 from lengthbench.benchmark.config import RunConfig
@@ -46,7 +47,7 @@ def execute_run(config: RunConfig, device: torch.device, progress_factory=None,
     record = RunRecord.start(config, device)
     start = time.perf_counter()
     try:
-        reason = config.not_applicable()
+        reason = not_applicable(config)
         if reason is not None:
             record.status, record.reason, record.wall_time_s = "not_applicable", reason, 0.0
             return record

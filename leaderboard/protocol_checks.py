@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from lengthbench.benchmark.applicable import reachable_parameters
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.benchmark.tools.matching import MATCH_TOLERANCE, REFERENCE_ENCODING
 from lengthbench.models.families import TRANSFORMER
@@ -134,12 +135,12 @@ def _matched(ok: pd.DataFrame) -> Check:
 
 def _encodings_matched(ran: list[RunRecord]) -> Check:
     """Every transformer encoding's parameters against ``REFERENCE_ENCODING``'s on its task, counted as a run
-    can use them (``RunConfig.reachable_parameters``: a learned table to the longest evaluated sequence)."""
+    can use them (``benchmark.applicable.reachable_parameters``: a learned table to the longest evaluated sequence)."""
     reference = transformer_method(REFERENCE_ENCODING)
     usable: dict[tuple[str, str], int] = {}
     for r in ran:
         if r.config.family == TRANSFORMER and r.n_parameters and (r.task, r.method) not in usable:
-            usable[(r.task, r.method)] = r.config.reachable_parameters(r.n_parameters)
+            usable[(r.task, r.method)] = reachable_parameters(r.config, r.n_parameters)
     gaps = sorted(((n / usable[(task, reference)] - 1, task, method) for (task, method), n in usable.items()
                    if method != reference and (task, reference) in usable), key=lambda g: -abs(g[0]))
     bar = (f"transformer encodings within {MATCH_TOLERANCE:.0%} of `{reference}`'s parameters on every task "

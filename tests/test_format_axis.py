@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 
 import lengthbench
+from lengthbench.benchmark.applicable import not_applicable
 from lengthbench.benchmark.config import Cut
 from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.presets import get_preset
@@ -112,8 +113,8 @@ def test_randomized_ranges_count_the_formats_tokens():
     preset = get_preset("smoke")
     plain = replace(preset.run_config("addition", "randomized-rope", 0), encoding_params={"max_len": 40})
     hinted = replace(plain, cell=replace(plain.cell, format="index-hints"))
-    assert plain.not_applicable() is None
-    assert "cannot place the longest evaluated sequence" in hinted.not_applicable()
+    assert not_applicable(plain) is None
+    assert "cannot place the longest evaluated sequence" in not_applicable(hinted)
 
 
 def test_unknown_and_combined_labels_are_refused_by_name(capsys):

@@ -13,6 +13,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lengthbench.benchmark.applicable import not_applicable
 from lengthbench.benchmark.config import Cut
 from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.tools.matching import MATCH_TOLERANCE, mismatches, parameters
@@ -98,11 +99,11 @@ def test_an_encoding_that_cannot_place_the_longest_sequence_refuses_its_cell():
     """A randomized range shorter than the longest evaluated sequence: the
     cell is n/a with the reason, never trained and scored 0 at long lengths."""
     config = replace(get_preset("smoke").run_config("copy", "randomized-rope", 0), encoding_params={"max_len": 16})
-    reason = config.not_applicable()
+    reason = not_applicable(config)
     assert "randomized max_len 16 < sequence length 22" in reason and "task length 10" in reason
     record = execute_run(config, CPU)
     assert record.status == "not_applicable" and record.per_length is None
-    assert replace(config, encoding_params={"max_len": 22}).not_applicable() is None
+    assert not_applicable(replace(config, encoding_params={"max_len": 22})) is None
 
 
 def test_no_horizon_cell_is_refused_for_its_range():
@@ -110,7 +111,7 @@ def test_no_horizon_cell_is_refused_for_its_range():
     preset = get_preset("horizon-pilot").with_grid(encodings=[e for e in get_preset("standard").encodings])
     for task in preset.tasks:
         for encoding in preset.encodings:
-            reason = preset.run_config(task, encoding, 100).not_applicable()
+            reason = not_applicable(preset.run_config(task, encoding, 100))
             assert reason is None or "cannot place" not in reason, reason
 
 
