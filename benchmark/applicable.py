@@ -35,7 +35,7 @@ def not_applicable(config: RunConfig) -> str | None:
     return None if reason is None else f"{config.file_method} {reason}"
 
 
-def _longest_batch(config: RunConfig):
+def longest_batch(config: RunConfig):
     """One example at ``config``'s longest evaluated task length, and that length."""
     length = max(config.eval_lengths())
     return make_batch(get_task(config.task), np.random.default_rng(0), np.array([length])), length
@@ -50,7 +50,7 @@ def reachable_parameters(config: RunConfig, n_parameters: int) -> int:
     taken = ENCODINGS[config.encoding].defaults  # a record of an earlier version may name parameters since dropped
     encoding = build_encoding(config.encoding, config.model.d_model, config.model.n_heads,
                               {k: v for k, v in config.encoding_params.items() if k in taken})
-    longest = int(_longest_batch(config)[0].tokens.shape[1])
+    longest = int(longest_batch(config)[0].tokens.shape[1])
     own = sum(p.numel() for p in encoding.parameters())
     return n_parameters - own + encoding.reachable_parameters(longest)
 
@@ -58,7 +58,7 @@ def reachable_parameters(config: RunConfig, n_parameters: int) -> int:
 def out_of_range(config: RunConfig, encoding: PositionEncoding) -> str | None:
     """Why ``encoding`` cannot place ``config``'s longest evaluated sequence,
     or None: such a cell is refused at plan time, never scored 0 at its long lengths."""
-    batch, length = _longest_batch(config)
+    batch, length = longest_batch(config)
     tokens = torch.from_numpy(batch.tokens)
     try:
         with torch.no_grad():  # the positions, and the tables they index (learned, coupled, abacus)

@@ -36,11 +36,12 @@ import numpy as np
 import pandas as pd
 
 from lengthbench.benchmark.config import dotted
-from lengthbench.benchmark.files import save_figure, write_csv, write_text
-from lengthbench.core.errors import InputError
+from lengthbench.benchmark.files import ensure_output_dir, save_figure, write_csv, write_text
+from lengthbench.benchmark.records import METRICS
+from lengthbench.core.errors import InputError, UnknownNameError
 from lengthbench.leaderboard.aggregate import judged, method_order
 from lengthbench.leaderboard.plots import SAVE_DPI, method_colors
-from lengthbench.leaderboard.schema import KEY
+from lengthbench.leaderboard.schema import COLUMN_NAMES, KEY, read_leaderboard
 from lengthbench.leaderboard.statistics import CORRECTIONS, DEFAULT_CORRECTION, adjust_p_values, scipy_stats, welch
 from lengthbench.leaderboard.tables import markdown_table
 
@@ -283,3 +284,30 @@ def write_compare(diff: pd.DataFrame, out_dir: Path, name_a: str, name_b: str) -
     return {"csv": write_csv(out_dir / "compare.csv", diff),
             "md": write_text(out_dir / "compare.md", to_markdown(diff, name_a, name_b)),
             "png": plot_compare(diff, out_dir / "compare.png", name_a, name_b)}
+
+
+def compare_leaderboards(a, b, metric: str = "exact_match", correction: str | None = None, out=None,
+                         allow_mismatch: bool = False) -> pd.DataFrame:
+    """``compare_frames`` of two leaderboards given as ``leaderboard.csv`` paths (validated on read) or frames
+    (checked for the board's columns); with ``out``, ``write_compare``'s files there (``attrs["written"]``)."""
+    if metric not in METRICS:
+        raise UnknownNameError("metric", metric, METRICS)
+    frames = [read_leaderboard(Path(x)) if isinstance(x, (str, Path)) else x for x in (a, b)]
+    for side, frame in zip("AB", frames):
+        missing = [c for c in COLUMN_NAMES if c not in getattr(frame, "columns", ())]
+        if missing:
+            raise InputError(f"leaderboard {side} is a {type(frame).__name__} without the column(s) "
+                             f"{', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}; give a leaderboard.csv "
+                             "path or a frame from lengthbench.load_leaderboard")
+    diff = compare_frames(*frames, metric, correction=correction or DEFAULT_CORRECTION,
+                          allow_mismatch=allow_mismatch)
+    diff.attrs["names"] = [str(x) if isinstance(x, (str, Path)) else name for x, name in zip((a, b), ("A", "B"))]
+    if out is not None:
+        diff.attrs["written"] = write_compare(diff, ensure_output_dir(out, "--out"), *diff.attrs["names"])
+    return diff
+
+
+def comparison_text(diff: pd.DataFrame) -> str:
+    """A comparison as ``compare.md`` holds it, then its one-line summary."""
+    return (to_markdown(diff, *diff.attrs.get("names", ("A", "B"))) + "summary: " + summary_text(diff)
+            + f" (multiple-comparison correction: {diff.correction.iloc[0] if len(diff) else DEFAULT_CORRECTION})")

@@ -20,6 +20,7 @@ from dataclasses import replace
 import pandas as pd
 
 from lengthbench.benchmark.config import RunConfig
+from lengthbench.benchmark.files import ensure_output_dir, write_csv
 from lengthbench.benchmark.records import RunRecord, summarize
 from lengthbench.core.errors import InputError
 from lengthbench.core.registry import name_problem
@@ -85,3 +86,20 @@ def with_external(board: pd.DataFrame, rows: pd.DataFrame, where: str) -> pd.Dat
         if row.method in set(board.method):
             raise InputError(f"{at}: the board already has a row for {row.method!r}")
     return ranked(pd.concat([board, rows], ignore_index=True))
+
+
+def scored_table(task: str, table: pd.DataFrame, out, method: str | None, config: RunConfig,
+                 seed: int | None = None) -> pd.DataFrame:
+    """A per-length score table (``score``'s, ``evaluate``'s: of evaluation seed ``seed`` when it has no
+    ``eval_seed`` column) with its task; with ``out``, written there as ``score.csv``, and with ``method``
+    too, as one leaderboard row judged by ``config``'s bands and fit rule (``leaderboard.csv``; ``attrs["row"]``)."""
+    seeded = table if "eval_seed" in table else table.assign(eval_seed=seed)
+    row = None if method is None else external_row(seeded, method, config)
+    table.insert(0, "task", task)
+    if out is not None:
+        folder = ensure_output_dir(out, "--out")
+        table.attrs["written"] = {"csv": write_csv(folder / "score.csv", table)}
+        if row is not None:
+            table.attrs["written"]["leaderboard"] = write_csv(folder / "leaderboard.csv", row)
+    table.attrs["row"] = row
+    return table

@@ -9,11 +9,16 @@ runs that made them (commands, wall times), so it cannot drift from them;
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
 
+from lengthbench.benchmark.files import write_json, write_text
+from lengthbench.benchmark.grid import grid_configs
+from lengthbench.benchmark.presets import PRESETS
 from lengthbench.benchmark.records import RunRecord, distinct_runs, read_record, superseded_runs
+from lengthbench.core.errors import InputError
 from lengthbench.leaderboard.aggregate import judged
 from lengthbench.leaderboard.protocol_checks import checks_table, protocol_checks
 from lengthbench.leaderboard.tables import bands, markdown_table
@@ -280,3 +285,29 @@ def _kernels(record) -> str:
     """The CPU kernel level a record ran on, where it says (runs reproduce bit for bit only on one level)."""
     level = record.host.get("cpu_capability")
     return f" {level} kernels" if level else ""
+
+
+def check_reference(records: list[RunRecord], results: Path, external) -> None:
+    """Refuse a reference made from uncommitted code (``+g<commit>.dirty``) or given external rows: a shipped
+    reference comes from committed code only and holds the records it was built from only."""
+    dirty = sorted(r.run_id for r in records if r.code_version.endswith(".dirty"))
+    if dirty:
+        raise InputError(f"{len(dirty)} record(s) in {str(results)!r} were made from uncommitted code (e.g. "
+                         f"{dirty[0]}.json); a reference is built from committed code only: commit, then rerun "
+                         "those cells (move their records aside first)")
+    if external:
+        raise InputError("--external with --reference: a reference holds the records it was built from only")
+
+
+def write_reference_files(records: list[RunRecord], board: pd.DataFrame, results: Path, out: Path,
+                          preset: str | None, settings_source: str) -> dict[str, Path]:
+    """The reference folder's ``README.md`` and ``reference.json`` (where its records are and how many runs the
+    preset's grid has today, for the rebuild test)."""
+    rebuild = (f"lengthbench leaderboard --reference --results {results} --out {out}"
+               + (f" --preset {preset}" if preset else ""))
+    grid_runs = len(grid_configs(PRESETS[preset])) if preset else None
+    readme = reference_readme(out.name, records, board, out, rebuild, grid_runs, Path(results), settings_source)
+    return {"readme": write_text(out / "README.md", readme),
+            "reference": write_json(out / "reference.json", {"records": os.path.relpath(results, out),
+                                                             "preset": preset, "grid_runs": grid_runs,
+                                                             "rebuild": rebuild})}

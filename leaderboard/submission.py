@@ -13,19 +13,31 @@ less those wholly below it (with one seed there is no interval, so no range).
 
 from __future__ import annotations
 
+import logging
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from lengthbench.benchmark.files import write_csv, write_text
+from lengthbench.benchmark.files import ensure_output_dir, write_csv, write_text
+from lengthbench.benchmark.grid import grid_configs
+from lengthbench.benchmark.presets import PRESETS
 from lengthbench.benchmark.provenance import write_provenance
-from lengthbench.benchmark.records import RunRecord
+from lengthbench.benchmark.records import RunRecord, length_frame
+from lengthbench.benchmark.sitting import checked_plugins, default_results, run_sitting
+from lengthbench.benchmark.store import ResultsFolder
+from lengthbench.leaderboard.aggregate import leaderboard_frame
+from lengthbench.leaderboard.build import with_outcome
 from lengthbench.leaderboard.aggregate import judged, level_summary
+from lengthbench.leaderboard.reference_notes import shipped_records
 from lengthbench.leaderboard.html import write_html
 from lengthbench.leaderboard.tables import bands, markdown_cell, markdown_table
 from lengthbench.models.families import FAMILIES, TRANSFORMER
+from lengthbench.models.plugins import PluginFile, load_entry_points
 from lengthbench.tasks.cells import method_name
+
+log = logging.getLogger(__name__)
 
 
 def submitted_method(name: str) -> str:
@@ -131,3 +143,45 @@ def write_submission(board: pd.DataFrame, per_length: pd.DataFrame, name: str, p
         f"submission provenance {name}": write_provenance(out_dir, command, seconds, records,
                                                           name=f"{stem}.provenance.json"),
     }
+
+
+def submit_file(path: str | Path, preset: str, *, name: str | None = None, tasks: Sequence[str] | None = None,
+                seeds: Sequence[int] | None = None, formats: Sequence[str] | None = None,
+                results: str | Path | None = None, command: str, **options) -> pd.DataFrame:
+    """Check the encoding or family file ``path`` at ``preset``'s shapes, run its cells beside the preset's
+    built-in ones (taken from the shipped reference where it has them), write the submission's files and rank
+    it; ``options`` are ``sitting.run_sitting``'s. The board carries ``attrs["reports"]`` and
+    ``attrs["ranking"]``."""
+    grid = PRESETS[preset]
+    load_entry_points()
+    plugins = [PluginFile(str(path), name)]
+    names, reports = checked_plugins(plugins, grid)
+    families = [n for n in names if n in FAMILIES]
+    encodings = [n for n in names if n not in FAMILIES]
+    grid = grid.with_grid(tasks=tasks, encodings=[e for e in grid.encodings if e not in encodings] + encodings,
+                          seeds=seeds, families=[f for f in grid.families if f not in families] + families,
+                          formats=formats)
+    results = results or default_results(grid)
+    reuse_shipped(grid, preset, results)
+    records, out, seconds = run_sitting(grid, plugins, results=results, force=False, **options)
+    board = with_outcome(leaderboard_frame(records), records, {})
+    per_length = length_frame(records)
+    for encoding in names:
+        board.attrs["written"] |= write_submission(board, per_length, encoding, preset, out, command, seconds,
+                                                   records)
+    board.attrs["reports"] = reports
+    board.attrs["ranking"] = ranking_text(board, names)
+    return board
+
+
+def reuse_shipped(grid, preset: str, results: str | Path) -> None:
+    """Copy into ``results`` the shipped reference's records of the grid's
+    built-in cells that it lacks (the same run ids: the same configs and code
+    versions), so a submit on a fresh install trains only the new cells."""
+    shipped = shipped_records(preset)
+    if shipped is None:
+        return
+    source, folder = ResultsFolder(shipped), ResultsFolder(ensure_output_dir(results, "--results"))
+    adopted = sum(folder.adopt(config.run_id, source) for config in grid_configs(grid))
+    if adopted:
+        log.info("%d runs of the grid taken from the shipped %s reference (%s)", adopted, preset, shipped)

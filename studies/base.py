@@ -12,14 +12,18 @@ module and its registration (``register_study``), here or in a plugin file.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from lengthbench.benchmark.config import Preset
+from lengthbench.benchmark.files import ensure_output_dir, write_json, write_text
 from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.presets import PRESETS
+from lengthbench.benchmark.reading import of_preset
 from lengthbench.benchmark.records import RunRecord
+from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.core.errors import InputError
 from lengthbench.core.registry import Registry, name_problem
 from lengthbench.tasks.cells import cell_name
@@ -86,6 +90,37 @@ def study_report(study: Study, records: list[RunRecord], view: Preset) -> str:
         text += (f"Missing: {len(missing)} of the {len(cells)} cells of `{view.name}` have no record here ({shown}); "
                  "their rows are empty and no verdict rests on them.\n\n")
     return text
+
+
+def reproduce_study(name: str, results: str | Path, out: str | Path | None = None, preset: str | None = None) -> str:
+    """Study ``name``'s report of the records in ``results`` (of ``preset``'s grid only, when given), written to
+    ``out`` (default: ``results``) as ``reproduction.md`` beside ``reproduction.json`` (which study, which records,
+    which preset: what a rebuild needs); returns the text, its path on the last line."""
+    study = STUDIES[name]
+    if study.report is None:
+        raise InputError(f"study {name!r} has no report: it tests no published claim (its board is the finding: "
+                         f"lengthbench leaderboard --results {study.records}); studies with a report: "
+                         f"{', '.join(n for n, s in STUDIES.items() if s.report is not None)}")
+    folder = Path(results)
+    source = f"`lengthbench run --preset {study.preset}`"
+    if not folder.is_dir():
+        raise InputError(f"--results {str(results)!r} is not a folder of run records; give the records of "
+                         f"{source} (or {study.records})")
+    records = ResultsFolder(folder).records()
+    if not records:
+        raise InputError(f"--results {str(results)!r} holds no run records; run {source} first")
+    records = of_preset(records, preset, results)
+    view = PRESETS[preset or study.preset]  # the grid whose cells the report expects
+    if not set(view.tasks) & {r.task for r in records}:
+        raise InputError(f"--results {str(results)!r} holds no record of the {name} report's tasks "
+                         f"({', '.join(view.tasks)}); run {source} first")
+    target = ensure_output_dir(out, "--out") if out else ensure_output_dir(folder, "--results")
+    text = study_report(study, records, view)
+    rebuild = (f"lengthbench reproduce {name} --results {results}" + (f" --out {out}" if out else "")
+               + (f" --preset {preset}" if preset else ""))
+    write_json(target / "reproduction.json", {"paper": name, "records": os.path.relpath(folder, target),
+                                              "preset": preset, "rebuild": rebuild})
+    return text + f"wrote reproduction: {write_text(target / 'reproduction.md', text)}"
 
 
 def studies_listing() -> str:

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from conftest import make_tiny_preset, set_csv_cell
 
-import lengthbench.api as api_module
 import lengthbench.benchmark.grid as grid_module
 import lengthbench.benchmark.runner as runner_module
+import lengthbench.benchmark.sitting as sitting_module
 from lengthbench.benchmark.grid import run_grid
 from lengthbench.cli import main
 
@@ -184,7 +184,7 @@ def test_ray_executor_without_ray_says_how_to_install_it(ctx, capsys, monkeypatc
 
 def test_too_many_workers_are_capped_and_said(ctx, caplog, monkeypatch):
     monkeypatch.setattr(grid_module.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(api_module, "run_grid", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+    monkeypatch.setattr(sitting_module, "run_grid", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
     assert exit_code(RUN + ["--workers", "100000", "--results", ctx["results"]]) == 130
     assert "--workers 100000 capped at 2, the number of CPU cores here" in caplog.text
 

@@ -235,7 +235,7 @@ def test_the_full_references_page_fits_a_1366_pixel_screen(browser):
 @pytest.mark.slow
 def test_a_fractional_number_is_shown_rounded(browser, tmp_path):
     """Mean steps and average ranks are fractions: one decimal, never 583.3333333333334."""
-    from lengthbench.api import of_preset
+    from lengthbench.benchmark.reading import of_preset
 
     records = ResultsFolder(ROOT / "leaderboard/reference/full/records").records()
     _, paths = build_leaderboard(of_preset(records, "nope", "full"), tmp_path)

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 import torch
 
+from lengthbench.benchmark.applicable import longest_batch
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.records import RunRecord, summarize
 from lengthbench.leaderboard.aggregate import leaderboard_frame
@@ -100,7 +101,7 @@ def test_encodings_are_matched_on_the_parameters_a_run_can_use():
     in training, so `randomized-learned` (512 rows) counts whole and is off, named with its gap."""
     records = _grid()
     d_model = records[0].config.model.d_model
-    longest = records[0].config._longest_batch()[0].tokens.shape[1]  # copy at length 64
+    longest = longest_batch(records[0].config)[0].tokens.shape[1]  # copy at length 64
     learned = [_record("copy", "learned", "transformer", s) for s in range(3)]
     randomized = [_record("copy", "randomized-learned", "transformer", s) for s in range(3)]
     for r in learned:

@@ -167,7 +167,7 @@ def test_the_python_examples_run_as_written(tmp_path, monkeypatch):
 def test_the_three_jobs_say_what_is_true():
     """Running the full benchmark shows `full`; the check's shapes for quick
     are the ones `check` uses; the encoding guide shows its import line."""
-    from lengthbench.api import check_shapes
+    from lengthbench.benchmark.sitting import check_shapes
 
     job = README.split("### 1. Run the full benchmark", 1)[1].split("###", 1)[0]
     commands = [line.split("#")[0].split() for line in job.splitlines() if line.startswith("lengthbench run")]

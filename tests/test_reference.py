@@ -20,7 +20,7 @@ REFERENCE = Path(__file__).resolve().parent.parent / "leaderboard" / "reference"
 def _records(folder: Path) -> list:
     """A reference folder's records: its own, or (``reference.json``) those of
     another folder's preset grid."""
-    from lengthbench.api import of_preset
+    from lengthbench.benchmark.reading import of_preset
 
     source = json.loads((folder / "reference.json").read_text()) if (folder / "reference.json").exists() else {}
     where = folder / source.get("records", "records")
@@ -315,7 +315,7 @@ def test_the_protocol_notes_quote_each_complete_zoo_view_as_its_records_hold_it(
     (its cells not in ``horizon``) and their summed run time are what the records say."""
     import re
 
-    from lengthbench.api import of_preset
+    from lengthbench.benchmark.reading import of_preset
 
     where = REFERENCE / "horizon" / "records"
     records = list(shipped_records(where))

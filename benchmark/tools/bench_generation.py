@@ -19,7 +19,8 @@ import numpy as np
 
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.tools.perf import median_seconds, plain_loop_seconds
-from lengthbench.tasks import get_task, make_batch, task_names
+from lengthbench.core.errors import InputError
+from lengthbench.tasks import TASKS, get_task, make_batch, task_names
 
 
 def train_step_time(task_name: str, batch_size: int, repeats: int = 3) -> float:
@@ -51,7 +52,17 @@ def bench(lengths=(40, 500), batch_size: int = 128, repeats: int = 5, tasks=None
 
 
 def table_lines(lengths, batch_size, tasks=None):
-    """The printed table, a line at a time as each (task, length) is measured."""
+    """The printed table, a line at a time as each (task, length) is measured; ``tasks`` (default all) are
+    checked by name before anything is timed."""
+    if tasks is not None:
+        if not tasks:
+            raise InputError("--tasks: the list is empty; give task names, or leave it out for all")
+        for name in tasks:
+            TASKS[name]
+    return _lines(lengths, batch_size, tasks)
+
+
+def _lines(lengths, batch_size, tasks):
     yield (f"{'task':30s} {'length':>6s} {'vectorized ms':>14s} {'per-example ms':>15s} "
            f"{'speedup':>8s} {'of step':>8s}")
     for r in bench(lengths, batch_size, tasks=tasks):

@@ -45,7 +45,9 @@ from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.presets import get_preset
 from lengthbench.benchmark.runner import execute_run
 from lengthbench.benchmark.train import batch_tensors, train_run
-from lengthbench.models.families import ModelSize
+from lengthbench.core.errors import InputError, UnknownNameError
+from lengthbench.models.encodings import ENCODINGS
+from lengthbench.models.families import FAMILIES, ModelSize, family_entry
 from lengthbench.tasks import IGNORE, get_task, make_batch
 from lengthbench.tasks.cells import method_parts, transformer_method
 
@@ -203,6 +205,24 @@ def eval_seconds(config: RunConfig, length: int, samples: int = 512) -> tuple[fl
     result = queue.get()
     child.join()
     return result
+
+
+def check_request(configs, methods) -> None:
+    """Refuse, before anything is timed, an empty or unknown configuration and a method whose family and encoding
+    do not go together (``transformer`` takes one, ``lstm`` none)."""
+    if not configs:
+        raise InputError(f"--configs: the list is empty; give some of {', '.join(perf_configs())}")
+    for name in configs:
+        if name not in perf_configs():
+            raise UnknownNameError("perf configuration", name, perf_configs())
+    for method in methods:
+        family, encoding = method_parts(method)
+        FAMILIES[family]
+        if family_entry(family).takes_encoding != bool(encoding):
+            raise InputError(f"--methods: {method!r}: " + (f"family {family!r} takes an encoding "
+                             f"({family}/ENCODING)" if encoding == "" else f"family {family!r} takes no encoding"))
+        if encoding:
+            ENCODINGS[encoding]
 
 
 def measure(configs: list[str], steps: int, eval_lengths: tuple[int, ...], bf16: bool = False,
