@@ -59,7 +59,7 @@ def test_a_back_edge_breaks_the_layers(tmp_path, module, statement, broken):
     assert f"{name} -> {broken}" in out.stdout
 
 
-FRONT_DOOR = ("__main__", "cli", "generated", "catalog", "api")
+FRONT_DOOR = ("__main__", "cli", "arguments", "generated", "catalog", "api")
 
 
 def names_above(source: str, layer: str) -> list[str]:
@@ -104,6 +104,17 @@ def test_every_lower_layer_is_a_top_level_folder_the_package_links():
         link = ROOT / "lengthbench" / layer
         assert link.is_symlink() and link.resolve() == ROOT / layer, layer
     assert Path(lengthbench.__file__).resolve().parent == ROOT / "lengthbench"
+
+
+FRONT_DOOR_MOST_LINES = 400
+
+
+def test_the_front_door_stays_thin():
+    """Each module of the front door calls into the layer that does the work; none grows past 400 lines (api.py
+    once held the grid's orchestration, the reference's files and a study's checks in 807)."""
+    sizes = {path.name: len(path.read_text().splitlines()) for path in (ROOT / "lengthbench").glob("*.py")}
+    assert {"api.py", "cli.py", "arguments.py"} <= set(sizes)
+    assert max(sizes.values()) <= FRONT_DOOR_MOST_LINES, sizes
 
 
 def test_one_registry_type_whose_order_each_built_in_declares():

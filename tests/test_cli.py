@@ -5,7 +5,8 @@ import json
 import pandas as pd
 import pytest
 
-from lengthbench.cli import build_parser, main
+from lengthbench.arguments import build_parser
+from lengthbench.cli import main
 from lengthbench.leaderboard.schema import COLUMN_NAMES
 
 
@@ -127,7 +128,7 @@ def test_the_overview_is_the_full_parsers_help_and_imports_no_torch():
     import subprocess
     import sys
 
-    from lengthbench.cli import build_overview_parser
+    from lengthbench.arguments import build_overview_parser
 
     assert build_overview_parser().format_help() == build_parser().format_help()
     code = ("import sys; from lengthbench.cli import main\n"

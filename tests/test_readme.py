@@ -14,7 +14,7 @@ import pytest
 
 from lengthbench.benchmark.presets import PRESETS
 from lengthbench.studies import STUDIES
-from lengthbench.cli import build_parser
+from lengthbench.arguments import build_parser
 from lengthbench.leaderboard.schema import COLUMN_NAMES, schema_table
 from lengthbench.models.encodings import encoding_entry, encoding_names
 from lengthbench.models.families import family_entry, family_names
