@@ -11,11 +11,11 @@ from lengthbench.benchmark.applicable import not_applicable
 from lengthbench.benchmark.evaluate import evaluate_length
 from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.presets import get_preset
-
-PAPER_PRESETS = ("chomsky-paper", "nope-paper", "coupling-paper")  # the published protocols (their studies)
 from lengthbench.benchmark.train import train_run
 from lengthbench.models import ModelSize
 from lengthbench.tasks import get_task
+
+PAPER_PRESETS = ("chomsky-paper", "nope-paper", "coupling-paper")  # the published protocols (their studies)
 
 CPU = torch.device("cpu")
 TINY = ModelSize(d_model=16, n_layers=1, n_heads=2, d_ff=16)
@@ -63,3 +63,22 @@ def test_every_cell_of_a_paper_preset_runs_at_tiny_size(name):
             with torch.no_grad():
                 row = evaluate_length(model, task, tiny.test_length, tiny, CPU)
             assert row["status"] == "ok", (config.run_id, row)  # positions reach the longest test length
+
+
+def test_the_shipped_grids_name_their_tasks_and_encodings_each_of_its_kind():
+    """The axes the shipped references were built from are named, not read from the registries (a task or
+    encoding added later joins none of them: tests/test_additions.py), and each name is of the kind its axis
+    says: static encodings, the three levels of the Chomsky hierarchy (the paper's 15 tasks), state tracking."""
+    from lengthbench.benchmark.presets import (
+        CHOMSKY_TASKS,
+        DATA_DEPENDENT_KINDS,
+        STATE_TASKS,
+        STATIC_ENCODINGS,
+        SUITE_TASKS,
+    )
+    from lengthbench.models.encodings import encoding_kind
+
+    assert [e for e in STATIC_ENCODINGS if encoding_kind(e) in DATA_DEPENDENT_KINDS] == []
+    assert len(CHOMSKY_TASKS) == 15 and {get_task(t).level for t in CHOMSKY_TASKS} == {"R", "DCF", "CS"}
+    assert {get_task(t).level for t in STATE_TASKS} == {"state"} and not set(SUITE_TASKS) & set(STATE_TASKS)
+    assert SUITE_TASKS[:15] == CHOMSKY_TASKS and len(set(SUITE_TASKS)) == len(SUITE_TASKS) == 19
