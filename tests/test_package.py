@@ -67,21 +67,23 @@ def test_a_fresh_install_is_one_namespace(tmp_path):
                           "--encodings", "nope", "--set", "steps=2", "--results", str(tmp_path / "runs"),
                           "--no-progress", "--workers", "1"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    # the wheel ships quick's reference alone (what submit reuses), not the clone's 30 MB of study records
+    # the wheel ships quick's and smoke's references alone (what submit reuses), not the clone's 30 MB of study records
     shipped = site / "lengthbench" / "leaderboard" / "reference"
-    assert sorted(p.name for p in shipped.iterdir() if p.is_dir()) == ["quick"]
-    assert len(list((shipped / "quick" / "records").glob("*.json"))) == 20
+    assert sorted(p.name for p in shipped.iterdir() if p.is_dir()) == ["quick", "smoke"]
+    assert [len(list((shipped / p / "records").glob("*.json"))) for p in ("quick", "smoke")] == [20, 20]
     # submit from the wheel: the built-in cells are the shipped records, only the new encoding's one run trains
+    # (at smoke's 30 steps: what this shows is which runs train, not what they learn; quick's shipped records are
+    # held to today's run ids by tests/test_reference.py, so `submit --preset quick` reuses them the same way)
     results = tmp_path / "submitted"
     example = source / "examples" / "log_decay_sink.py"
-    submit = subprocess.run([str(site / "bin" / "lengthbench"), "-v", "submit", str(example),
+    submit = subprocess.run([str(site / "bin" / "lengthbench"), "-v", "submit", str(example), "--preset", "smoke",
                              "--tasks", "parity_check", "--results", str(results), "--no-progress", "--workers", "1"],
                             cwd=tmp_path, env=env, capture_output=True, text=True)
     assert submit.returncode == 0, submit.stderr
-    assert "5 runs of the grid taken from the shipped quick reference" in submit.stderr
+    assert "5 runs of the grid taken from the shipped smoke reference" in submit.stderr
     assert "1 runs trained here" in submit.stderr and (results / "submission-log-decay-sink.md").exists()
     # and the third job: two leaderboard CSVs compared, from the wheel
-    board, submitted = shipped / "quick" / "leaderboard.csv", results / "submission-log-decay-sink.csv"
+    board, submitted = shipped / "smoke" / "leaderboard.csv", results / "submission-log-decay-sink.csv"
     compare = subprocess.run([str(site / "bin" / "lengthbench"), "compare", str(board), str(submitted), "--out",
                               str(tmp_path / "cmp")],
                              cwd=tmp_path, env=env, capture_output=True, text=True)

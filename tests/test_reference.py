@@ -172,6 +172,17 @@ def test_every_shipped_record_was_made_by_committed_code():
     assert REFERENCE.joinpath("horizon", "records").is_dir() and not dirty, dirty[:5]
 
 
+def test_the_references_a_wheel_ships_are_todays_grids():
+    """`submit --preset quick|smoke` takes the built-in cells from these records only while their run ids are
+    the preset's today (a config or version change would make a fresh install retrain all of them)."""
+    from lengthbench.benchmark.grid import grid_configs
+    from lengthbench.benchmark.presets import PRESETS
+
+    for preset in ("quick", "smoke"):
+        shipped = {r.run_id for r in shipped_records(REFERENCE / preset / "records")}
+        assert shipped == {c.run_id for c in grid_configs(PRESETS[preset])}, preset
+
+
 def test_no_horizon_record_is_stale():
     """Every record of the protocol-v2 reference was made by the current versions of its task, format,
     encoding, family and trainer: a version bump reruns its cells and removes the old records (git keeps them)."""
