@@ -60,12 +60,15 @@ def write_run_provenance(out_dir: Path, command: str, seconds: float, records: l
 def _started_since(records: list[RunRecord], started: float) -> int:
     """How many of ``records`` started at or after ``started`` (the runs this
     invocation trained, or saw another process train, rather than reused);
-    a record whose start time does not read counts as reused."""
-    since = started - 1  # started_at is rounded down to the second
+    a record whose start time does not read counts as reused. A record's
+    start is kept to the microsecond; one written to the second (before
+    that) may have started up to a second later than it says, so it counts
+    when it says a second or less before ``started``."""
     count = 0
     for record in records:
+        text = str(record.started_at)
         try:
-            count += datetime.fromisoformat(str(record.started_at)).timestamp() >= since
+            count += datetime.fromisoformat(text).timestamp() >= started - (0 if "." in text else 1)
         except ValueError:
             continue
     return count

@@ -101,7 +101,7 @@ class RunRecord:
                    device=device_description(device),
                    host={"python": platform.python_version(), "machine": platform.machine(),
                          "name": socket.gethostname(), "pid": os.getpid(), "cpu_capability": cpu_capability()},
-                   started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+                   started_at=datetime.now(timezone.utc).isoformat(timespec="microseconds"))
 
     def record_error(self, err: BaseException) -> "RunRecord":
         """This record, as the run's error."""

@@ -304,6 +304,24 @@ def test_a_complete_runs_provenance_counts_the_runs_it_finished(tmp_path):
     assert _runs({"runs": 1023}) == "1023"  # written before the count was recorded
 
 
+def test_a_run_that_started_a_moment_before_the_invocation_is_not_its_own(tmp_path):
+    """Starts are kept to the microsecond: a reused record that started 0.3 s before the invocation (the grid
+    before it in the same second, as in a test suite) is not counted as the invocation's, one 0.3 s after is."""
+    import time
+    from datetime import datetime, timezone
+
+    from lengthbench.benchmark.provenance import write_run_provenance
+
+    def started(at):
+        return SimpleNamespace(started_at=datetime.fromtimestamp(at, timezone.utc).isoformat(timespec="microseconds"),
+                               wall_time_s=1.0, code_version="v")
+
+    now = time.time()
+    written = write_run_provenance(tmp_path, "lengthbench run", 1.0, [started(now - 0.3), started(now + 0.3)],
+                                   started=now)
+    assert json.loads(written.read_text())["runs_finished_this_invocation"] == 1
+
+
 def test_the_protocol_notes_name_every_cut_the_zoo_adds():
     """The zoo's cuts beyond ``horizon``'s (the delta rule's and the data-dependent mechanisms') are
     printed by ``--plan`` and written by hand in ``PROTOCOL.md``: each is there with every task it cuts."""
