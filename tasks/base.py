@@ -23,10 +23,11 @@ N_SPECIAL = len(SPECIAL_TOKENS)
 IGNORE = -1  # target value for positions that carry no loss
 WHOLE_SPACE_MAX = 1 << 16  # the most inputs ``Task.whole_space`` lists at one length
 
-LEVELS = ("R", "DCF", "CS", "arithmetic", "sequence", "state")
+LEVELS = ("R", "DCF", "CS", "arithmetic", "sequence", "state", "recall")
 # What each level stands for, spelled out wherever a table or page shows the short names.
 LEVEL_TITLES = {"R": "regular", "DCF": "deterministic context-free", "CS": "context-sensitive",
-                "arithmetic": "arithmetic", "sequence": "sequence", "state": "state tracking"}
+                "arithmetic": "arithmetic", "sequence": "sequence", "state": "state tracking",
+                "recall": "associative recall"}
 
 
 @dataclass(frozen=True)
@@ -43,8 +44,9 @@ class Sample:
     every output symbol is the answer. ``input_targets`` (optional,
     ``inputs``' shape, task symbols) are what each input position is
     trained to predict instead of the next input symbol (a tagging format's
-    per-prefix states, ``tasks.formats``): trained, never scored, never fed
-    back. None: input positions carry no loss.
+    per-prefix states, ``tasks.formats``; a recall task's earlier queries'
+    values): trained, never scored, never fed back; a negative entry trains
+    its position on nothing. None: input positions carry no loss.
     """
 
     inputs: np.ndarray
@@ -233,7 +235,8 @@ def assemble_batch(samples: list[tuple[int, Sample]]) -> Batch:
         if answer_mask is not None:  # only the answer's symbols among the output's
             scored[r : r + b, first : first + answer_mask.shape[1]] &= answer_mask
         if input_targets is not None:  # input symbol i (at position i + 1) is trained on its own target
-            targets[r : r + b, 1 : input_targets.shape[1] + 1] = input_targets + N_SPECIAL
+            targets[r : r + b, 1 : input_targets.shape[1] + 1] = np.where(input_targets >= 0, input_targets + N_SPECIAL,
+                                                                          IGNORE)
         if ids is not None:
             position_ids[r : r + b, :t] = ids[:, :-1]
             position_ids[r : r + b, t:] = ids[:, -1:]  # padding: repeat, never attended to
