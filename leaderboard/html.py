@@ -88,7 +88,9 @@ def page_data(board: pd.DataFrame, per_length: pd.DataFrame, title: str, submitt
                 "length": [int(x) for x in part.index.get_level_values("length")],
                 **{f"{metric}_{agg}": [round(float(v), 6) for v in part[(metric, agg)]]
                    for metric in ("exact_match", "token_accuracy") for agg in ("mean", "min", "max")}}
-    return {"title": title, "level_titles": LEVEL_TITLES, "submitted": list(submitted),
+    levels = set(board.level) if "level" in board else set()
+    return {"title": title, "submitted": list(submitted),  # the titles of the board's own levels only: a level
+            "level_titles": {k: v for k, v in LEVEL_TITLES.items() if k in levels},  # added later changes no page
             "columns": [{"key": k, "label": lab, "kind": kind, "shown": k in SHOWN_COLUMNS}
                         for k, lab, kind in COLUMNS],
             "rows": rows, "curves": curves, "colors": colors, "method_order": methods,

@@ -567,3 +567,30 @@ def test_mechanisms_report_pairs_each_mechanism_with_rope_and_nope_where_both_fi
     assert "No published claim compares these mechanisms" in text
     with pytest.raises(InputError, match="no run of a data-dependent mechanism"):
         mechanisms_report([r for r in records if r.encoding in ("rope", "nope")])
+
+
+def test_recall_report_reads_each_number_of_pairs_and_describes_attention_against_each_state():
+    """Zoology's claim on mqar: each method's test exact match at each tested number of pairs (4 and 5 here,
+    trained on 1..2, chosen on 3), and the transformer encoding chosen on validation against each recurrent
+    family that fit, described (one task: no verdict); a cell that did not fit is flagged and not compared."""
+    from lengthbench.studies.recall import recall_report
+
+    def run(method, seed, validation, test, fit=1.0):
+        return record("mqar", method, seed, [fit, fit, validation, *test], validation_length=3)
+
+    records = []
+    for seed in range(3):
+        records += [run("transformer/rope", seed, 0.9, [0.7 + 0.1 * seed, 0.6]),
+                    run("transformer/nope", seed, 0.5, [1.0, 1.0]),  # best on test, worse on validation
+                    run("lstm", seed, 0.5, [0.2, 0.0]), run("ssm", seed, 0.5, [0.0, 0.0], fit=0.4),
+                    record("copy", "lstm", seed, [1, 1, 1, 1, 1], validation_length=3)]  # not mqar: ignored
+    text = recall_report(records)
+    assert "| method | seeds | fit | 4 pairs | 5 pairs | test band |" in text
+    assert "| `transformer/rope` | 3 | yes | 80.0 | 60.0 | 70.0 ± 5.0 |" in text  # means over seeds
+    assert "| `ssm` | 3 | no | 0.0 | 0.0 | 0.0 ± 0.0 |" in text
+    assert "chosen on the validation band (`transformer/rope`)" in text and "trained on 1..2" in text
+    assert f"| `lstm` | 1 | +60.0 (1 unit: no interval); no test | 1.00 [1.00, 1.00]; p 0.1, not testable | {NOT_TESTABLE_1} |" in text
+    comparisons = text.split("## Attention against each fixed-size state")[1]
+    assert "`ssm`" not in comparisons and "copy" not in text  # did not fit: not compared; another task: ignored
+    with pytest.raises(InputError, match="no record of mqar"):
+        recall_report([record("copy", "transformer/rope", 0, [1, 1, 1])])
