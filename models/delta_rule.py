@@ -135,6 +135,26 @@ def chunked_delta_rule(q, k, v, beta, log_alpha=None, segments=None, chunk: int 
     return torch.cat(out, dim=2)
 
 
+def delta_product(q, k, v, beta, log_alpha=None, segments=None, householder: int = 1):
+    """DeltaProduct's outputs (Siems et al. 2025): each token takes ``householder`` delta-rule steps, its
+    decay once before the first, and is read after the last: ``S_t = alpha_t S_{t-1} prod_j (I - beta_tj
+    k_tj k_tjᵀ) + ...`` (each step's ``+ beta_tj v_tj k_tjᵀ`` inside the product's order), ``o_t = S_t q_t``.
+    ``q (B, H, T, D)``, ``k, v (B, H, T * n, D)`` and ``beta (B, H, T * n)`` with token t's steps at t * n ..
+    t * n + n - 1, ``log_alpha (B, H, T)``. Run as ``chunked_delta_rule`` over the T * n steps, the query
+    zero but at each token's last step (what flash-linear-attention's chunked DeltaProduct does)."""
+    if householder == 1:
+        return chunked_delta_rule(q, k, v, beta, log_alpha, segments)
+    b, h, t, d = q.shape
+    n = householder
+    steps = q.new_zeros(b, h, t, n, d)
+    steps[:, :, :, -1] = q
+    if log_alpha is not None:  # the decay before the token's first step, none between its steps
+        log_alpha = F.pad(log_alpha[..., None], (0, n - 1)).reshape(b, h, t * n)
+    if segments is not None:
+        segments = segments.repeat_interleave(n, dim=1)
+    return chunked_delta_rule(steps.reshape(b, h, t * n, d), k, v, beta, log_alpha, segments)[:, :, n - 1::n]
+
+
 def causal_conv(x: torch.Tensor, conv: nn.Conv1d, segments: torch.Tensor | None = None) -> torch.Tensor:
     """``conv`` (depthwise, width ``CONV``) over ``x (B, T, C)`` looking back
     only: what ``conv(x.transpose(1, 2))`` with the tail cut gives, as shifted
@@ -155,15 +175,15 @@ def causal_conv(x: torch.Tensor, conv: nn.Conv1d, segments: torch.Tensor | None 
 class DeltaMixer(nn.Module):
     """One layer's delta-rule token mixer (its input is already normalized)."""
 
-    def __init__(self, size: ModelSize, gated: bool, beta_range: float):
+    def __init__(self, size: ModelSize, gated: bool, beta_range: float, householder: int = 1):
         super().__init__()
-        d, heads = size.d_model, size.n_heads
+        d, heads, n = size.d_model, size.n_heads, householder
         if d % heads:
             raise ValueError(f"the delta rule splits d_model {d} into {heads} heads: it must divide")
-        self.heads, self.gated, self.beta_range = heads, gated, beta_range
-        self.qkv = nn.Linear(d, 3 * d, bias=False)
-        self.conv = nn.Conv1d(3 * d, 3 * d, CONV, groups=3 * d)  # its weights; applied by ``causal_conv``
-        self.per_head = nn.Linear(d, 2 * heads if gated else heads)  # beta's logits[, the decay's]
+        self.heads, self.gated, self.beta_range, self.householder = heads, gated, beta_range, householder
+        self.qkv = nn.Linear(d, (1 + 2 * n) * d, bias=False)  # q, then n keys and n values (DeltaProduct's steps)
+        self.conv = nn.Conv1d((1 + 2 * n) * d, (1 + 2 * n) * d, CONV, groups=(1 + 2 * n) * d)  # by ``causal_conv``
+        self.per_head = nn.Linear(d, (n + 1) * heads if gated else n * heads)  # n betas' logits[, the decay's]
         self.norm = nn.Parameter(torch.ones(d // heads))
         if gated:
             dt = torch.exp(torch.rand(heads) * (np.log(DT_MAX) - np.log(DT_MIN)) + np.log(DT_MIN))
@@ -174,16 +194,19 @@ class DeltaMixer(nn.Module):
 
     def forward(self, x: torch.Tensor, segments: torch.Tensor | None = None) -> torch.Tensor:
         b, t, d = x.shape
+        n, heads = self.householder, self.heads
         mixed = F.silu(causal_conv(self.qkv(x), self.conv, segments))
-        q, k, v = (part.reshape(b, t, self.heads, -1).transpose(1, 2) for part in mixed.split(d, dim=-1))
+        q, k, v = mixed.split((d, n * d, n * d), dim=-1)
+        q = q.reshape(b, t, heads, -1).transpose(1, 2)
+        k, v = (part.reshape(b, t, n, heads, -1).permute(0, 3, 1, 2, 4).reshape(b, heads, t * n, -1)
+                for part in (k, v))  # token i's step j at i * n + j
         q, k = F.normalize(q, dim=-1) * q.shape[-1] ** -0.5, F.normalize(k, dim=-1)
-        beta, *decay = self.per_head(x).transpose(1, 2).split(self.heads, dim=1)
-        beta = self.beta_range * torch.sigmoid(beta)
+        beta, *decay = self.per_head(x).transpose(1, 2).split(n * heads, dim=1)
+        beta = self.beta_range * torch.sigmoid(beta.reshape(b, n, heads, t).permute(0, 2, 3, 1).reshape(b, heads, t * n))
         log_alpha = None
         if self.gated:
             log_alpha = -torch.exp(self.A_log)[:, None] * F.softplus(decay[0] + self.dt_bias[:, None])
-        o = F.rms_norm(chunked_delta_rule(q, k, v, beta, log_alpha, segments), (d // self.heads,), self.norm,
-                       RMS_EPS)
+        o = F.rms_norm(delta_product(q, k, v, beta, log_alpha, segments, n), (d // heads,), self.norm, RMS_EPS)
         o = o.transpose(1, 2).reshape(b, t, d)
         return self.out(o * F.silu(self.gate(x)) if self.gated else o)
 
@@ -195,10 +218,10 @@ class DeltaNet(RunModel):
 
     packs_sequences = True
 
-    def __init__(self, vocab_size: int, size: ModelSize, gated: bool, beta_range: float):
+    def __init__(self, vocab_size: int, size: ModelSize, gated: bool, beta_range: float, householder: int = 1):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, size.d_model)
-        self.mixers = nn.ModuleList(DeltaMixer(size, gated, beta_range) for _ in range(size.n_layers))
+        self.mixers = nn.ModuleList(DeltaMixer(size, gated, beta_range, householder) for _ in range(size.n_layers))
         self.mlps = nn.ModuleList(nn.Sequential(nn.LayerNorm(size.d_model), nn.Linear(size.d_model, size.d_ff),
                                                 nn.GELU(), nn.Linear(size.d_ff, size.d_model))
                                   for _ in range(size.n_layers))
@@ -214,38 +237,42 @@ class DeltaNet(RunModel):
         return self.head(self.norm(h))
 
 
-def delta_rule_flops(token_lengths, size: ModelSize, vocab: int, gated: bool = False) -> float:
+def delta_rule_flops(token_lengths, size: ModelSize, vocab: int, gated: bool = False, householder: int = 1) -> float:
     """Forward FLOPs of sequences of the given token lengths, counted as the
-    recurrence does them: per token and layer the projections (q, k, v,
-    beta, out; gated: decay and gate), the convolution, per head the state
-    update (``S k``, the rank-one update, decay) and read-out, the MLP; then the head."""
+    recurrence does them: per token and layer the projections (q, ``householder``
+    keys, values and betas, out; gated: decay and gate), the convolution, per
+    head and step the state update (``S k``, the rank-one update; decay) and
+    the read-out, the MLP; then the head."""
     n = np.asarray(token_lengths, dtype=float)
-    d, f, heads = size.d_model, size.d_ff, size.n_heads
+    d, f, heads, h = size.d_model, size.d_ff, size.n_heads, householder
     dh = d // heads
-    projections = 2 * d * (3 * d + heads + d) + (2 * d * (heads + d) if gated else 0)
-    recurrence = heads * (2 * dh * dh + 3 * dh * dh + 2 * dh * dh)
-    per_layer = projections + 2 * CONV * 3 * d + recurrence + 4 * d * f
+    projections = 2 * d * ((1 + 2 * h) * d + h * heads + d) + (2 * d * (heads + d) if gated else 0)
+    recurrence = heads * (h * (2 * dh * dh + 3 * dh * dh) + 2 * dh * dh)
+    per_layer = projections + 2 * CONV * (1 + 2 * h) * d + recurrence + 4 * d * f
     return float((n * (size.n_layers * per_layer + 2 * d * vocab)).sum())
 
 
-def _register(name: str, gated: bool, negative: bool, rank: float) -> None:
+def _register(name: str, gated: bool, negative: bool, rank: float, householder: int = 1) -> None:
     beta_range = 2.0 if negative else 1.0
-    what = ("gated delta rule (Yang et al. 2025)" if gated else "delta rule (Schlag et al. 2021, Yang et al. 2024)") + (
-        ", beta in (0, 2): negative eigenvalues (Grazzi et al. 2025)" if negative else ", beta in (0, 1)")
+    what = ("gated delta rule (Yang et al. 2025)" if gated else "delta rule (Schlag et al. 2021, Yang et al. 2024)"
+            if householder == 1 else f"DeltaProduct (Siems et al. 2025): {householder} delta-rule steps per token")
+    what += ", beta in (0, 2): negative eigenvalues (Grazzi et al. 2025)" if negative else ", beta in (0, 1)"
 
     def build(vocab_size: int, size: ModelSize) -> DeltaNet:
-        return DeltaNet(vocab_size, size, gated, beta_range)
+        return DeltaNet(vocab_size, size, gated, beta_range, householder)
 
     def flops(token_lengths, size, vocab):
-        return delta_rule_flops(token_lengths, size, vocab, gated)
+        return delta_rule_flops(token_lengths, size, vocab, gated, householder)
 
     register_family(name, rank=rank, flops=flops,
                     description=f"linear recurrence with a matrix state per head, {what}; "
                     "d_model wide, n_layers deep, n_heads heads")(build)
 
 
-# their rows after the state-space model's, in this order
-for _place, (_name, _gated, _negative) in enumerate((("deltanet", False, False), ("deltanet-negative", False, True),
-                                                     ("gated-deltanet", True, False),
-                                                     ("gated-deltanet-negative", True, True))):
-    _register(_name, _gated, _negative, rank=80 + 10 * _place)
+# their rows after the state-space model's, in this order (DeltaProduct's before the Hugging Face families')
+for _rank, (_name, _gated, _negative, _householder) in zip((80, 90, 100, 110, 112, 114, 116, 118), (
+        ("deltanet", False, False, 1), ("deltanet-negative", False, True, 1), ("gated-deltanet", True, False, 1),
+        ("gated-deltanet-negative", True, True, 1), ("deltaproduct-2", False, False, 2),
+        ("deltaproduct-2-negative", False, True, 2), ("deltaproduct-3", False, False, 3),
+        ("deltaproduct-3-negative", False, True, 3))):
+    _register(_name, _gated, _negative, rank=_rank, householder=_householder)

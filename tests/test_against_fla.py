@@ -22,6 +22,7 @@ with warnings.catch_warnings():
     naive_path = pytest.importorskip("fla.ops.path_attn.naive")
     naive_delta = pytest.importorskip("fla.ops.delta_rule.naive")
     naive_gated_delta = pytest.importorskip("fla.ops.gated_delta_rule.naive")
+    naive_delta_product = pytest.importorskip("fla.ops.gated_delta_product.naive")
 
 SIZE = ModelSize(d_model=32, n_layers=2, n_heads=4, d_ff=64)
 T = 37
@@ -150,3 +151,25 @@ def test_the_forget_gates_stated_initialization_against_fla():
         config = models.ForgettingTransformerConfig(hidden_size=256, num_hidden_layers=1, num_heads=4, vocab_size=32)
         theirs = models.ForgettingTransformerForCausalLM(config).model.layers[0].attn.f_proj
     assert float(theirs.weight.std()) == pytest.approx(0.02, rel=0.2) and float(theirs.bias.abs().max()) == 0
+
+
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("gated", [False, True])
+def test_delta_product_matches_fla(n, gated):
+    """Our DeltaProduct recurrence against fla's naive one on identical inputs: each token's n keys, values and
+    betas at steps t * n + j (fla's layout, time second), the decay once per token, the query read after the
+    last step. Ours differs only in carrying the state (V x K, theirs K x V) and running in chunks."""
+    from lengthbench.models.delta_rule import delta_product
+
+    g = torch.Generator().manual_seed(n)
+    b, h, t, d = 2, 3, 19, 8
+    q = torch.randn(b, h, t, d, generator=g)
+    k = F.normalize(torch.randn(b, h, t * n, d, generator=g), dim=-1)
+    v = torch.randn(b, h, t * n, d, generator=g)
+    beta = 2 * torch.rand(b, h, t * n, generator=g)
+    log_alpha = -torch.rand(b, h, t, generator=g) if gated else None
+    theirs, _ = naive_delta_product.naive_recurrent_gated_delta_product(
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), None if log_alpha is None else log_alpha.transpose(1, 2),
+        beta.transpose(1, 2), 1.0, num_householder=n)
+    torch.testing.assert_close(delta_product(q, k, v, beta, log_alpha, None, n).transpose(1, 2), theirs,
+                               rtol=1e-4, atol=1e-4)

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from conftest import parity_after_training
 
 from lengthbench.models import delta_rule
-from lengthbench.models.delta_rule import DeltaMixer, DeltaNet, causal_conv, chunked_delta_rule
+from lengthbench.models.delta_rule import DeltaMixer, DeltaNet, causal_conv, chunked_delta_rule, delta_product
 from lengthbench.models.families import ModelSize
 
 
@@ -57,6 +57,49 @@ def test_packed_examples_start_from_a_zero_state(gated):
     alone = torch.cat([step_by_step(*p[:4], p[4] if gated else None) for p in parts], dim=2)
     packed = chunked_delta_rule(*row[:4], row[4] if gated else None, segments, chunk=4)
     torch.testing.assert_close(packed, alone, rtol=1e-10, atol=1e-10)
+
+
+def product_step_by_step(q, k, v, beta, log_alpha, n):
+    """DeltaProduct (Siems et al. 2025, eq. 3): per token, the decay, then n delta-rule steps
+    S <- S (I - beta_j k_j k_jᵀ) + beta_j v_j k_jᵀ, then o_t = S q_t, one (batch, head, token) at a time, float64."""
+    b, h, t, d = q.shape
+    out = torch.zeros(b, h, t, v.shape[-1], dtype=torch.float64)
+    for bb in range(b):
+        for hh in range(h):
+            state = torch.zeros(v.shape[-1], d, dtype=torch.float64)
+            for i in range(t):
+                state = state * (1.0 if log_alpha is None else float(torch.exp(log_alpha[bb, hh, i])))
+                for j in range(i * n, i * n + n):
+                    kj, bj = k[bb, hh, j], beta[bb, hh, j]
+                    state = state @ (torch.eye(d, dtype=torch.float64) - bj * torch.outer(kj, kj)) + \
+                        bj * torch.outer(v[bb, hh, j], kj)
+                out[bb, hh, i] = state @ q[bb, hh, i]
+    return out
+
+
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("gated", [False, True])
+def test_delta_product_is_its_recurrence(n, gated):
+    """n Householder steps per token (chunks of 64 steps cross token borders at 23 x 3), with and without the
+    decay, against the equation evaluated step by step; packed examples start from a zero state."""
+    q, _, _, _, log_alpha = _inputs(23)
+    _, k, v, beta, _ = _inputs(23 * n, seed=1)
+    log_alpha = log_alpha if gated else None
+    torch.testing.assert_close(delta_product(q, k, v, beta, log_alpha, None, n),
+                               product_step_by_step(q, k, v, beta, log_alpha, n), rtol=1e-10, atol=1e-10)
+    segments = torch.cat([torch.zeros(9, dtype=torch.long), torch.ones(14, dtype=torch.long)])[None]
+    packed = delta_product(q[:1], k[:1], v[:1], beta[:1], None if log_alpha is None else log_alpha[:1], segments, n)
+    second = product_step_by_step(q[:1, :, 9:], k[:1, :, 9 * n:], v[:1, :, 9 * n:], beta[:1, :, 9 * n:],
+                                  None if log_alpha is None else log_alpha[:1, :, 9:], n)
+    torch.testing.assert_close(packed[:, :, 9:], second, rtol=1e-10, atol=1e-10)
+
+
+def test_a_delta_product_layer_takes_n_keys_values_and_betas_per_token():
+    size = ModelSize(d_model=16, n_layers=1, n_heads=2, d_ff=16)
+    one, three = DeltaMixer(size, False, 2.0), DeltaMixer(size, False, 2.0, householder=3)
+    assert one.qkv.out_features == 3 * 16 and three.qkv.out_features == 7 * 16
+    assert one.per_head.out_features == 2 and three.per_head.out_features == 6
+    assert three(torch.randn(2, 5, 16)).shape == (2, 5, 16)
 
 
 def test_the_convolution_looks_back_within_its_example():
