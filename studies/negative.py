@@ -5,7 +5,10 @@ modular counting among it? Each negative variant against its (0, 1) twin.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from lengthbench.benchmark.presets import (
+    PRESETS,
     STATE_TASKS,
     register_preset,
 )
@@ -41,6 +44,26 @@ register_preset(part_of_zoo("horizon-negative", "Grazzi et al.'s claim: the delt
                             "(0, 2) on parity, modular counting and arithmetic, and the state-tracking tasks x 3 seeds",
                             ("parity_check", "cycle_navigation", "modular_arithmetic", *STATE_TASKS), (),
                             DELTA_FAMILIES))
+
+
+# DeltaProduct (Siems et al. 2025) at protocol v2: 2 and 3 delta-rule steps per token, beta in (0, 1) and (0, 2),
+# on parity, modular arithmetic and the word problems of S3 and S5, its claims' tasks; beside the delta rule's cells
+# of `horizon-zoo` (the same settings). Widths match the transformer's parameters within 10% per task (`python -m
+# lengthbench.benchmark.tools.matching --preset horizon-product`).
+PRODUCT_FAMILIES = ("deltaproduct-2", "deltaproduct-2-negative", "deltaproduct-3", "deltaproduct-3-negative")
+PRODUCT_SIZES = {"deltaproduct-2": 56, "deltaproduct-2-negative": 56, "deltaproduct-3": 48, "deltaproduct-3-negative": 48}
+register_preset(replace(
+    PRESETS["horizon-zoo"],
+    name="horizon-product",
+    description="DeltaProduct (2 and 3 steps per token, beta in (0, 1) and (0, 2)) at protocol v2 on parity, modular "
+                "arithmetic and the word problems of S3 and S5 x 3 seeds, beside the delta rule's horizon-zoo cells",
+    tasks=("parity_check", "modular_arithmetic", "word_problem_s3", "word_problem_s5"),
+    encodings=(),
+    families=PRODUCT_FAMILIES,
+    family_settings={f: {"model": {"d_model": size}} for f, size in PRODUCT_SIZES.items()},
+    cell_settings={"word_problem_s5": {f: {"model": {"d_model": 52}} for f in PRODUCT_FAMILIES[2:]}},  # 48: -11%, 56: +10%
+    cuts=(),
+))
 
 
 NEGATIVE_TASKS = ("parity_check", "cycle_navigation", "modular_arithmetic")  # parity, modular counting, arithmetic
