@@ -21,7 +21,7 @@ from lengthbench.benchmark.train import batch_tensors
 from lengthbench.benchmark.unseen import unseen_batch
 from lengthbench.models.encodings import PositionsOutOfRange
 from lengthbench.models.families import RunModel
-from lengthbench.tasks import IGNORE, Task, make_batch
+from lengthbench.tasks import IGNORE, SEP, Task, make_batch
 
 ATTENTION_BUDGET_BYTES = 1 << 28  # per chunk, for the (B, H, T, T) score/bias tensors
 FIT_CHECK_SAMPLES = 64  # per trained length, at each in-training fit check
@@ -49,7 +49,8 @@ def _greedy(model: RunModel, tokens: torch.Tensor, positions: torch.Tensor, targ
     before (one pass per output position over the prefix so far)."""
     written, predicted = tokens.clone(), torch.zeros_like(tokens)
     finite = torch.ones(tokens.shape, dtype=torch.bool, device=tokens.device)
-    outputs = targets != IGNORE  # position p predicts token p + 1
+    outputs = (targets != IGNORE) & ((tokens == SEP).cumsum(1) > 0)  # from SEP on (not an input's own target);
+    # position p predicts token p + 1
     for p in outputs.any(0).nonzero().flatten().tolist():
         logits = model(written[:, :p + 1], positions[..., :p + 1])[:, p]
         predicted[:, p], finite[:, p] = logits.argmax(-1), torch.isfinite(logits).all(-1)

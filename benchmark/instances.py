@@ -49,7 +49,7 @@ from lengthbench.benchmark.evaluate import evaluate_at
 from lengthbench.benchmark.seeding import eval_streams
 from lengthbench.core.errors import InputError, install_hint
 from lengthbench.tasks import Task, get_task, make_batch
-from lengthbench.tasks.base import IGNORE, N_SPECIAL, check_lengths
+from lengthbench.tasks.base import IGNORE, N_SPECIAL, SEP, check_lengths
 from lengthbench.tasks.cells import split_label
 
 log = logging.getLogger(__name__)
@@ -104,8 +104,10 @@ def evaluation_instances(task_name: str, lengths, n_samples: int, eval_seed: int
 
 
 def _instance(task: Task, batch, row: int, length: int, n_samples: int, eval_seed: int) -> dict:
-    output = np.flatnonzero(batch.targets[row] != IGNORE)[:-1]  # SEP's position onwards, EOS left out
-    prompt = batch.tokens[row, : output[0] + 1] if output.size else batch.tokens[row, : batch.seq_lens[row]]
+    sep = int(np.flatnonzero(batch.tokens[row] == SEP)[0])  # no input symbol is SEP: the prompt ends there
+    output = np.flatnonzero(batch.targets[row] != IGNORE)
+    output = output[output >= sep][:-1]  # SEP's position onwards (not an input's own target), EOS left out
+    prompt = batch.tokens[row, : sep + 1]
     answer = batch.targets[row, output]
     instance = {"task": task.name, "task_version": task.version, "length": length, "index": row,
                 "n_samples": n_samples, "eval_seed": eval_seed,

@@ -98,7 +98,7 @@ COLUMNS: tuple[tuple, ...] = (
                         "addition+reversed; addition-index-hints is addition+index-hints)"),
     ("format", "str", (), "the data format the task is written in (plain, reversed, index-hints: `lengthbench list "
                           "formats`); a cell is task x format x method"),
-    ("level", "str", LEVEL_NAMES, "Chomsky level (R, DCF, CS) or family (arithmetic, sequence, state: state tracking, recall: associative recall)"),
+    ("level", "str", LEVEL_NAMES, "Chomsky level (R, DCF, CS) or family (arithmetic, sequence, state: state tracking, recall: associative recall, recognition: language recognition)"),
     ("method", "str", (), "the row's method: transformer/<encoding>, or a model family that takes no encoding (lstm)"),
     ("model", "str", (), "model family (transformer, rnn, lstm, stack-rnn, tape-rnn)"),
     ("encoding", "text", (), "the transformer's position encoding; empty for a family without encodings"),

@@ -1,7 +1,7 @@
 """Task registry and generators; importing this package registers every task."""
 
 from lengthbench.tasks import (  # noqa: F401
-    arithmetic, context_free, context_sensitive, recall, regular, sequence, state_tracking,
+    arithmetic, context_free, context_sensitive, recall, recognition, regular, sequence, state_tracking,
 )
 from lengthbench.tasks.base import (
     BOS,

@@ -23,11 +23,11 @@ N_SPECIAL = len(SPECIAL_TOKENS)
 IGNORE = -1  # target value for positions that carry no loss
 WHOLE_SPACE_MAX = 1 << 16  # the most inputs ``Task.whole_space`` lists at one length
 
-LEVELS = ("R", "DCF", "CS", "arithmetic", "sequence", "state", "recall")
+LEVELS = ("R", "DCF", "CS", "arithmetic", "sequence", "state", "recall", "recognition")
 # What each level stands for, spelled out wherever a table or page shows the short names.
 LEVEL_TITLES = {"R": "regular", "DCF": "deterministic context-free", "CS": "context-sensitive",
                 "arithmetic": "arithmetic", "sequence": "sequence", "state": "state tracking",
-                "recall": "associative recall"}
+                "recall": "associative recall", "recognition": "language recognition"}
 
 
 @dataclass(frozen=True)

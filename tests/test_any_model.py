@@ -122,6 +122,23 @@ def test_generate_then_score_from_the_command_line(tmp_path, capsys):
     assert (tmp_path / "s" / "score.csv").exists() and "wrote csv" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("label", ["word_problem_s3+tagged", "mqar"])
+def test_an_instance_whose_inputs_carry_targets_holds_its_whole_input_and_only_its_answer(label, tmp_path):
+    """The tagged format trains every input position on its prefix's state and mqar its earlier queries on
+    their values: the instance's prompt is still the whole input up to <sep> and its answer the one scored
+    (they once held <bos> and the first symbol, and every prefix's state), so the right answers score 100%."""
+    task = get_task(label.split("+")[0])
+    instances = lengthbench.generate(label, [3, 5], samples=8, preset="smoke")
+    for instance in instances:
+        symbols = [i - N_SPECIAL for i in instance["input_ids"][1:-1]]
+        assert len(symbols) == task.input_length(instance["length"]) and instance["input_ids"][-1] == 2
+        assert [a - N_SPECIAL for a in instance["answer_ids"]] == list(task.solve(symbols))
+        instance["prediction"] = instance["answer"]
+    answered = tmp_path / "p.jsonl"
+    answered.write_text("".join(json.dumps(i) + "\n" for i in instances))
+    assert lengthbench.score(label, answered, preset="smoke").exact_match.tolist() == [1.0, 1.0]
+
+
 @pytest.mark.parametrize("change,needle", [
     (lambda line: line.update(input_ids=line["input_ids"][:-2] + [5, 2]), "input_ids differs from instance 0"),
     (lambda line: line.update(index=99), "index 99 is not one of the 4 instances"),
