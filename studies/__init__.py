@@ -25,6 +25,7 @@ from lengthbench.studies import state  # noqa: F401
 from lengthbench.studies import mechanisms  # noqa: F401
 from lengthbench.studies import fit  # noqa: F401
 from lengthbench.studies import recall  # noqa: F401
+from lengthbench.studies import recognition  # noqa: F401
 from lengthbench.studies.base import STUDIES, Study, register_study
 
 __all__ = ["STUDIES", "Study", "register_study"]

@@ -594,3 +594,24 @@ def test_recall_report_reads_each_number_of_pairs_and_describes_attention_agains
     assert "`ssm`" not in comparisons and "copy" not in text  # did not fit: not compared; another task: ignored
     with pytest.raises(InputError, match="no record of mqar"):
         recall_report([record("copy", "transformer/rope", 0, [1, 1, 1])])
+
+
+def test_recognition_report_tests_each_recurrence_against_the_transformer_chosen_on_validation():
+    """FLaRe's claim over the languages (the task the unit): the LSTM against the transformer encoding chosen per
+    language on the validation band (length 3), never on the test band (4..5); another level's task is ignored."""
+    from lengthbench.studies.recognition import recognition_report
+
+    def run(task, method, seed, validation, test):
+        return record(task, method, seed, [1, 1, validation, test, test], validation_length=3)
+
+    languages = ("recognize_first", "recognize_parity", "recognize_majority")
+    records = [run(t, m, s, v, x) for s in range(3) for t in languages
+               for m, v, x in (("transformer/rope", 0.9, 0.6 + 0.05 * s), ("transformer/nope", 0.5, 0.95),
+                               ("lstm", 0.9, 0.9))]
+    records.append(run("copy", "lstm", 0, 1.0, 1.0))
+    text = recognition_report(records)
+    assert "| recognize_parity | `lstm` |" in text and "copy" not in text
+    row = [line for line in text.splitlines() if line.startswith("| `lstm` |")][0]
+    assert row.startswith("| `lstm` | 3 | +25.0 [+25.0, +25.0]")  # 90 against rope's 60..70 (chosen), not nope's 95
+    with pytest.raises(InputError, match="no record of a recognition task"):
+        recognition_report([run("copy", "lstm", 0, 1.0, 1.0)])

@@ -1,0 +1,101 @@
+"""``recognition``: FLaRe's question under ``horizon``'s protocol.
+
+Butoi et al. (ICLR 2025, "Training Neural Networks as Recognizers of Formal
+Languages") train an RNN, an LSTM and a causally-masked transformer as
+recognizers (accept or reject a string, negatives made by editing members)
+and find that the RNN and LSTM often outperform the transformer, and that
+little beyond the regular languages and majority is recognized at their
+64k-parameter budget. Here the recognition tasks (``tasks/recognition.py``)
+train on lengths 1..16 with horizon's one budget and 3 seeds, families
+matched in parameters per task, and are tested at 21..64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from lengthbench.benchmark.presets import PRESETS, register_preset
+from lengthbench.benchmark.records import RunRecord
+from lengthbench.core.errors import InputError
+from lengthbench.leaderboard.aggregate import leaderboard_frame, method_order
+from lengthbench.leaderboard.inference import FAMILY_RULE, ComparisonFamily, comparison_headers, family_report
+from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
+from lengthbench.leaderboard.verdicts import (
+    cells_table,
+    chosen_on_validation,
+    chosen_scores,
+    horizon_text,
+    paired_seeds,
+    setup_text,
+    test_scores,
+)
+from lengthbench.studies.base import Study, register_study
+from lengthbench.tasks import TASKS
+from lengthbench.tasks.cells import TRANSFORMER, method_parts
+from lengthbench.tasks.formats import task_order_key
+
+FLARE = ("Butoi, Khalighinejad, Svete, Valvoda, Cotterell, DuSell 2025 (ICLR), Training Neural Networks as "
+         "Recognizers of Formal Languages")
+# The abstract: "We find that the RNN and LSTM often outperform the transformer".
+RECOGNITION_CLAIM = "the RNN and LSTM often outperform the transformer as recognizers of formal languages"
+PROTOCOL = ("FLaRe: trained on strings of length 0..40, tested on 0..500, about 64k parameters per model, the best "
+            "of 10 runs by validation cross-entropy, negatives made by editing members")
+RECOGNITION_TASKS = ("recognize_first", "recognize_parity", "recognize_even_pairs", "recognize_repeat_01",
+                     "recognize_majority", "recognize_dyck_2_3")
+RECOGNITION_ENCODINGS = ("nope", "rope", "alibi")
+RECOGNITION_FAMILIES = ("transformer", "rnn", "lstm", "deltanet", "deltanet-negative")
+
+register_preset(replace(
+    PRESETS["horizon-zoo"],
+    name="horizon-recognition",
+    description="language recognition (FLaRe's framing) at protocol v2: 6 languages x the transformer with nope, "
+                "rope, alibi, FLaRe's RNN and LSTM and the delta rule x 3 seeds, trained on 1..16, tested at 21..64",
+    tasks=RECOGNITION_TASKS,
+    encodings=RECOGNITION_ENCODINGS,
+    families=RECOGNITION_FAMILIES,
+    cell_settings={},
+    cuts=(),
+))
+
+
+@family_report
+def recognition_report(records: list[RunRecord], family: ComparisonFamily) -> str:
+    records = [r for r in records if r.config.cell.task in TASKS and TASKS[r.config.cell.task].level == "recognition"]
+    if not records:
+        raise InputError("no record of a recognition task; run `lengthbench run --preset horizon-recognition`")
+    board = leaderboard_frame(records)
+    tasks = sorted(set(board.task), key=task_order_key)
+    methods = method_order(board.method.unique())
+    scores = test_scores(records)
+    chosen = chosen_on_validation(board)
+    attention = chosen_scores(scores, chosen)
+    lines = ["# Recognition: FLaRe's languages (Butoi et al. 2025)", "", setup_text(records), "",
+             horizon_text(records, PROTOCOL), "",
+             "Score: accuracy of the accept/reject answer over the test band (chance 50%: labels are a fair coin), "
+             f"mean ± std over seeds; generalization length as in the leaderboard. {FIT_RULE} Source: {FLARE}. "
+             f"Published: {RECOGNITION_CLAIM}.", "", "## Per language", "", *cells_table(board, tasks, methods), ""]
+    rows = []
+    for method in (m for m in methods if method_parts(m)[0] != TRANSFORMER and m in scores):
+        a, b = paired_seeds(scores[method], attention)
+        rows.append([f"`{method}`", *family.row(a, b, (method, "transformer"),
+                                                better=(f"{method} better", "transformer better"))])
+    lines += ["## Each recurrence against the transformer", "",
+              "The transformer's encoding is chosen per language on the validation band, never on the test band; each "
+              "family minus it in test accuracy (points) over the languages where both fit, and the probability that "
+              f"a seed of the family beats a seed of the transformer. {FAMILY_RULE}", "",
+              *(markdown_table(["family", *comparison_headers("family", "transformer")], rows) if rows else
+                ["No transformer encoding and recurrent family both fit a language: no comparison."]), ""]
+    return "\n".join(lines) + "\n"
+
+
+register_study(Study(
+    name="recognition",
+    rank=140,
+    about="language recognition (FLaRe) at protocol v2: do the RNN and LSTM recognize past their training lengths "
+          "where the transformer does not?",
+    presets=("horizon-recognition",),
+    records="leaderboard/reference/horizon/records",
+    sources=(FLARE,),
+    protocol=PROTOCOL,
+    report=recognition_report,
+))
