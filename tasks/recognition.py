@@ -234,3 +234,67 @@ class RecognizeDyck23(Recognition):
             elif not stack or stack.pop() != symbol - 1:
                 return False
         return not stack
+
+
+class Marked(Recognition):
+    """A language of ``w # f(w)`` over {0, 1, #}: length n is the length of w (2n + 1 symbols); w uniform, as
+    FLaRe draws it."""
+
+    alphabet = ("0", "1", "#")
+
+    def input_length(self, length):
+        return 2 * length + 1
+
+    def image(self, w: list[int]) -> list[int]:
+        raise NotImplementedError
+
+    def positive(self, rng, length):
+        w = [int(b) for b in rng.integers(0, 2, size=length)]
+        return [*w, 2, *self.image(w)]
+
+    def member(self, string):
+        n, odd = divmod(len(string), 2)
+        w = list(string[:n])
+        return bool(odd) and string[n] == 2 and 2 not in w and list(string[n + 1:]) == self.image(w)
+
+
+@register_task
+class RecognizeMarkedReversal(Marked):
+    """FLaRe's ``marked-reversal``: w # reversed(w), w over {0, 1}."""
+
+    name = "recognize_marked_reversal"
+    rank = 70
+    description = "accept w # reversed(w), w binary, the length |w| (FLaRe's marked-reversal)"
+
+    def image(self, w):
+        return w[::-1]
+
+
+@register_task
+class RecognizeMarkedCopy(Marked):
+    """FLaRe's ``marked-copy``: w # w, w over {0, 1}."""
+
+    name = "recognize_marked_copy"
+    rank = 80
+    description = "accept w # w, w binary, the length |w| (FLaRe's marked-copy)"
+
+    def image(self, w):
+        return list(w)
+
+
+@register_task
+class RecognizeUnmarkedReversal(Recognition):
+    """FLaRe's ``unmarked-reversal``: w reversed(w), w over {0, 1} (the even palindromes); length n is the length of
+    w (2n symbols), w uniform."""
+
+    name = "recognize_unmarked_reversal"
+    rank = 90
+    unit = 2
+    description = "accept w reversed(w), w binary (even palindromes), the length |w| (FLaRe's unmarked-reversal)"
+
+    def positive(self, rng, length):
+        w = [int(b) for b in rng.integers(0, 2, size=length)]
+        return [*w, *w[::-1]]
+
+    def member(self, string):
+        return len(string) % 2 == 0 and list(string) == list(string)[::-1]

@@ -15,7 +15,8 @@ from lengthbench.tasks import get_task
 from lengthbench.tasks.recognition import EDIT_PROBABILITY
 
 LANGUAGES = ("recognize_first", "recognize_parity", "recognize_even_pairs", "recognize_repeat_01",
-             "recognize_majority", "recognize_dyck_2_3")
+             "recognize_majority", "recognize_dyck_2_3", "recognize_marked_reversal", "recognize_marked_copy",
+             "recognize_unmarked_reversal")
 
 
 def dyck_by_reduction(text: str) -> bool:
@@ -37,6 +38,9 @@ DEFINITIONS = {  # each language as a regular expression or a count over its wri
     "recognize_repeat_01": lambda s: re.fullmatch("(01)*", s) is not None,
     "recognize_majority": lambda s: s.count("1") > s.count("0"),
     "recognize_dyck_2_3": dyck_by_reduction,
+    "recognize_marked_reversal": lambda s: s.count("#") == 1 and s.split("#")[0] == s.split("#")[1][::-1],
+    "recognize_marked_copy": lambda s: s.count("#") == 1 and s.split("#")[0] == s.split("#")[1],
+    "recognize_unmarked_reversal": lambda s: len(s) % 2 == 0 and s == s[::-1],
 }
 
 
