@@ -52,6 +52,8 @@ def export_dataset(preset, out, tasks=None) -> dict:
     ``configs`` (per task label: its splits' lengths, instance counts and
     files) and ``skipped`` (a label whose format cannot write its task: why)."""
     labels = preset.grid_tasks()
+    if tasks is not None and not tasks:
+        raise InputError(f"--tasks: the list is empty; give some of {', '.join(labels)}, or leave it out for all")
     twice = next((t for i, t in enumerate(tasks or ()) if t in tasks[:i]), None)
     if twice is not None:
         raise InputError(f"--tasks lists {twice} twice; give each once")

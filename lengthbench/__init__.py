@@ -14,6 +14,12 @@ The Python API (``lengthbench.api``; the command line calls the same functions):
   evaluated as the harness evaluates its own;
 * ``load_predictions(file)``: a run's saved predictions (``run(save_predictions=True)``).
 
+The errors a script catches are the package's own names: ``InputError`` (bad
+input, refused before any work; ``UnknownNameError`` for a name that is not
+registered), ``OutputError`` (a file that could not be written), ``RunsFailed``
+(every run of a grid failed) and ``GridInterrupted`` (a grid stopped by Ctrl-C
+or SIGTERM, its finished runs kept).
+
 The code lives in layers, each importing only those below it (ARCHITECTURE.md):
 ``lengthbench.leaderboard`` -> ``lengthbench.benchmark`` -> ``lengthbench.models``
 -> ``lengthbench.tasks`` -> ``lengthbench.core`` (the registry type and the errors).
@@ -28,12 +34,16 @@ import importlib
 from lengthbench.benchmark.version import __version__
 
 API = ("run", "load_records", "load_leaderboard", "write_leaderboard", "compare", "generate", "score", "evaluate", "load_predictions")
+# What a script catches: bad input (every refusal, an unknown name among them; a plugin, record, leaderboard or
+# protocol mismatch is an InputError too), a file that could not be written, a grid whose every run failed, and
+# a grid interrupted (Ctrl-C, SIGTERM) after its finished runs were kept.
+ERRORS = ("InputError", "UnknownNameError", "OutputError", "RunsFailed", "GridInterrupted")
 SUBPACKAGES = ("api", "cli", "core", "tasks", "models", "benchmark", "leaderboard")
-__all__ = [*API, "__version__"]
+__all__ = [*API, *ERRORS, "__version__"]
 
 
 def __getattr__(name: str):
-    if name in API:
+    if name in API or name in ERRORS:
         return getattr(importlib.import_module("lengthbench.api"), name)
     if name in SUBPACKAGES:
         return importlib.import_module(f"lengthbench.{name}")
@@ -41,4 +51,4 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *API, *SUBPACKAGES})
+    return sorted({*globals(), *API, *ERRORS, *SUBPACKAGES})

@@ -22,6 +22,7 @@ The others (``plan``, ``submit``, ``check``, ``reproduce``, ``perf``,
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -45,7 +46,7 @@ from lengthbench.benchmark.sitting import check_shapes, narrowed_grid, plan_text
 from lengthbench.benchmark.tools import bench_generation as generation_bench
 from lengthbench.benchmark.tools import perf as perf_bench
 from lengthbench.benchmark.version import __version__
-from lengthbench.core.errors import InputError, RunsFailed, UnknownNameError
+from lengthbench.core.errors import InputError, OutputError, RunsFailed, UnknownNameError
 from lengthbench.leaderboard.build import board_of_sitting, board_with_external, write_board
 from lengthbench.leaderboard.compare import compare_leaderboards, comparison_text
 from lengthbench.leaderboard.external import scored_table
@@ -67,7 +68,7 @@ PathLike = str | Path
 
 __all__ = [
     "CHECKPOINT_EVERY_S", "LOG_KINDS", "CORRECTIONS", "DEFAULT_CORRECTION", "EXECUTORS", "METRICS", "PRESETS", "STUDIES",
-    "GridInterrupted", "InputError", "RunsFailed", "bench_generation", "cell_name", "check", "compare", "compare_text", "encodings_text",
+    "GridInterrupted", "InputError", "OutputError", "RunsFailed", "UnknownNameError", "bench_generation", "cell_name", "check", "compare", "compare_text", "encodings_text",
     "evaluate", "export", "generate",
     "leaderboard_text", "load_leaderboard", "load_records", "write_leaderboard", "models_text", "parse_setting",
     "load_predictions", "perf", "perf_configs", "plan", "presets_text", "reproduce", "run", "score", "studies_text",
@@ -170,7 +171,17 @@ def check(path: PathLike, preset: str = "quick", all_presets: bool = False) -> l
     name = str(path)
     if not Path(name).exists() and (name in ENCODINGS or name in FAMILIES):
         return [(check_family if name in FAMILIES else check_encoding)(name, shapes)]
+    if not Path(name).exists() and not name.endswith(".py") and not _importable(name):  # a typo of a name?
+        raise UnknownNameError("encoding or model family (or a .py file)", name, [*ENCODINGS.names(), *FAMILIES.names()])
     return check_plugins([PluginFile(name)], shapes)[1]
+
+
+def _importable(name: str) -> bool:
+    """Whether ``name`` is a module this interpreter can import (``check`` takes an installed plugin's module)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def load_records(results: PathLike) -> pd.DataFrame:
@@ -325,9 +336,10 @@ def study_names() -> list[str]:
     return STUDIES.names()
 
 
-def studies_text() -> str:
-    """Every study: its presets, the papers it tests, its report and where its reference records are."""
-    return studies_listing()
+def studies_text(as_json: bool = False) -> str:
+    """Every study: its presets, the papers it tests, its report and where its reference records are (with
+    ``as_json``, each as JSON)."""
+    return studies_listing(as_json)
 
 
 def perf_configs() -> list[str]:

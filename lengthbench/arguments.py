@@ -181,7 +181,8 @@ def _add_records_commands(sub) -> None:
     lst.add_argument("what", choices=("tasks", "formats", "encodings", "models", "presets", "studies"),
                      help="what to list: tasks, formats (the data formats), encodings, models (the model families), "
                           "presets or studies (each with its presets, sources, report and reference records)")
-    lst.add_argument("--json", action="store_true", help="with presets: every setting of every preset, as JSON")
+    lst.add_argument("--json", action="store_true", help="with presets: every setting of every preset, as JSON; with "
+                                                          "studies: every study's fields, as JSON")
 
     rep = sub.add_parser("reproduce", help=COMMANDS["reproduce"])
     rep.add_argument("study", choices=api.study_names(), metavar="STUDY",

@@ -71,8 +71,10 @@ def cmd_run(args) -> int:
 
 
 def cmd_list(args) -> int:
-    if args.what == "presets":
-        print(api.presets_text(as_json=args.json))
+    if args.json and args.what not in ("presets", "studies"):
+        raise InputError(f"--json lists presets or studies, not {args.what}; leave it out for the {args.what} table")
+    if args.what in ("presets", "studies"):
+        print((api.presets_text if args.what == "presets" else api.studies_text)(as_json=args.json))
         return EXIT_OK
     print({"tasks": api.tasks_table, "formats": api.formats_table, "encodings": api.encodings_text,
            "models": api.models_text, "studies": api.studies_text}[args.what]())

@@ -12,6 +12,7 @@ module and its registration (``register_study``), here or in a plugin file.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -123,8 +124,14 @@ def reproduce_study(name: str, results: str | Path, out: str | Path | None = Non
     return text + f"wrote reproduction: {write_text(target / 'reproduction.md', text)}"
 
 
-def studies_listing() -> str:
-    """Every study: its presets, the papers it tests, its report and where its reference records are."""
+def studies_listing(as_json: bool = False) -> str:
+    """Every study: its presets, the papers it tests, its report and where its reference records are (with
+    ``as_json``, one JSON object per study, blank lines between)."""
+    if as_json:
+        return "\n\n".join(json.dumps({"name": name, "about": study.about, "presets": list(study.presets),
+                                        "sources": list(study.sources), "protocol": study.protocol,
+                                        "report": study.report is not None, "records": study.records}, indent=1)
+                            for name, study in STUDIES.items())
     lines = []
     for name, study in STUDIES.items():
         lines += [f"{name}: {study.about}",

@@ -1,0 +1,44 @@
+"""The errors a Python user catches are the package's own names, and a few inputs once met silently or with the
+wrong message are refused in one line naming the bad value and the valid choices."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import lengthbench
+from lengthbench.cli import main
+
+
+def test_the_errors_a_script_catches_are_importable_from_the_package():
+    from lengthbench import GridInterrupted, InputError, OutputError, RunsFailed, UnknownNameError
+
+    assert issubclass(UnknownNameError, InputError) and issubclass(InputError, ValueError)
+    assert issubclass(OutputError, OSError) and issubclass(RunsFailed, RuntimeError)
+    assert GridInterrupted.__name__ == "GridInterrupted" and "InputError" in lengthbench.__all__
+    with pytest.raises(lengthbench.UnknownNameError, match="'quik'.*did you mean 'quick'"):
+        lengthbench.run("quik")
+
+
+def test_an_empty_task_list_is_refused_by_export(tmp_path, capsys):
+    assert main(["export", "--preset", "smoke", "--tasks", "", "--out", str(tmp_path / "d")]) == 2
+    assert "--tasks: the list is empty" in capsys.readouterr().err and not (tmp_path / "d").exists()
+
+
+def test_check_suggests_the_registered_name_a_typo_is_close_to(capsys):
+    assert main(["check", "Forget"]) == 2
+    err = capsys.readouterr().err
+    assert "'Forget'" in err and "did you mean 'forget'" in err and "Traceback" not in err
+
+
+def test_list_studies_json_is_every_study_as_json(capsys):
+    assert main(["list", "studies", "--json"]) == 0
+    studies = [json.loads(block) for block in capsys.readouterr().out.strip().split("\n\n")]
+    assert {s["name"] for s in studies} >= {"horizon", "recall", "recognition"}
+    assert all({"presets", "sources", "protocol", "report", "records"} <= set(s) for s in studies)
+
+
+def test_json_of_a_listing_without_it_is_refused_naming_those_with_it(capsys):
+    assert main(["list", "tasks", "--json"]) == 2
+    assert "--json lists presets or studies" in capsys.readouterr().err
