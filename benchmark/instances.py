@@ -333,8 +333,8 @@ def _refuse_a_model_that_reads_ahead(model: _AnyModel, task: Task, length: int, 
         model.fn.eval()
     with torch.no_grad():
         before, after = (model(t, None)[:, :-1].float() for t in (tokens, changed))
-    if not torch.allclose(before, after, rtol=1e-4, atol=1e-4):
-        shift = (before - after).abs().max().item()
+    if not torch.allclose(before, after, rtol=1e-4, atol=1e-4, equal_nan=True):  # a NaN logit is scored wrong
+        shift = (before - after).nan_to_num(0.0, 0.0, 0.0).abs().max().item()  # (counted non-finite), not refused
         raise InputError(f"the model reads ahead: its logits at earlier positions change (by up to {shift:.3g}) when "
                          "only the last token changes, so it would read the answers it is scored on (teacher-forced); "
                          "give a causal model (mask attention to earlier positions)")

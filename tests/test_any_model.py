@@ -86,6 +86,18 @@ def test_any_callable_and_a_hugging_face_style_output_are_evaluated(trained):
         lengthbench.evaluate(lambda t: t.float(), "copy", [3], samples=2)
 
 
+def test_a_model_with_nan_logits_is_scored_wrong_not_refused_as_reading_ahead():
+    """NaN logits are not a look-ahead (NaN differs from itself): every answer is wrong and the table counts
+    the non-finite examples, as for a run's own model."""
+    vocab = get_task("copy").vocab_size
+
+    def broken(tokens):
+        return torch.full((*tokens.shape, vocab), float("nan"))
+
+    table = lengthbench.evaluate(broken, "copy", [3, 4], samples=4, preset="smoke")
+    assert table.exact_match.tolist() == [0.0, 0.0] and table.nonfinite.tolist() == [4, 4]
+
+
 def test_a_model_that_reads_ahead_or_cannot_run_here_is_refused(trained):
     """A model whose logits at a position see later tokens (no causal mask) would read the answers it is scored
     on: refused, as `check` refuses such an encoding; a model on the meta device holds no weights."""
