@@ -35,6 +35,8 @@ def evaluation_settings(task: str, preset: str, lengths=None, samples=None, seed
     ``preset`` evaluates ``task`` at, each unless given."""
     if preset not in PRESETS:
         raise UnknownNameError("preset", preset, PRESETS)
+    if lengths is not None and not len(lengths):
+        raise InputError("lengths: the list is empty; give task lengths (e.g. [8, 16]), or None for the preset's")
     config = PRESETS[preset].evaluation_config(task)
     return (list(config.eval_lengths()) if lengths is None else list(lengths),
             config.eval_samples if samples is None else samples, config.eval_seed if seed is None else seed)

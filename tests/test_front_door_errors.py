@@ -42,3 +42,10 @@ def test_list_studies_json_is_every_study_as_json(capsys):
 def test_json_of_a_listing_without_it_is_refused_naming_those_with_it(capsys):
     assert main(["list", "tasks", "--json"]) == 2
     assert "--json lists presets or studies" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("call", [lambda: lengthbench.generate("copy", [], preset="smoke"),
+                                  lambda: lengthbench.evaluate(lambda t: t, "copy", [], preset="smoke")])
+def test_an_empty_list_of_lengths_is_refused_not_answered_with_nothing(call):
+    with pytest.raises(lengthbench.InputError, match="lengths: the list is empty"):
+        call()
