@@ -115,8 +115,8 @@ def reproduce_study(name: str, results: str | Path, out: str | Path | None = Non
     if not set(view.tasks) & {r.task for r in records}:
         raise InputError(f"--results {str(results)!r} holds no record of the {name} report's tasks "
                          f"({', '.join(view.tasks)}); run {source} first")
+    text = study_report(study, records, view)  # a report that refuses leaves no folder behind
     target = ensure_output_dir(out, "--out") if out else ensure_output_dir(folder, "--results")
-    text = study_report(study, records, view)
     rebuild = (f"lengthbench reproduce {name} --results {results}" + (f" --out {out}" if out else "")
                + (f" --preset {preset}" if preset else ""))
     write_json(target / "reproduction.json", {"paper": name, "records": os.path.relpath(folder, target),

@@ -49,3 +49,12 @@ def test_json_of_a_listing_without_it_is_refused_naming_those_with_it(capsys):
 def test_an_empty_list_of_lengths_is_refused_not_answered_with_nothing(call):
     with pytest.raises(lengthbench.InputError, match="lengths: the list is empty"):
         call()
+
+
+def test_a_refused_reproduction_leaves_no_output_folder(tmp_path, capsys):
+    """The records hold the report's tasks but not its methods (the report itself refuses): exit 2, and --out is
+    not created (2 means nothing changed)."""
+    records = tmp_path / "records"
+    lengthbench.run("smoke", tasks=["parity_check"], encodings=["nope"], results=records, progress=False)
+    assert main(["reproduce", "negative", "--results", str(records), "--out", str(tmp_path / "report")]) == 2
+    assert "delta-rule" in capsys.readouterr().err and not (tmp_path / "report").exists()
