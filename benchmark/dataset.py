@@ -62,6 +62,7 @@ def export_dataset(preset, out, tasks=None) -> dict:
         raise InputError(f"--tasks {', '.join(unknown)}: not in preset {preset.name}'s grid; its tasks are "
                          f"{', '.join(labels)}")
     pa = _pyarrow()
+    _refuse_foreign_files(Path(out))
     folder = ensure_output_dir(out, "--out")
     configs, skipped = {}, {}
     for label in tasks or labels:
@@ -110,6 +111,18 @@ def _feature_yaml(column: str) -> list[str]:
     if isinstance(kind, list):
         return [f"  - name: {column}", "    list:", f"      dtype: {kind[0]}"]
     return [f"  - name: {column}", f"    dtype: {kind}"]
+
+
+def _refuse_foreign_files(folder: Path) -> None:
+    """Refuse a folder whose README.md or croissant.json an export did not write (a user's own card or
+    metadata, which the export would replace); a previous export's are rewritten."""
+    ours = {"README.md": lambda text: "written by `lengthbench export" in text,
+            "croissant.json": lambda text: '"name": "lengthbench-' in text}
+    for name, written_by_us in ours.items():
+        path = folder / name
+        if path.is_file() and not written_by_us(path.read_text(errors="replace")):
+            raise InputError(f"--out {str(folder)!r} holds a {name} that lengthbench export did not write; give "
+                             "an empty folder, or one a previous export wrote")
 
 
 def _card(preset, configs: dict, skipped: dict) -> str:

@@ -58,3 +58,16 @@ def test_a_refused_reproduction_leaves_no_output_folder(tmp_path, capsys):
     lengthbench.run("smoke", tasks=["parity_check"], encodings=["nope"], results=records, progress=False)
     assert main(["reproduce", "negative", "--results", str(records), "--out", str(tmp_path / "report")]) == 2
     assert "delta-rule" in capsys.readouterr().err and not (tmp_path / "report").exists()
+
+
+@pytest.mark.parametrize("name,text", [("README.md", "# my notes\n"), ("croissant.json", '{"name": "mine"}')])
+def test_export_refuses_a_folder_holding_someones_card_or_metadata(tmp_path, capsys, name, text):
+    pytest.importorskip("pyarrow")
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / name).write_text(text)
+    assert main(["export", "--preset", "smoke", "--tasks", "copy", "--out", str(folder)]) == 2
+    assert f"holds a {name} that lengthbench export did not write" in capsys.readouterr().err
+    assert (folder / name).read_text() == text and sorted(p.name for p in folder.iterdir()) == [name]
+    assert main(["export", "--preset", "smoke", "--tasks", "copy", "--out", str(tmp_path / "ours")]) == 0
+    assert main(["export", "--preset", "smoke", "--tasks", "copy", "--out", str(tmp_path / "ours")]) == 0  # ours: again
