@@ -172,7 +172,7 @@ def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = Fal
     if stale:
         log.warning("%d records were made by other code versions (stale), so their cells run again: %s%s",
                     len(stale), ", ".join(stale[:3]), ", ..." if len(stale) > 3 else "")
-    check_live_log(live_log)
+    check_live_log(live_log, folder.path)
     missing = sorted({why for config in todo if (why := family_entry(config.family).missing()) is not None})
     if missing:
         raise InputError(f"{'; '.join(missing)} (nothing was run)")

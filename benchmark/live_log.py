@@ -22,10 +22,14 @@ FLUSH_SECONDS = 5  # how stale the file a watcher reads may be
 WANDB_START_SECONDS = 300  # W&B starts a service process per run; on a busy machine that takes longer than its 90 s
 
 
-def check_live_log(kind: str | None) -> None:
-    """Refuse, in one line, a log kind that is unknown or cannot be written here."""
+def check_live_log(kind: str | None, results: Path | None = None) -> None:
+    """Refuse, in one line, a log kind that is unknown or cannot be written here (``results/logs`` a file)."""
     if kind is None:
         return
+    logs = None if results is None else Path(results) / "logs"
+    if logs is not None and logs.exists() and not logs.is_dir():
+        raise InputError(f"--log {kind} writes under {str(logs)!r}, which is a file, not a folder; move it aside "
+                         "or give another --results")
     if kind not in LOG_KINDS:
         raise InputError(f"unknown --log {kind!r}; valid choices: {', '.join(LOG_KINDS)}")
     try:

@@ -71,3 +71,14 @@ def test_export_refuses_a_folder_holding_someones_card_or_metadata(tmp_path, cap
     assert (folder / name).read_text() == text and sorted(p.name for p in folder.iterdir()) == [name]
     assert main(["export", "--preset", "smoke", "--tasks", "copy", "--out", str(tmp_path / "ours")]) == 0
     assert main(["export", "--preset", "smoke", "--tasks", "copy", "--out", str(tmp_path / "ours")]) == 0  # ours: again
+
+
+def test_a_logs_path_that_is_a_file_is_refused_before_any_run(tmp_path, capsys):
+    pytest.importorskip("tensorboard")
+    results = tmp_path / "records"
+    results.mkdir()
+    (results / "logs").write_text("my notes")
+    argv = ["run", "--preset", "smoke", "--tasks", "copy", "--encodings", "nope", "--results", str(results),
+            "--log", "tensorboard", "--no-progress"]
+    assert main(argv) == 2
+    assert "logs" in capsys.readouterr().err and not list(results.glob("*__seed*.json"))
