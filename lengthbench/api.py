@@ -55,7 +55,7 @@ from lengthbench.leaderboard.submission import submit_file
 from lengthbench.leaderboard.tables import to_markdown as leaderboard_markdown
 from lengthbench.models.contract import ContractReport, check_encoding, check_family
 from lengthbench.models.encodings import ENCODINGS
-from lengthbench.models.families import FAMILIES
+from lengthbench.models.families import FAMILIES, family_entry
 from lengthbench.models.listing import encodings_listing, families_listing, origins_line
 from lengthbench.models.plugins import PluginFile, check_plugins, load_entry_points
 from lengthbench.studies import STUDIES
@@ -169,6 +169,8 @@ def check(path: PathLike, preset: str = "quick", all_presets: bool = False) -> l
     presets = list(PRESETS.values()) if all_presets else [PRESETS[preset]]
     shapes = check_shapes(presets)
     name = str(path)
+    if not Path(name).exists() and name in FAMILIES and family_entry(name).missing():
+        raise InputError(f"{family_entry(name).missing()} (nothing was checked)")
     if not Path(name).exists() and (name in ENCODINGS or name in FAMILIES):
         return [(check_family if name in FAMILIES else check_encoding)(name, shapes)]
     if not Path(name).exists() and not name.endswith(".py") and not _importable(name):  # a typo of a name?

@@ -114,7 +114,7 @@ class FamilyEntry:
 
     def missing(self) -> str | None:
         """Why this family cannot be built here (a package it needs is not installed), or None."""
-        absent = [p for p in self.requires if importlib.util.find_spec(p) is None]
+        absent = [p for p in self.requires if not _installed(p)]
         if not absent:
             return None
         how = install_hint(self.extra) if self.extra else f"pip install {' '.join(absent)}"
@@ -123,6 +123,14 @@ class FamilyEntry:
 
 # Leaderboard row order: each built-in family's own ``rank``; third-party families (no rank) follow as they register.
 FAMILIES: Registry[FamilyEntry] = Registry("model family", rank=lambda entry: entry.rank)
+
+
+def _installed(package: str) -> bool:
+    """Whether ``package`` can be imported here (a module set to None, as a test hides one, cannot)."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def register_family(name: str, *, description: str, flops=None, takes_encoding: bool = False,

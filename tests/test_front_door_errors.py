@@ -82,3 +82,12 @@ def test_a_logs_path_that_is_a_file_is_refused_before_any_run(tmp_path, capsys):
             "--log", "tensorboard", "--no-progress"]
     assert main(argv) == 2
     assert "logs" in capsys.readouterr().err and not list(results.glob("*__seed*.json"))
+
+
+def test_check_of_a_family_whose_package_is_missing_names_the_extra(monkeypatch, capsys):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "transformers", None)  # as if the [hf] extra were not installed
+    assert main(["check", "hf-llama"]) == 2
+    err = capsys.readouterr().err
+    assert "transformers" in err and "pip install" in err and "FAIL" not in err
