@@ -57,7 +57,8 @@ def mechanisms_report(records: list[RunRecord], family: ComparisonFamily) -> str
         raise InputError("these records hold no run of a data-dependent mechanism (forget, stick-breaking, path, ssmax, "
                          "ssmax-rope, rnope); run `lengthbench run --preset horizon-mechanisms` (into the records of "
                          "`horizon`)")
-    records = [r for r in records if r.config.family == TRANSFORMER and get_task(r.task).level != "state"]
+    records = [r for r in records if r.config.family == TRANSFORMER and r.status != "not_applicable"
+               and get_task(r.config.cell.task).level != "state"]
     static = sorted(ran - set(zoo), key=ENCODINGS.names().index)
     board = leaderboard_frame(records)
     seeds = judged_seeds(records)

@@ -70,7 +70,8 @@ def state_report(records: list[RunRecord], family: ComparisonFamily) -> str:
     the state past the training lengths: per method, then per group of
     families, and the nonlinear RNNs against each group with one task the
     stratum (its seeds are the replicates)."""
-    tasks = sorted({r.task for r in records if get_task(r.task).level == "state"}, key=task_order_key)
+    tasks = sorted({r.task for r in records if r.status != "not_applicable"  # a format that cannot write it
+                    and get_task(r.config.cell.task).level == "state"}, key=task_order_key)
     if not tasks:
         raise InputError("these records hold no state-tracking task (word_problem_s5, word_problem_s3, flip_flop); run "
                          "`lengthbench run --preset horizon-state` (into the records of `horizon`)")

@@ -91,3 +91,17 @@ def test_check_of_a_family_whose_package_is_missing_names_the_extra(monkeypatch,
     assert main(["check", "hf-llama"]) == 2
     err = capsys.readouterr().err
     assert "transformers" in err and "pip install" in err and "FAIL" not in err
+
+
+@pytest.mark.parametrize("study,tasks,encodings,not_applicable", [
+    ("state", ["word_problem_s3", "flip_flop"], ["nope", "rope"], "flip_flop+scratchpad"),
+    ("mechanisms", ["parity_check", "copy"], ["nope", "forget"], "copy+scratchpad")])
+def test_a_report_reads_a_folder_whose_grid_had_a_format_that_does_not_apply(study, tasks, encodings,
+                                                                             not_applicable, tmp_path):
+    """A task in the scratchpad format it does not have is recorded n/a: the report reads the folder, and the
+    n/a cell is not a task of it."""
+    records = tmp_path / "records"
+    lengthbench.run("smoke", tasks=tasks, encodings=encodings, formats=["plain", "scratchpad"], results=records,
+                    progress=False)
+    text = lengthbench.api.reproduce(study, records, tmp_path / "report")
+    assert not_applicable not in text.split("wrote reproduction")[0]
