@@ -136,7 +136,7 @@ def load_saved_model(path) -> torch.nn.Module:
     folder = Path(path)
     if not (folder / "config.json").is_file():
         why = "no such folder" if not folder.exists() else "not a folder" if not folder.is_dir() else "no config.json"
-        raise InputError(f"--hf {str(path)!r} is not a saved model folder ({why}); give the folder a transformers "
+        raise InputError(f"saved model {str(path)!r} is not a saved model folder ({why}); give the folder a transformers "
                          "model's save_pretrained wrote (config.json and its weights)")
     hf = _transformers()
     hf.utils.logging.disable_progress_bar()  # one table out, not a loading bar per shard
@@ -144,5 +144,5 @@ def load_saved_model(path) -> torch.nn.Module:
         model = hf.AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
     except (OSError, ValueError, KeyError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise InputError(f"--hf {str(path)!r}: transformers cannot load it as a causal LM ({first})") from None
+        raise InputError(f"saved model {str(path)!r}: transformers cannot load it as a causal LM ({first})") from None
     return model.eval()

@@ -105,3 +105,9 @@ def test_a_report_reads_a_folder_whose_grid_had_a_format_that_does_not_apply(stu
                     progress=False)
     text = lengthbench.api.reproduce(study, records, tmp_path / "report")
     assert not_applicable not in text.split("wrote reproduction")[0]
+
+
+def test_a_python_evaluate_of_a_missing_folder_is_not_told_about_a_flag():
+    with pytest.raises(lengthbench.InputError, match="saved model 'no_such_model' is not a saved model folder") as err:
+        lengthbench.evaluate("no_such_model", "copy", [3], preset="smoke")
+    assert "--hf" not in str(err.value)
