@@ -224,8 +224,7 @@ def add_study(root: Path) -> None:
     edit(root / "docs" / "presets.md", "| `quick` |",
          "| `scratch-grid` | `copy` × `nope` × 1 seed | as `smoke` | as `smoke` | the scratch study's grid |\n"
          "| `quick` |")
-    edit(root / "README.md", "`mechanisms` (`lengthbench list studies`)",
-         "`mechanisms`, `scratch` (`scratch-grid`) (`lengthbench list studies`)")
+    edit(root / "README.md", " (`lengthbench list studies`)", ", `scratch` (`scratch-grid`) (`lengthbench list studies`)")
     append(root / "tests" / "test_reproduction.py", '''
 
 
