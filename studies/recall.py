@@ -22,7 +22,6 @@ from lengthbench.leaderboard.aggregate import judged, leaderboard_frame, method_
 from lengthbench.leaderboard.inference import ComparisonFamily, comparison_headers, family_report, family_rule
 from lengthbench.leaderboard.tables import FIT_RULE, markdown_table
 from lengthbench.leaderboard.verdicts import (
-    CHANCE_COLUMN,
     chance_of,
     chosen_on_validation,
     chosen_scores,
@@ -96,8 +95,8 @@ def recall_report(records: list[RunRecord], family: ComparisonFamily) -> str:
     trained = pd.Series([r.config.train_length for r in records]).mode()[0]
     lines += ["## By number of pairs", "",
               f"Each method's test exact match at each number of key-value pairs it was tested at (trained on "
-              f"1..{trained}), the test band's mean, and whether it fit its training pairs. Chance "
-              f"({CHANCE_COLUMN.split(' (')[0]}): {chance_of(board, 'mqar')}%, one value in 64.", "",
+              f"1..{trained}), the test band's mean, and whether it fit its training pairs. Chance: "
+              f"{chance_of(board, 'mqar')}% (one value in 64).", "",
               *markdown_table(["method", "seeds", "fit", *(f"{n} pairs" for n in lengths), "test band"], rows), ""]
     scores = test_scores(records)
     chosen = chosen_on_validation(board)
