@@ -13,20 +13,9 @@ from lengthbench.models.families import ModelSize
 
 
 def step_by_step(q, k, v, beta, log_alpha):
-    """S_t = alpha_t S_{t-1} (I - beta_t k_t k_tᵀ) + beta_t v_t k_tᵀ, o_t = S_t q_t,
-    one (batch, head, token) at a time, in float64."""
-    b, h, t, d = q.shape
-    out = torch.zeros(b, h, t, v.shape[-1], dtype=torch.float64)
-    for bb in range(b):
-        for hh in range(h):
-            state = torch.zeros(v.shape[-1], d, dtype=torch.float64)
-            for i in range(t):
-                alpha = 1.0 if log_alpha is None else float(torch.exp(log_alpha[bb, hh, i]))
-                kk = torch.outer(k[bb, hh, i], k[bb, hh, i])
-                state = alpha * state @ (torch.eye(d, dtype=torch.float64) - beta[bb, hh, i] * kk) + beta[bb, hh, i] * \
-                    torch.outer(v[bb, hh, i], k[bb, hh, i])
-                out[bb, hh, i] = state @ q[bb, hh, i]
-    return out
+    """S_t = alpha_t S_{t-1} (I - beta_t k_t k_tᵀ) + beta_t v_t k_tᵀ, o_t = S_t q_t, one (batch, head, token)
+    at a time, in float64: DeltaProduct's recurrence with one step per token."""
+    return product_step_by_step(q, k, v, beta, log_alpha, 1)
 
 
 def _inputs(t, seed=0, b=2, h=2, d=4):
