@@ -93,6 +93,7 @@ def test_check_of_a_family_whose_package_is_missing_names_the_extra(monkeypatch,
     assert "transformers" in err and "pip install" in err and "FAIL" not in err
 
 
+@pytest.mark.slow  # two grids and a report: 3.5 s each on 2 cores
 @pytest.mark.parametrize("study,tasks,encodings,not_applicable", [
     ("state", ["word_problem_s3", "flip_flop"], ["nope", "rope"], "flip_flop+scratchpad"),
     ("mechanisms", ["parity_check", "copy"], ["nope", "forget"], "copy+scratchpad")])
