@@ -22,6 +22,7 @@ from lengthbench.benchmark.unseen import unseen_batch
 from lengthbench.models.encodings import PositionsOutOfRange
 from lengthbench.models.families import RunModel
 from lengthbench.tasks import IGNORE, SEP, Task, make_batch
+from lengthbench.tasks.base import N_SPECIAL
 
 ATTENTION_BUDGET_BYTES = 1 << 28  # per chunk, for the (B, H, T, T) score/bias tensors
 FIT_CHECK_SAMPLES = 64  # per trained length, at each in-training fit check
@@ -86,7 +87,20 @@ def _score(model: RunModel, t: dict, positions: torch.Tensor, n_heads: int, delt
         token_acc.append((right / n_scored).cpu())
         exact.append((right == n_scored).cpu())
         nonfinite += int(broken.sum())
-    return torch.cat(token_acc).float().mean(), torch.cat(exact).float().mean(), nonfinite
+    return torch.cat(token_acc).float().mean(), torch.cat(exact), nonfinite
+
+
+def _slices(task: Task, tokens: np.ndarray, exact: np.ndarray) -> dict | None:
+    """Exact match by the task's example slices (``Task.example_slices``) of
+    one length's examples, each with its count; None for a task without."""
+    ends = (tokens == SEP).argmax(1)
+    if not (ends == ends[0]).all():
+        return None
+    labels = task.example_slices(tokens[:, 1 : ends[0]] - N_SPECIAL)
+    if labels is None:
+        return None
+    return {str(label): {"exact_match": round(float(exact[labels == label].mean()), 6), "n": int((labels == label).sum())}
+            for label in sorted(set(labels.tolist()))}
 
 
 def evaluate_length(model: RunModel, task: Task, length: int, config: RunConfig, device: torch.device,
@@ -131,9 +145,12 @@ def evaluate_at(model: RunModel, task: Task, length: int, eval_seed: int, n_samp
     if deltas is not None:
         predictions[length] = np.concatenate(deltas)
     result = {"length": length, "status": "ok", "token_accuracy": round(float(token_acc), 6),
-              "exact_match": round(float(exact), 6), "n_samples": n_samples}
+              "exact_match": round(float(exact.float().mean()), 6), "n_samples": n_samples}
     if nonfinite:  # only then: the records of runs with finite outputs stay as they were
         result["nonfinite"] = nonfinite
+    slices = _slices(task, batch.tokens, exact.numpy())
+    if slices is not None:  # only then: the records of tasks that slice nothing stay as they were
+        result["slices"] = slices
     if examples is not None:
         result["examples"] = examples
     return result

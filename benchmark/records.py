@@ -191,6 +191,13 @@ def _count(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+def _slices_valid(slices, n_samples: int) -> bool:
+    """A per-length row's ``slices``: per label, an exact match and a count, the counts summing to its samples."""
+    return (isinstance(slices, dict) and all(isinstance(v, dict) and _fraction(v.get("exact_match")) and _count(v.get("n"))
+                                             for v in slices.values())
+            and sum(v["n"] for v in slices.values()) == n_samples)
+
+
 def _problem(data, path: Path) -> str | None:
     """What makes the JSON ``data`` invalid as the record at ``path``, or None."""
     if not isinstance(data, dict):
@@ -254,6 +261,8 @@ def _metrics_problem(data: dict) -> str | None:
                 return f"{metric} {row.get(metric)!r} at length {row['length']} is not a fraction in [0, 1]"
         if "nonfinite" in row and not (_count(row["nonfinite"]) and row["nonfinite"] <= row["n_samples"]):
             return f"nonfinite {row['nonfinite']!r} at length {row['length']} is not a count of its samples"
+        if "slices" in row and not _slices_valid(row["slices"], row["n_samples"]):
+            return f"slices {row['slices']!r} at length {row['length']} are not exact matches and counts of its samples"
         if "examples" in row and row["examples"] not in EXAMPLE_KINDS:
             return (f"examples {row['examples']!r} at length {row['length']}; valid: {', '.join(EXAMPLE_KINDS)} "
                     "(or none: drawn from the evaluation stream)")

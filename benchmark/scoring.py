@@ -81,4 +81,13 @@ def evaluate_model(model, task: str, lengths: list[int], samples: int, seed: int
     where a run's model would train) by the harness's own evaluation."""
     if isinstance(model, (str, os.PathLike)):
         model = load_saved_model(model).to(default_device())  # CUDA where there is one, as a run's model
-    return pd.DataFrame(evaluate_any(model, task, lengths, samples, seed, heads))
+    return pd.DataFrame([flat_slices(row) for row in evaluate_any(model, task, lengths, samples, seed, heads)])
+
+
+def flat_slices(row: dict) -> dict:
+    """A per-length row with its example slices (``Task.example_slices``) as
+    columns, ``exact_match <label>`` and ``n <label>``, for a flat table."""
+    row = dict(row)
+    for label, value in row.pop("slices", {}).items():
+        row[f"exact_match {label}"], row[f"n {label}"] = value["exact_match"], value["n"]
+    return row

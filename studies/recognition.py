@@ -25,7 +25,9 @@ from lengthbench.leaderboard.verdicts import (
     chosen_on_validation,
     chosen_scores,
     horizon_text,
+    judged_runs,
     paired_seeds,
+    pct,
     setup_text,
     test_scores,
 )
@@ -33,6 +35,7 @@ from lengthbench.studies.base import Study, register_study
 from lengthbench.tasks import TASKS
 from lengthbench.tasks.cells import TRANSFORMER, method_parts
 from lengthbench.tasks.formats import task_order_key
+from lengthbench.tasks.recognition import FAR, MEMBER, UNMEASURED
 
 FLARE = ("Butoi, Khalighinejad, Svete, Valvoda, Cotterell, DuSell 2025 (ICLR), Training Neural Networks as "
          "Recognizers of Formal Languages")
@@ -42,6 +45,7 @@ PROTOCOL = ("FLaRe: trained on strings of length 0..40, tested on 0..500, about 
             "of 10 runs by validation cross-entropy, negatives made by editing members")
 RECOGNITION_TASKS = ("recognize_first", "recognize_parity", "recognize_even_pairs", "recognize_repeat_01",
                      "recognize_majority", "recognize_dyck_2_3")
+SLICE_ORDER = (MEMBER, "distance 1", "distance 2", FAR, UNMEASURED)
 RECOGNITION_ENCODINGS = ("nope", "rope", "alibi")
 RECOGNITION_FAMILIES = ("transformer", "rnn", "lstm", "deltanet", "deltanet-negative")
 
@@ -56,6 +60,27 @@ register_preset(replace(
     cell_settings={},
     cuts=(),
 ))
+
+
+def distance_table(records: list[RunRecord], methods) -> list[str]:
+    """Per method, test-band exact match by a string's distance to its language (``Task.example_slices``),
+    pooled over the examples of every seed and test length of the languages it fit, with their count."""
+    keep = judged_runs(records)
+    pooled: dict[str, dict[str, list[int]]] = {}
+    for record in records:
+        if record.status != "ok" or (record.task, record.method) not in keep:
+            continue
+        for row in record.length_rows():
+            for label, part in (row.get("slices") or {}).items() if row["split"] == "ood" else ():
+                right, n = pooled.setdefault(record.method, {}).setdefault(label, [0, 0])
+                pooled[record.method][label] = [right + round(part["exact_match"] * part["n"]), n + part["n"]]
+    labels = [label for label in SLICE_ORDER if any(label in counts for counts in pooled.values())]
+    rows = [[f"`{method}`", *(f"{pct(right / n)} ({n})" if n else "" for right, n in
+                              (pooled[method].get(label, (0, 0)) for label in labels))]
+            for method in methods if method in pooled]
+    if not rows:
+        return ["No method fit a language: no accuracy by distance."]
+    return markdown_table(["method", *labels], rows)
 
 
 @family_report
@@ -79,6 +104,12 @@ def recognition_report(records: list[RunRecord], family: ComparisonFamily) -> st
         a, b = paired_seeds(scores[method], attention)
         rows.append([f"`{method}`", *family.row(a, b, (method, "transformer"),
                                                 better=(f"{method} better", "transformer better"))])
+    lines += ["## By distance to the language", "",
+              "Test exact match (%) by how far a string is from its language: the fewest symbols to replace to make "
+              "it a member of its length (FLaRe plots its models against the edit distance; ours edit by "
+              "replacement only), pooled over every seed, test length and language the method fit, with the "
+              "number of strings. A model that rejects only strings far from the language scores high at "
+              "`distance 3+` and low at `distance 1`.", "", *distance_table(records, methods), ""]
     lines += ["## Each recurrence against the transformer", "",
               "The transformer's encoding is chosen per language on the validation band, never on the test band; each "
               "family minus it in test accuracy (points) over the languages where both fit, and the probability that "

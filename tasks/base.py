@@ -146,6 +146,13 @@ class Task:
         do not override it."""
         raise NotImplementedError
 
+    def example_slices(self, inputs: np.ndarray) -> np.ndarray | None:
+        """A label per example of ``inputs`` ``(B, N)`` that evaluation
+        reports exact match by, beside the whole (a recognition negative's
+        distance to its language: ``tasks.recognition``); None for a task that
+        slices nothing, so its records hold no slices."""
+        return None
+
     def decode(self, symbols) -> str:
         return " ".join(self.symbols[s] for s in symbols)
 

@@ -20,6 +20,14 @@ even length (``repeat_01``, Dyck) counts its length in pairs of symbols
 (``unit`` 2), so every length has members. Answer: ``accept`` or ``reject``,
 one symbol, chance 1/2. Each language's docstring says how its positives are
 drawn and where that differs from FLaRe's sampler.
+
+Evaluation reports accuracy by a string's distance to the language as FLaRe
+plots it (its minimum edit distance to a member), here the fewest
+replacements that make the string a member of its own length (the only
+edits our negatives get): members, distance 1, 2 and 3 or more. Regular
+languages compute it on their automaton (``dfa``), the others in closed
+form; a language with neither (``recognize_stack_manipulation``) slices its
+negatives as ``non-member``.
 """
 
 from __future__ import annotations
@@ -33,6 +41,26 @@ from lengthbench.tasks.base import Sample, Task, register_task
 EDIT_PROBABILITY = 0.5  # FLaRe's --perturbation-probability: a proposed negative is an edited positive
 EDIT_STOP = 0.5  # the number of edits is Geometric(0.5) on 1, 2, ...
 TRIES = 100  # FLaRe's: proposals before a negative is given up
+MEMBER, FAR, UNMEASURED = "member", "distance 3+", "non-member"  # example slices (``example_slices``)
+DEAD = -1  # a DFA's rejecting sink
+
+
+def dfa_distances(inputs: np.ndarray, table: np.ndarray, accepting) -> np.ndarray:
+    """Per row of ``inputs`` ``(B, N)``, the fewest symbols to replace so that
+    the automaton (``table[state, symbol]`` the next state or ``DEAD``, start
+    state 0) ends in ``accepting``: a shortest-path pass over its states, one
+    position at a time. ``-1`` where no string of that length is accepted."""
+    states, symbols = table.shape
+    edges = [(q, a, int(table[q, a])) for q in range(states) for a in range(symbols) if table[q, a] != DEAD]
+    into = {t: [(q, a) for q, a, u in edges if u == t] for t in range(states)}
+    big = inputs.shape[1] + 1  # more than any distance
+    cost = np.full((len(inputs), states), big, dtype=np.int64)
+    cost[:, 0] = 0
+    for column in inputs.T:
+        cost = np.stack([np.min([cost[:, q] + (column != a) for q, a in into[t]], axis=0) if into[t]
+                         else np.full(len(inputs), big) for t in range(states)], axis=1).clip(max=big)
+    best = cost[:, sorted(accepting)].min(1)
+    return np.where(best >= big, -1, best)
 
 
 class Recognition(Task):
@@ -56,6 +84,24 @@ class Recognition(Task):
 
     def member(self, string) -> bool:
         raise NotImplementedError
+
+    def distances(self, inputs: np.ndarray) -> np.ndarray:
+        """Per row of ``inputs`` ``(B, N)``, the fewest replacements that make it
+        a member (0 for a member; -1 where not measured): on the language's
+        automaton where it has one (``dfa``), else members only."""
+        automaton = self.dfa()
+        if automaton is None:
+            return np.array([0 if self.member(row) else -1 for row in inputs.tolist()])
+        return dfa_distances(inputs, *automaton)
+
+    def dfa(self) -> tuple[np.ndarray, set[int]] | None:
+        """A regular language's DFA: its transition table (start state 0) and accepting states; None otherwise."""
+        return None
+
+    def example_slices(self, inputs):
+        distance = self.distances(inputs)
+        return np.array([MEMBER if d == 0 else UNMEASURED if d < 0 else FAR if d >= 3 else f"distance {d}"
+                         for d in distance.tolist()])
 
     def negative(self, rng: np.random.Generator, length: int) -> tuple[list[int], int]:
         """A non-member with ``unit * length`` symbols and its number of edits (0: a random string)."""
@@ -106,6 +152,9 @@ class RecognizeFirst(Recognition):
     def member(self, string):
         return len(string) > 0 and string[0] == 1
 
+    def dfa(self):  # 0 start, 1 began with 1
+        return np.array([[DEAD, 1], [1, 1]]), {1}
+
 
 @register_task
 class RecognizeParity(Recognition):
@@ -124,6 +173,9 @@ class RecognizeParity(Recognition):
 
     def member(self, string):
         return sum(string) % 2 == 1
+
+    def dfa(self):  # the number of 1s mod 2
+        return np.array([[0, 1], [1, 0]]), {1}
 
 
 @register_task
@@ -145,6 +197,9 @@ class RecognizeEvenPairs(Recognition):
     def member(self, string):
         return sum(1 for a, b in zip(string, string[1:]) if a != b) % 2 == 0
 
+    def dfa(self):  # 0 empty, then 1 + 2 * first + last
+        return np.array([[1, 4], [1, 2], [1, 2], [3, 4], [3, 4]]), {0, 1, 4}
+
 
 @register_task
 class RecognizeRepeat01(Recognition):
@@ -162,6 +217,9 @@ class RecognizeRepeat01(Recognition):
     def member(self, string):
         return len(string) % 2 == 0 and list(string) == [0, 1] * (len(string) // 2)
 
+    def dfa(self):  # 0 expects 0, 1 expects 1
+        return np.array([[1, DEAD], [DEAD, 0]]), {0}
+
 
 @register_task
 class RecognizeMajority(Recognition):
@@ -178,6 +236,9 @@ class RecognizeMajority(Recognition):
 
     def member(self, string):
         return 2 * sum(string) > len(string)
+
+    def distances(self, inputs):  # replace 0s by 1s until they are the majority
+        return np.maximum(0, inputs.shape[1] // 2 + 1 - inputs.sum(1))
 
 
 DYCK_TYPES, DYCK_DEPTH = 2, 3
@@ -235,6 +296,20 @@ class RecognizeDyck23(Recognition):
                 return False
         return not stack
 
+    def dfa(self):  # a state per stack of at most 3 bracket types, the empty stack first
+        stacks = [()]
+        for stack in stacks:
+            if len(stack) < DYCK_DEPTH:
+                stacks += [(*stack, kind) for kind in range(DYCK_TYPES)]
+        index = {stack: i for i, stack in enumerate(stacks)}
+        table = np.full((len(stacks), 2 * DYCK_TYPES), DEAD)
+        for stack, i in index.items():
+            for kind in range(DYCK_TYPES):
+                table[i, 2 * kind] = index.get((*stack, kind), DEAD)
+                if stack and stack[-1] == kind:
+                    table[i, 2 * kind + 1] = index[stack[:-1]]
+        return table, {0}
+
 
 class Marked(Recognition):
     """A language of ``w # f(w)`` over {0, 1, #}: length n is the length of w (2n + 1 symbols); w uniform, as
@@ -256,6 +331,12 @@ class Marked(Recognition):
         n, odd = divmod(len(string), 2)
         w = list(string[:n])
         return bool(odd) and string[n] == 2 and 2 not in w and list(string[n + 1:]) == self.image(w)
+
+    def distances(self, inputs):  # the marker in place, and each symbol of f(w) equal to its symbol of w
+        n = inputs.shape[1] // 2
+        w, tail = inputs[:, self.image(list(range(n)))], inputs[:, n + 1:]
+        pairs = np.minimum((w != 0).astype(int) + (tail != 0), (w != 1).astype(int) + (tail != 1))
+        return pairs.sum(1) + (inputs[:, n] != 2)
 
 
 @register_task
@@ -298,3 +379,157 @@ class RecognizeUnmarkedReversal(Recognition):
 
     def member(self, string):
         return len(string) % 2 == 0 and list(string) == list(string)[::-1]
+
+    def distances(self, inputs):  # one replacement per unequal pair of mirrored symbols
+        half = inputs.shape[1] // 2
+        return (inputs[:, :half] != inputs[:, ::-1][:, :half]).sum(1)
+
+
+MOVES = 3  # cycle navigation's >, <, =
+CYCLE = 5
+
+
+@register_task
+class RecognizeCycleNavigation(Recognition):
+    """FLaRe's ``cycle-navigation``: moves on a cycle of 5 places from place 0 (``>`` forward, ``<`` back,
+    ``=`` stay), then the place they end at. Length n is the number of moves (n + 1 symbols). Positives:
+    uniform moves and their end, as FLaRe's automaton draws them at one length (every move 1/4, the end 1/4)."""
+
+    name = "recognize_cycle_navigation"
+    rank = 100
+    alphabet = (">", "<", "=", *(str(i) for i in range(CYCLE)))
+    description = "accept moves on a 5-cycle (> < =) followed by the place they end at (FLaRe's cycle-navigation)"
+
+    def input_length(self, length):
+        return length + 1
+
+    def positive(self, rng, length):
+        moves = [int(m) for m in rng.integers(0, MOVES, size=length)]
+        place = sum({0: 1, 1: -1, 2: 0}[m] for m in moves) % CYCLE
+        return [*moves, MOVES + place]
+
+    def member(self, string):
+        if not string:
+            return False
+        *moves, end = string
+        if any(m >= MOVES for m in moves) or end < MOVES:
+            return False
+        return (moves.count(0) - moves.count(1)) % CYCLE == end - MOVES
+
+    def dfa(self):  # states 0..4 the place, 5 after the end
+        table = np.full((CYCLE + 1, len(self.alphabet)), DEAD)
+        for place in range(CYCLE):
+            table[place, :MOVES] = [(place + 1) % CYCLE, (place - 1) % CYCLE, place]
+            table[place, MOVES + place] = CYCLE
+        return table, {CYCLE}
+
+
+DIGITS, OPERATORS = 5, ("+", "-", "*")
+
+
+@register_task
+class RecognizeModularArithmetic(Recognition):
+    """FLaRe's ``modular-arithmetic-simple``: ``d (op d)* = r`` over digits 0..4 and + - *, evaluated left to
+    right mod 5 at each step, r the result. Length n is the number of operations (2n + 3 symbols). Positives:
+    uniform digits and operators (FLaRe's automaton at one length: every digit 1/5, every operator 1/4)."""
+
+    name = "recognize_modular_arithmetic"
+    rank = 110
+    alphabet = (*(str(i) for i in range(DIGITS)), *OPERATORS, "=")
+    description = ("accept d op d ... = r over digits 0-4 and + - *, evaluated left to right mod 5 "
+                   "(FLaRe's modular-arithmetic-simple)")
+
+    def input_length(self, length):
+        return 2 * length + 3
+
+    @staticmethod
+    def apply(value: int, operator: int, digit: int) -> int:
+        return {0: value + digit, 1: value - digit, 2: value * digit}[operator - DIGITS] % DIGITS
+
+    def positive(self, rng, length):
+        value = int(rng.integers(DIGITS))
+        string = [value]
+        for _ in range(length):
+            operator, digit = DIGITS + int(rng.integers(len(OPERATORS))), int(rng.integers(DIGITS))
+            value = self.apply(value, operator, digit)
+            string += [operator, digit]
+        return [*string, DIGITS + len(OPERATORS), value]
+
+    def member(self, string):
+        if len(string) < 3 or len(string) % 2 == 0 or string[-2] != DIGITS + len(OPERATORS):
+            return False
+        digits, operators = string[:-2:2], string[1:-2:2]
+        if any(d >= DIGITS for d in (*digits, string[-1])) or any(not DIGITS <= o < DIGITS + 3 for o in operators):
+            return False
+        value = digits[0]
+        for operator, digit in zip(operators, digits[1:]):
+            value = self.apply(value, operator, digit)
+        return value == string[-1]
+
+    def dfa(self):  # 0 start, 1 + v a value v, 6 + 3 v + o after v and operator o, 21 + v after v =, 26 final
+        equals, table = DIGITS + len(OPERATORS), np.full((27, len(self.alphabet)), DEAD)
+        table[0, :DIGITS] = 1 + np.arange(DIGITS)
+        for value in range(DIGITS):
+            table[1 + value, DIGITS:equals] = 6 + 3 * value + np.arange(len(OPERATORS))
+            table[1 + value, equals] = 21 + value
+            table[21 + value, value] = 26
+            for o in range(len(OPERATORS)):
+                table[6 + 3 * value + o, :DIGITS] = [1 + self.apply(value, DIGITS + o, d) for d in range(DIGITS)]
+        return table, {26}
+
+
+PUSH, POP, MARKER = 2, 3, 4  # stack manipulation's symbols after 0 and 1
+
+
+@register_task
+class RecognizeStackManipulation(Recognition):
+    """FLaRe's ``stack-manipulation``: a stack of bits (bottom first), then operations (``PUSH b`` or ``POP``,
+    never on an empty stack), then ``#``, then the stack they leave, top first. Length n is the string's
+    length less 1 (n + 1 symbols; a pop leaves it unchanged, so n = 2 (initial bits) + 3 (pushes), and n = 1
+    has no member). Positives as FLaRe draws them, at one length: the initial bits and pushes uniform among
+    the splits of n, then FLaRe's walk (push or, on a non-empty stack, pop, with equal chance, until a push
+    would exceed the pushes). Not a regular language: its negatives' distance is not measured (``non-member``)."""
+
+    name = "recognize_stack_manipulation"
+    rank = 120
+    min_length = 2
+    alphabet = ("0", "1", "PUSH", "POP", "#")
+    description = "accept bits, PUSH b / POP operations, #, and the stack they leave (FLaRe's stack-manipulation)"
+
+    def input_length(self, length):
+        return length + 1
+
+    def positive(self, rng, length):
+        splits = [(bits, (length - 2 * bits) // 3) for bits in range(length // 2 + 1) if (length - 2 * bits) % 3 == 0]
+        bits, pushes = splits[int(rng.integers(len(splits)))]
+        stack = [int(b) for b in rng.integers(0, 2, size=bits)]
+        string = list(stack)
+        while True:
+            if stack and rng.random() < 0.5:
+                string.append(POP)
+                stack.pop()
+            elif pushes:
+                pushes -= 1
+                stack.append(int(rng.integers(2)))
+                string += [PUSH, stack[-1]]
+            else:
+                break
+        return [*string, MARKER, *stack[::-1]]
+
+    def member(self, string):
+        i, stack = 0, []
+        while i < len(string) and string[i] < 2:
+            stack.append(string[i])
+            i += 1
+        while i < len(string) and string[i] in (PUSH, POP):
+            if string[i] == POP:
+                if not stack:
+                    return False
+                stack.pop()
+                i += 1
+            elif i + 1 < len(string) and string[i + 1] < 2:
+                stack.append(string[i + 1])
+                i += 2
+            else:
+                return False
+        return i < len(string) and string[i] == MARKER and list(string[i + 1:]) == stack[::-1]

@@ -608,10 +608,19 @@ def test_recognition_report_tests_each_recurrence_against_the_transformer_chosen
     records = [run(t, m, s, v, x) for s in range(3) for t in languages
                for m, v, x in (("transformer/rope", 0.9, 0.6 + 0.05 * s), ("transformer/nope", 0.5, 0.95),
                                ("lstm", 0.9, 0.9))]
+    slices = {"member": {"exact_match": 1.0, "n": 4}, "distance 1": {"exact_match": 0.5, "n": 2},
+              "distance 3+": {"exact_match": 1.0, "n": 2}}
+    for r in records:
+        for row in r.per_length[3:] if r.method == "lstm" else ():
+            row["slices"] = slices
     records.append(run("copy", "lstm", 0, 1.0, 1.0))
     text = recognition_report(records)
     assert "| recognize_parity | `lstm` |" in text and "copy" not in text
-    row = [line for line in text.splitlines() if line.startswith("| `lstm` |")][0]
+    by_distance = text.split("## By distance to the language")[1].split("##")[0]
+    assert "| method | member | distance 1 | distance 3+ |" in by_distance  # the slices some run has, in order
+    assert "| `lstm` | 100.0 (72) | 50.0 (36) | 100.0 (36) |" in by_distance  # 3 languages x 3 seeds x 2 lengths
+    comparison = text.split("## Each recurrence against the transformer")[1]
+    row = [line for line in comparison.splitlines() if line.startswith("| `lstm` |")][0]
     assert row.startswith("| `lstm` | 3 | +25.0 [+25.0, +25.0]")  # 90 against rope's 60..70 (chosen), not nope's 95
     with pytest.raises(InputError, match="no record of a recognition task"):
         recognition_report([run("copy", "lstm", 0, 1.0, 1.0)])
