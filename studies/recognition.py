@@ -43,8 +43,11 @@ FLARE = ("Butoi, Khalighinejad, Svete, Valvoda, Cotterell, DuSell 2025 (ICLR), T
 RECOGNITION_CLAIM = "the RNN and LSTM often outperform the transformer as recognizers of formal languages"
 PROTOCOL = ("FLaRe: trained on strings of length 0..40, tested on 0..500, about 64k parameters per model, the best "
             "of 10 runs by validation cross-entropy, negatives made by editing members")
-RECOGNITION_TASKS = ("recognize_first", "recognize_parity", "recognize_even_pairs", "recognize_repeat_01",
-                     "recognize_majority", "recognize_dyck_2_3")
+# FLaRe's hierarchy from each side: regular (parity, even pairs, cycle navigation, bounded Dyck), a counter
+# (majority) and deterministic context-free (marked reversal, stack manipulation); first and repeat-01 (one
+# state to check, one member per length) are cut to keep the reference within its hours.
+RECOGNITION_TASKS = ("recognize_parity", "recognize_even_pairs", "recognize_cycle_navigation", "recognize_majority",
+                     "recognize_dyck_2_3", "recognize_marked_reversal", "recognize_stack_manipulation")
 SLICE_ORDER = (MEMBER, "distance 1", "distance 2", FAR, UNMEASURED)
 RECOGNITION_ENCODINGS = ("nope", "rope", "alibi")
 RECOGNITION_FAMILIES = ("transformer", "rnn", "lstm", "deltanet", "deltanet-negative")
@@ -52,7 +55,7 @@ RECOGNITION_FAMILIES = ("transformer", "rnn", "lstm", "deltanet", "deltanet-nega
 register_preset(replace(
     PRESETS["horizon-zoo"],
     name="horizon-recognition",
-    description="language recognition (FLaRe's framing) at protocol v2: 6 languages x the transformer with nope, "
+    description="language recognition (FLaRe's framing) at protocol v2: 7 languages x the transformer with nope, "
                 "rope, alibi, FLaRe's RNN and LSTM and the delta rule x 3 seeds, trained on 1..16, tested at 21..64",
     tasks=RECOGNITION_TASKS,
     encodings=RECOGNITION_ENCODINGS,
