@@ -38,6 +38,11 @@ NEGATIVE_CLAIM = ("extending the eigenvalue range of the state transition from [
                   "performance on state-tracking tasks\" such as modular counting")
 PROTOCOL = ("Grazzi et al.: trained on lengths up to 40, tested on 40..256 (6.4x), 3 seeds (Figure 1's caption); "
             "their budget could not be sourced here")
+SIEMS = ("Siems, Carstensen, Zela, Hutter, Pontil, Grazzi 2025 (arXiv 2502.10297), DeltaProduct: Improving "
+         "State-Tracking in Linear RNNs via Householder Products")
+PRODUCT_CLAIM = ("more Householder steps per token (n_h) let the delta rule track the word problems of S3, S4, A5 and "
+                 "S5, and extrapolate in length better than DeltaNet (n_h = 1) as n_h grows")
+PRODUCT_TASKS = ("word_problem_s3", "word_problem_s5")  # the claim's groups that the suite has
 
 
 register_preset(part_of_zoo("horizon-negative", "Grazzi et al.'s claim: the delta rule with beta in (0, 1) and "
@@ -47,20 +52,22 @@ register_preset(part_of_zoo("horizon-negative", "Grazzi et al.'s claim: the delt
 
 
 # DeltaProduct (Siems et al. 2025) at protocol v2: 2 and 3 delta-rule steps per token, beta in (0, 1) and (0, 2),
-# on parity, modular arithmetic and the word problems of S3 and S5, its claims' tasks; beside the delta rule's cells
-# of `horizon-zoo` (the same settings). Widths match the transformer's parameters within 10% per task (`python -m
-# lengthbench.benchmark.tools.matching --preset horizon-product`).
+# on parity, modular arithmetic and the word problems of S3 and S5, its claims' tasks; with the delta rule's cells
+# of `horizon-zoo` on them (n_h = 1: the same settings, so the same runs, trained once). Widths match the
+# transformer's parameters within 10% per task (`python -m lengthbench.benchmark.tools.matching --preset
+# horizon-product`).
 PRODUCT_FAMILIES = ("deltaproduct-2", "deltaproduct-2-negative", "deltaproduct-3", "deltaproduct-3-negative")
 PRODUCT_SIZES = {"deltaproduct-2": 56, "deltaproduct-2-negative": 56, "deltaproduct-3": 48, "deltaproduct-3-negative": 48}
 register_preset(replace(
     PRESETS["horizon-zoo"],
     name="horizon-product",
     description="DeltaProduct (2 and 3 steps per token, beta in (0, 1) and (0, 2)) at protocol v2 on parity, modular "
-                "arithmetic and the word problems of S3 and S5 x 3 seeds, beside the delta rule's horizon-zoo cells",
+                "arithmetic and the word problems of S3 and S5 x 3 seeds, with the delta rule's horizon-zoo cells",
     tasks=("parity_check", "modular_arithmetic", "word_problem_s3", "word_problem_s5"),
     encodings=(),
-    families=PRODUCT_FAMILIES,
-    family_settings={f: {"model": {"d_model": size}} for f, size in PRODUCT_SIZES.items()},
+    families=("deltanet", "deltanet-negative", *PRODUCT_FAMILIES),
+    family_settings={**PRESETS["horizon-zoo"].family_settings,
+                     **{f: {"model": {"d_model": size}} for f, size in PRODUCT_SIZES.items()}},
     cell_settings={"word_problem_s5": {f: {"model": {"d_model": 52}} for f in PRODUCT_FAMILIES[2:]}},  # 48: -11%, 56: +10%
     cuts=(),
 ))
@@ -69,7 +76,10 @@ register_preset(replace(
 NEGATIVE_TASKS = ("parity_check", "cycle_navigation", "modular_arithmetic")  # parity, modular counting, arithmetic
 
 
-NEGATIVE_PAIRS = (("deltanet-negative", "deltanet"), ("gated-deltanet-negative", "gated-deltanet"))
+NEGATIVE_PAIRS = (("deltanet-negative", "deltanet"), ("gated-deltanet-negative", "gated-deltanet"),
+                  *((f"{product}-negative", product) for product in PRODUCT_FAMILIES[::2]))
+PRODUCT_PAIRS = tuple((f"{product}{sign}", f"deltanet{sign}") for sign in ("", "-negative")
+                      for product in PRODUCT_FAMILIES[::2])  # n_h = 2, 3 against 1, the same eigenvalue range
 
 
 @family_report
@@ -80,10 +90,12 @@ def negative_report(records: list[RunRecord], family: ComparisonFamily) -> str:
     seeds that fit (a variant that cannot learn a task does not fit it)."""
     families = {r.config.family for r in records}
     pairs = [(a, b) for a, b in NEGATIVE_PAIRS if a in families and b in families]
-    if not pairs:
-        raise InputError("these records hold no pair of delta-rule runs with beta in (0, 1) and (0, 2); run "
-                         "`lengthbench run --preset horizon-negative` (into the records of `horizon`)")
-    methods = [m for pair in pairs for m in pair]
+    products = [(a, b) for a, b in PRODUCT_PAIRS if a in families and b in families]
+    if not pairs and not products:
+        raise InputError("these records hold no pair of delta-rule runs with beta in (0, 1) and (0, 2) and none of "
+                         "DeltaProduct and DeltaNet; run `lengthbench run --preset horizon-negative` (into the records "
+                         "of `horizon`)")
+    methods = list(dict.fromkeys(m for pair in (*pairs, *products) for m in pair))
     records = [r for r in records if r.method in methods]
     board = leaderboard_frame(records)
     tasks = sorted({r.task for r in records}, key=task_order_key)
@@ -109,16 +121,34 @@ def negative_report(records: list[RunRecord], family: ComparisonFamily) -> str:
               f"{FAMILY_RULE}", "",
               *markdown_table(["variants", "seeds fit: (0, 1) → (0, 2); p → Holm",
                                *comparison_headers("(0, 2)", "(0, 1)")], rows), ""]
+    if products:
+        lines += product_section(records, board, fits, products, [t for t in PRODUCT_TASKS if t in tasks], family)
     return "\n".join(lines) + "\n"
+
+
+def product_section(records: list[RunRecord], board, fits: dict, pairs, tasks, family: ComparisonFamily) -> list[str]:
+    """Siems et al.: DeltaProduct (n_h delta-rule steps per token) against DeltaNet (one) with the same eigenvalue
+    range, on the word problems of their claim: the shift in seeds that fit, then the test band where both fit."""
+    seeds = {cell: v for cell, v in judged_seeds(records).items() if cell[0] in tasks}
+    rows = [[f"`{product}` against `{delta}`", fit_shift_between(board, fits, tasks, delta, product, family),
+             *family.row(by_task(seeds, product), by_task(seeds, delta), ("DeltaProduct", "DeltaNet"))]
+            for product, delta in pairs]
+    return ["## More Householder steps per token (DeltaProduct, Siems et al. 2025)", "",
+            f"Source: {SIEMS}. Published: {PRODUCT_CLAIM}. On the word problems here ({', '.join(tasks) or 'none'}): "
+            "the seeds that fit with one step per token and with n_h, with the stratified permutation p of that "
+            "shift, raw → Holm over the report's fit shifts; then, where both fit, DeltaProduct minus DeltaNet in "
+            f"test exact match (points). {FAMILY_RULE}", "",
+            *markdown_table(["variants", "seeds fit: DeltaNet → DeltaProduct; p → Holm",
+                             *comparison_headers("DeltaProduct", "DeltaNet")], rows), ""]
 
 
 register_study(Study(
     name="negative",
     rank=90,
     about="do negative eigenvalues let the delta rule track state (Grazzi et al. 2025)",
-    presets=("horizon-negative",),
+    presets=("horizon-negative", "horizon-product"),
     records="leaderboard/reference/horizon/records",
-    sources=(GRAZZI,),
+    sources=(GRAZZI, SIEMS),
     protocol=PROTOCOL,
     report=negative_report,
 ))

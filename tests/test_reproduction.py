@@ -513,6 +513,27 @@ def test_negative_report_pairs_the_eigenvalue_ranges_by_task_and_tests_the_fit_s
     assert "gated-deltanet" not in text.split("## Beta in")[1]  # no gated pair ran: no row for it
     with pytest.raises(InputError, match="no pair of delta-rule runs"):
         negative_report([r for r in records if r.config.family == "deltanet"])
+    assert "DeltaProduct" not in text  # no DeltaProduct ran: no section for it
+
+
+def test_negative_report_reads_deltaproducts_claim_against_deltanet_on_the_word_problems():
+    """Siems et al.'s claim: DeltaProduct (2 steps per token) against DeltaNet (1) with the same eigenvalue range,
+    on the word problems: DeltaNet fits S3 on no seed, DeltaProduct on every one (the fit shift 2/4 → 4/4 over S3 and S5); where
+    both fit (S5) the difference is one task's; parity, outside the claim, is read in the eigenvalue pairs only."""
+    from lengthbench.studies.negative import negative_report
+
+    scores = {("word_problem_s3", "deltanet-negative"): (0.2, 0.2), ("word_problem_s3", "deltaproduct-2-negative"): (0.9, 0.9),
+              ("word_problem_s5", "deltanet-negative"): (0.3, 0.5), ("word_problem_s5", "deltaproduct-2-negative"): (0.6, 0.8),
+              ("parity_check", "deltanet-negative"): (1.0, 1.0), ("parity_check", "deltaproduct-2-negative"): (0.1, 0.1),
+              ("word_problem_s3", "deltaproduct-2"): (0.5, 0.5)}
+    unfit = {("word_problem_s3", "deltanet-negative")}
+    records = [_banded(task, m, s, 1.0, x, fit=0.5 if (task, m) in unfit else 1.0)
+               for (task, m), seeds in scores.items() for s, x in enumerate(seeds)]
+    section = negative_report(records).split("## More Householder steps per token")[1]
+    assert "Siems" in section and "word_problem_s3, word_problem_s5" in section
+    assert "| `deltaproduct-2-negative` against `deltanet-negative` | 2/4 → 4/4, p 0.33" in section
+    assert "| 1 | +30.0 (1 unit: no interval); no test |" in section  # S5 only: 70 against 40
+    assert "`deltaproduct-3" not in section and "`deltaproduct-2` against" not in section  # pairs that ran only
 
 
 def test_state_report_says_who_tracks_the_state_past_the_training_lengths():
