@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from lengthbench.benchmark.config import Preset
-from lengthbench.core.entry_points import load_preset_modules
+from lengthbench.core.entry_points import discover_presets
 from lengthbench.core.registry import Registry
 from lengthbench.models.encodings import ENCODINGS
 from lengthbench.models.families import ModelSize
@@ -88,7 +88,7 @@ SUITE_TASKS = ("even_pairs", "parity_check", "cycle_navigation", "modular_arithm
                "bucket_sort", "addition", "addition-index-hints", "multiplication", "copy")
 
 # The studies register the rest: installed entry points, loaded on the first lookup of a name not here.
-PRESETS: Registry[Preset] = Registry("preset", discover=load_preset_modules)
+PRESETS: Registry[Preset] = Registry("preset", discover=discover_presets)
 
 
 def register_preset(preset: Preset) -> Preset:

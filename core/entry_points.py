@@ -33,3 +33,37 @@ def load_preset_modules() -> None:
     """Import every module installed in ``PRESET_GROUP`` (each registers its presets on import)."""
     for entry_point in entry_points(group=PRESET_GROUP):
         entry_point.load()
+
+
+# The plugins' loader (``models.plugins.load_entry_points``, which keeps their origins and sets a broken one
+# aside), given when that module is imported; and whether it has run in this process.
+_LOADER: list = []
+_STATE = {"loaded": False, "loading": False}
+
+
+def set_plugin_loader(loader) -> None:
+    _LOADER[:] = [loader]
+
+
+def discover_plugins() -> bool:
+    """A registry's discover hook: load the installed plugins once, so that a
+    task, format, encoding, family, preset or study a package registers is
+    found by any lookup of its name, in every command. False (the registry
+    asks again at its next miss) while the loader is not imported yet; a
+    lookup made while the plugins load sees what is registered so far."""
+    if not _LOADER:
+        return False
+    if not (_STATE["loaded"] or _STATE["loading"]):
+        _STATE["loading"] = True
+        try:
+            _LOADER[0]()
+            _STATE["loaded"] = True
+        finally:
+            _STATE["loading"] = False
+    return True
+
+
+def discover_presets() -> bool:
+    """The preset registry's hook: this package's studies' presets, then the plugins'."""
+    load_preset_modules()
+    return discover_plugins()

@@ -11,11 +11,14 @@ Nothing depends on the order modules happen to be imported in, and adding an
 entry touches no list of all of them.
 
 A registry may take a ``discover`` hook: called once, the first time a name
-is missing or every name is listed, to load what registers the rest. The
-preset registry's loads the installed ``lengthbench.presets`` entry points
-(``core.entry_points``), through which this package's own studies register
-their presets as a plugin would: a tool under ``benchmark/`` runs a study's
-grid by name, and no module below the studies names them.
+is missing or every name is listed, to load what registers the rest. Every
+registry a plugin can add to loads the installed plugins' entry points
+(``core.entry_points.discover_plugins``), so a packaged task or study is
+known to every command; the preset registry's also loads the installed
+``lengthbench.presets`` entry points, through which this package's own
+studies register their presets as a plugin would: a tool under
+``benchmark/`` runs a study's grid by name, and no module below the studies
+names them.
 """
 
 from __future__ import annotations
@@ -57,10 +60,11 @@ class Registry(Generic[Entry]):
 
     def _discovered(self) -> None:
         """Call the discover hook, once (it is dropped first, so a lookup made
-        while it loads does not call it again)."""
+        while it loads does not call it again; one that returns False, not
+        ready yet, is kept for the next miss)."""
         hook, self._discover = self._discover, None
-        if hook is not None:
-            hook()
+        if hook is not None and hook() is False:
+            self._discover = hook
 
     def add(self, name: str, entry: Entry, where: str = "") -> Entry:
         """Register ``entry`` under a new ``name``; ``where`` says where the

@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from lengthbench.core.errors import install_hint
+from lengthbench.core.entry_points import discover_plugins
 from lengthbench.core.registry import Registry
 from lengthbench.models.encodings.base import PositionEncoding, check_encoding_name
 from lengthbench.tasks.cells import TRANSFORMER
@@ -122,7 +123,7 @@ class FamilyEntry:
 
 
 # Leaderboard row order: each built-in family's own ``rank``; third-party families (no rank) follow as they register.
-FAMILIES: Registry[FamilyEntry] = Registry("model family", rank=lambda entry: entry.rank)
+FAMILIES: Registry[FamilyEntry] = Registry("model family", rank=lambda entry: entry.rank, discover=discover_plugins)
 
 
 def _installed(package: str) -> bool:

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lengthbench.core.entry_points import distribution_key, installed_plugins
+from lengthbench.core.entry_points import distribution_key, installed_plugins, set_plugin_loader
 from lengthbench.core.errors import InputError
 from lengthbench.models.contract import check_encoding, check_family
 from lengthbench.models.encodings.base import (
@@ -299,6 +299,9 @@ def distribution_plugin(name: str) -> list[str] | None:
     if key in BROKEN:
         raise PluginError(BROKEN[key])
     return [n for n, (of, _) in ORIGINS.items() if of == key and (n in ENCODINGS or n in FAMILIES)]
+
+
+set_plugin_loader(load_entry_points)  # every registry's first miss loads the installed plugins (``discover_plugins``)
 
 
 def load_plugins(plugins=()) -> None:

@@ -26,6 +26,7 @@ from lengthbench.benchmark.reading import of_preset
 from lengthbench.benchmark.records import RunRecord
 from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.core.errors import InputError
+from lengthbench.core.entry_points import discover_plugins
 from lengthbench.core.registry import Registry, name_problem
 from lengthbench.tasks.cells import cell_name
 
@@ -55,7 +56,7 @@ class Study:
         return self.presets[0]
 
 
-STUDIES: Registry[Study] = Registry("study", rank=lambda study: study.rank)
+STUDIES: Registry[Study] = Registry("study", rank=lambda study: study.rank, discover=discover_plugins)
 
 
 def register_study(study: Study) -> Study:

@@ -48,7 +48,7 @@ PROTOCOL = ("FLaRe: trained on strings of length 0..40, tested on 0..500, about 
 # state to check, one member per length) are cut to keep the reference within its hours.
 RECOGNITION_TASKS = ("recognize_parity", "recognize_even_pairs", "recognize_cycle_navigation", "recognize_majority",
                      "recognize_dyck_2_3", "recognize_marked_reversal", "recognize_stack_manipulation")
-SLICE_ORDER = (MEMBER, "distance 1", "distance 2", FAR, UNMEASURED)
+SLICE_LABELS = (MEMBER, "distance 1", "distance 2", FAR, UNMEASURED)
 RECOGNITION_ENCODINGS = ("nope", "rope", "alibi")
 RECOGNITION_FAMILIES = ("transformer", "rnn", "lstm", "deltanet", "deltanet-negative")
 
@@ -77,7 +77,7 @@ def distance_table(records: list[RunRecord], methods) -> list[str]:
             for label, part in (row.get("slices") or {}).items() if row["split"] == "ood" else ():
                 right, n = pooled.setdefault(record.method, {}).setdefault(label, [0, 0])
                 pooled[record.method][label] = [right + round(part["exact_match"] * part["n"]), n + part["n"]]
-    labels = [label for label in SLICE_ORDER if any(label in counts for counts in pooled.values())]
+    labels = [label for label in SLICE_LABELS if any(label in counts for counts in pooled.values())]
     rows = [[f"`{method}`", *(f"{pct(right / n)} ({n})" if n else "" for right, n in
                               (pooled[method].get(label, (0, 0)) for label in labels))]
             for method in methods if method in pooled]

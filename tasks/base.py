@@ -14,6 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 from lengthbench.core.errors import InputError
+from lengthbench.core.entry_points import discover_plugins
 from lengthbench.core.registry import Registry
 from lengthbench.tasks.cells import FORMAT_SEPARATOR
 
@@ -159,7 +160,7 @@ class Task:
 
 # Leaderboard order: by level (LEVELS), then by each task's own ``rank`` within it; a task that declares no rank
 # (a plugin's) follows the ranked ones as registered.
-TASKS: Registry[type[Task]] = Registry("task", rank=lambda cls: None if cls.rank is None
+TASKS: Registry[type[Task]] = Registry("task", discover=discover_plugins, rank=lambda cls: None if cls.rank is None
                                        else (LEVELS.index(cls.level), cls.rank))
 
 

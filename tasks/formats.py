@@ -39,6 +39,7 @@ from typing import ClassVar
 import numpy as np
 
 from lengthbench.core.errors import InputError, UnknownNameError
+from lengthbench.core.entry_points import discover_plugins
 from lengthbench.core.registry import Registry
 from lengthbench.tasks.base import TASKS, Sample, Task
 from lengthbench.tasks.cells import PLAIN, TASK_ALIASES, split_label, task_label
@@ -83,7 +84,7 @@ class Format:
         return task.max_length
 
 
-FORMATS: Registry[Format] = Registry("format", rank=lambda fmt: fmt.rank)
+FORMATS: Registry[Format] = Registry("format", rank=lambda fmt: fmt.rank, discover=discover_plugins)
 
 
 def register_format(cls: type[Format]) -> type[Format]:

@@ -368,3 +368,64 @@ def test_the_example_recommends_a_cheap_submit_that_ranks():
     board = read_leaderboard(ROOT / "leaderboard" / "reference" / preset / "leaderboard.csv")
     cells = board[board.task.isin(tasks) & (board.status == "ok")]
     assert len(tasks) == 2 and len(cells) >= 2 * 4 and judged(cells).all(), cells[["task", "method", "fit_status"]]
+
+
+PACKAGE_OF_EVERY_KIND = """
+from dataclasses import replace
+
+from lengthbench.benchmark.presets import PRESETS, register_preset
+from lengthbench.studies.base import Study, register_study
+from lengthbench.tasks.base import register_task
+from lengthbench.tasks.formats import Plain, register_format
+from lengthbench.tasks.sequence import Copy
+
+
+@register_task
+class PackagedCopy(Copy):
+    name = 'packaged_copy'
+    rank = None
+    description = 'copy, from a package'
+
+
+@register_format
+class PackagedPlain(Plain):
+    name = 'packaged-plain'
+    rank = None
+
+
+register_preset(replace(PRESETS['smoke'], name='packaged-smoke', description='smoke on the packaged task',
+                        tasks=('packaged_copy',), encodings=('nope',), families=('transformer',), seeds=(0,)))
+register_study(Study(name='packaged-study', about='a study from a package', presets=('packaged-smoke',),
+                     records='nowhere', report=lambda records: f"# packaged report of {len(records)} runs\\n"))
+"""
+
+
+@pytest.mark.slow
+def test_an_installed_packages_task_format_study_and_preset_work_through_every_command(tmp_path):
+    """A real installed distribution registering one of each kind: `generate`, `score` and `evaluate` take its
+    task (and its format), `list studies`, `reproduce` and `run --preset` its study and preset."""
+    site = tmp_path / "site"
+    site.mkdir()
+    _installed(site, "lb-every-kind", "lb_every_kind", PACKAGE_OF_EVERY_KIND)
+    instances = tmp_path / "instances.jsonl"
+    for task in ("packaged_copy+packaged-plain",):  # the packaged task in the packaged format
+        made = _lengthbench("generate", task, "--lengths", "3", "--samples", "4", "--out", instances, path=site)
+        assert made.returncode == 0, made.stderr
+        lines = [json.loads(line) for line in instances.read_text().splitlines()]
+        answered = tmp_path / "answered.jsonl"
+        answered.write_text("".join(json.dumps({**line, "prediction": line["answer"]}) + "\n" for line in lines))
+        scored = _lengthbench("score", task, answered, path=site)
+        assert scored.returncode == 0 and "1.0" in scored.stdout, scored.stdout + scored.stderr
+    evaluated = _lengthbench("evaluate", "packaged_copy", "--hf", tmp_path / "no-model", "--lengths", "3", path=site)
+    assert "unknown task" not in evaluated.stderr and "no-model" in evaluated.stderr  # the task known, the model not
+    listed = _lengthbench("list", "studies", path=site)
+    assert listed.returncode == 0 and "packaged-study" in listed.stdout, listed.stderr
+    planned = _lengthbench("run", "--preset", "packaged-smoke", "--plan", "--results", tmp_path / "runs", path=site)
+    assert planned.returncode == 0 and "packaged_copy" in planned.stdout, planned.stderr
+    ran = _lengthbench("run", "--preset", "packaged-smoke", "--set", "steps=2", "--results", tmp_path / "runs",
+                       "--no-progress", path=site)
+    assert ran.returncode == 0, ran.stderr
+    report = _lengthbench("reproduce", "packaged-study", "--results", tmp_path / "runs", "--out", tmp_path / "report",
+                          path=site)
+    assert report.returncode == 0, report.stderr
+    assert (tmp_path / "report" / "reproduction.md").read_text().startswith("# packaged report of 1 runs")

@@ -45,6 +45,7 @@ import torch
 from torch import nn
 
 from lengthbench.core.errors import InputError
+from lengthbench.core.entry_points import discover_plugins
 from lengthbench.core.registry import Registry, name_problem
 
 # The scale of the token embeddings (their init std) and of every absolute position embedding
@@ -228,7 +229,7 @@ class EncodingEntry:
 
 
 # Leaderboard row order: each built-in's own ``rank``; third-party encodings (no rank) follow as they register.
-ENCODINGS: Registry[EncodingEntry] = Registry("encoding", rank=lambda entry: entry.rank)
+ENCODINGS: Registry[EncodingEntry] = Registry("encoding", rank=lambda entry: entry.rank, discover=discover_plugins)
 def check_encoding_name(name) -> str:
     problem = name_problem(name)
     if problem is not None:
