@@ -22,6 +22,7 @@ from lengthbench.core.errors import InputError
 from lengthbench.models.encodings import ENCODINGS, PositionEncoding, build_encoding, encoding_entry, resolve_params
 from lengthbench.models.families import TRANSFORMER, ModelSize, RunModel, build_model, family_entry
 from lengthbench.tasks import get_task
+from lengthbench.tasks.base import task_source
 from lengthbench.tasks.cells import PLAIN, Cell, method_parts, split_label, task_label
 from lengthbench.tasks.formats import get_format, label_versions
 
@@ -64,6 +65,7 @@ class RunConfig:
     encoding_params: dict = field(default_factory=dict)
     encoding_source: str = "built-in"  # plugin file + content hash for third-party encodings
     code_versions: dict = field(default_factory=dict)  # task/encoding/family/trainer versions other than 1
+    task_source: str = "built-in"  # an installed package's task or format: its release and module digest
     # Lengths train_length < n <= validation_length are the validation band (settings are chosen there);
     # the reported test band is validation_length < n <= test_length. 0: no validation band.
     validation_length: int = 0
@@ -223,9 +225,11 @@ class RunConfig:
 
 LATER_FIELDS = {"code_versions": {}, "family": TRANSFORMER, "validation_length": 0,
                 "fit_threshold": DEFAULT_FIT_THRESHOLD, "fit_check_every": 0, "fit_patience": 0,
-                "family_source": "built-in", "test_points": 0, "fit_from": 0, "fit_unseen": False}
+                "family_source": "built-in", "test_points": 0, "fit_from": 0, "fit_unseen": False,
+                "task_source": "built-in"}
 RUN_FIELDS = {f.name for f in fields(RunConfig)} - {"cell", "seed", "model", "encoding_params",
-                                                    "encoding_source", "code_versions", "family_source"}
+                                                    "encoding_source", "code_versions", "family_source",
+                                                    "task_source"}
 
 
 # Settings that may be zero (the others must be positive): no warmup, no validation band, no fit
@@ -384,7 +388,7 @@ class Preset:
         return RunConfig(cell=Cell(base, fmt, family, encoding), seed=seed, model=model,
                          encoding_params=params, encoding_source=source,
                          code_versions=code_versions(task, encoding or None, family),
-                         family_source=family_entry(family).source, **values)
+                         family_source=family_entry(family).source, task_source=task_source(task), **values)
 
     def evaluation_config(self, task: str) -> RunConfig:
         """A cell of ``task`` whose evaluation settings (lengths, bands, samples,

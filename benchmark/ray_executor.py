@@ -30,7 +30,7 @@ import torch
 from lengthbench.benchmark.config import RunConfig
 from lengthbench.benchmark.executors import ExecutorContext, Outcome, RunJob
 from lengthbench.core.errors import InputError, install_hint
-from lengthbench.models.plugins import load_plugins
+from lengthbench.models.plugins import WORKER, load_plugins
 
 RAY_RETRIES = 3  # retries of a task whose worker process died
 GPU_SHARE = 0.25  # of a GPU per run: four small runs share one device
@@ -59,6 +59,7 @@ def init_local_ray(ray, **options) -> None:
 
 def _run_task(job: RunJob, config: RunConfig) -> Outcome:
     torch.set_num_threads(1)
+    WORKER["ray"] = True  # the driver has named a broken plugin already
     load_plugins(job.plugins)
     job.folder.create()  # a node without the shared folder keeps claims locally
     return job(config)

@@ -27,7 +27,15 @@ from lengthbench.benchmark.store import SELECTION_FOLDER
 from lengthbench.benchmark.versions import check_unchanged
 from lengthbench.core.errors import InputError
 from lengthbench.models.contract import CheckShape, ContractReport
-from lengthbench.models.plugins import PluginFile, check_plugins, contract_failure, load_entry_points
+from lengthbench.models.plugins import (
+    PluginFile,
+    check_names,
+    check_plugins,
+    contract_failure,
+    load_entry_points,
+    package_failure,
+    packaged,
+)
 
 PathLike = str | Path
 
@@ -46,7 +54,13 @@ def narrowed_grid(preset: str, tasks=None, encodings=None, models=None, seeds=No
     load_entry_points()
     plugin_files = [PluginFile(str(p)) for p in plugins]
     checked_plugins(plugin_files, grid)
-    return grid.with_grid(tasks, encodings, seeds, models, formats), plugin_files
+    narrowed = grid.with_grid(tasks, encodings, seeds, models, formats)
+    installed = packaged((*narrowed.encodings, *narrowed.families))
+    if installed:  # an installed package's encodings and families pass the contract a plugin file's do
+        reports = check_names(installed, check_shapes([narrowed]))
+        if not all(r.passed for r in reports):
+            raise package_failure(reports)
+    return narrowed, plugin_files
 
 
 def selection_for(grid: Preset, select: str | None, settings: Mapping | None) -> SelectionGrid | None:

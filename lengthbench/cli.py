@@ -214,10 +214,11 @@ def main(argv=None) -> int:
     stored = catalog.listing(argv[1:]) if argv[:1] == ["list"] else None
     if stored is not None:  # a built-in listing, answered without importing torch
         return _print_listing(stored)
+    verbose = bool({"-v", "--verbose"} & set(argv))  # before the parser, whose choices load the plugins
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="lengthbench: %(levelname)s: %(message)s")
     args = build_parser().parse_args(argv)
     args.argv = argv
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="lengthbench: %(levelname)s: %(message)s")
     in_main_thread = threading.current_thread() is threading.main_thread()
     if in_main_thread:  # SIGTERM (a scheduler, `kill`) stops as cleanly as Ctrl-C
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)

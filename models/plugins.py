@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import logging
+import multiprocessing
 import random
 import stat
 import sys
@@ -40,7 +41,7 @@ from lengthbench.models.encodings.base import (
     set_source,
 )
 from lengthbench.models.families import FAMILIES, set_family_source
-from lengthbench.tasks.base import TASKS
+from lengthbench.tasks.base import PACKAGED_SOURCES, TASKS
 from lengthbench.tasks.formats import FORMATS
 
 log = logging.getLogger(__name__)
@@ -232,7 +233,12 @@ def check_plugins(plugins, shapes) -> tuple[list[str], list]:
     through its contract at ``shapes`` (``contract.CheckShape``); returns
     (names, reports)."""
     names = [name for plugin in plugins for name in load_plugin(plugin)]
-    return names, [(check_family if name in FAMILIES else check_encoding)(name, shapes) for name in names]
+    return names, check_names(names, shapes)
+
+
+def check_names(names, shapes) -> list:
+    """Each registered encoding or model family of ``names`` through its contract at ``shapes``."""
+    return [(check_family if name in FAMILIES else check_encoding)(name, shapes) for name in names]
 
 
 def contract_failure(plugins, reports) -> PluginError:
@@ -243,12 +249,32 @@ def contract_failure(plugins, reports) -> PluginError:
                        f"was run; `lengthbench check FILE` shows why")
 
 
+def packaged(names) -> list[str]:
+    """The names among ``names`` that an installed package's entry point registered."""
+    return [name for name in names if name in ORIGINS]
+
+
+def package_failure(reports) -> PluginError:
+    """The one-line refusal of installed packages' encodings or families that failed the contract."""
+    failed = [f"{ORIGINS[r.encoding][1]}: {r.failure()}" for r in reports if not r.passed]
+    return PluginError(f"{'; '.join(failed)} fails the contract check, so nothing was run; "
+                       "`lengthbench check PACKAGE` shows why")
+
+
 # Filled once per process by ``load_entry_points``: each name an entry point registered -> its distribution's
 # ``distribution_key`` and "package <name> <version>"; the packages that failed to load -> why; the entry points
 # (``module:object``) imported.
 ORIGINS: dict[str, tuple[str, str]] = {}
 BROKEN: dict[str, str] = {}
 LOADED: set[str] = set()
+
+
+WORKER = {"ray": False}  # set in a Ray task's process (``benchmark.ray_executor``)
+
+
+def _in_worker() -> bool:
+    """A grid's worker process: a pool's child, or a Ray task's."""
+    return multiprocessing.parent_process() is not None or WORKER["ray"]
 
 
 def load_entry_points() -> list[str]:
@@ -274,7 +300,8 @@ def load_entry_points() -> list[str]:
             message = str(err).splitlines()[0] if str(err) else ""
             BROKEN[key] = (f"package {dist}'s entry point {ep.name} = {ep.value} failed to load: "
                            f"{type(err).__name__}: {message}; uninstall or fix that package")
-            log.warning("%s (set aside; everything else works as without it)", BROKEN[key])
+            if not _in_worker():  # the command that started the workers has said it once
+                log.warning("%s (set aside; everything else works as without it)", BROKEN[key])
             continue
         version = ep.dist.version if getattr(ep, "dist", None) else "unknown"
         names = sorted(_registered() - before)
@@ -282,9 +309,17 @@ def load_entry_points() -> list[str]:
             ORIGINS[name] = (key, f"package {dist} {version}")
             if name in ENCODINGS or name in FAMILIES:
                 _set_source(name, f"package {dist} {version}, entry point {ep.value}")
+            else:  # a task or a data format: its release and module digest enter its runs' configs
+                PACKAGED_SOURCES[name] = f"package {dist} {version}, {ep.module} sha256:{_module_digest(ep.module)}"
         LOADED.add(ep.value)
         added += names
     return added
+
+
+def _module_digest(module: str) -> str:
+    """The first 12 hex digits of the SHA-256 of an imported module's source file ("unknown" without one)."""
+    path = getattr(sys.modules.get(module), "__file__", None)
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12] if path and Path(path).is_file() else "unknown"
 
 
 def distribution_plugin(name: str) -> list[str] | None:

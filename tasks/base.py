@@ -178,6 +178,18 @@ def register_task(cls: type[Task]) -> type[Task]:
     return TASKS.add(cls.name, cls)
 
 
+# Where a task or data format came from when an installed package registered it (``models.plugins``): its
+# release and module digest, which enter its runs' configs (``RunConfig.task_source``), so a record says which
+# release made it and an upgrade that changes the module is trained again, not reused.
+PACKAGED_SOURCES: dict[str, str] = {}
+
+
+def task_source(name: str) -> str:
+    """``built-in``, or the packages that task name's task and format came from."""
+    base, _, fmt = name.partition(FORMAT_SEPARATOR)
+    return "; ".join(PACKAGED_SOURCES[n] for n in (base, fmt) if n in PACKAGED_SOURCES) or "built-in"
+
+
 def task_names() -> list[str]:
     """Registered task names in leaderboard order (level, then rank)."""
     return TASKS.names()

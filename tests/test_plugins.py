@@ -429,3 +429,44 @@ def test_an_installed_packages_task_format_study_and_preset_work_through_every_c
                           path=site)
     assert report.returncode == 0, report.stderr
     assert (tmp_path / "report" / "reproduction.md").read_text().startswith("# packaged report of 1 runs")
+
+
+@pytest.mark.slow
+def test_a_broken_installed_package_is_named_once_by_a_grid_of_several_workers(tmp_path):
+    """Each pool worker loads the installed plugins again: only the command itself names a broken one."""
+    _installed(tmp_path, "lb-broken-demo", "lb_broken_demo", "import a_module_nobody_installed\n")
+    ran = _lengthbench("run", "--preset", "smoke", "--tasks", "copy", "--encodings", "nope", "--seeds", "0,1",
+                       "--set", "steps=2", "--workers", "2", "--no-progress", "--results", tmp_path / "runs",
+                       path=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    warnings = [line for line in ran.stderr.splitlines() if "lb-broken-demo" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("lengthbench: WARNING: package lb-broken-demo"), ran.stderr
+
+
+@pytest.mark.slow
+def test_an_installed_packages_encoding_is_contract_checked_before_a_grid_takes_it(tmp_path):
+    """As a `--plugin` file's is: an encoding that reads the future is refused before any run, its package named."""
+    _installed(tmp_path, "lb-leaky-demo", "lb_leaky_demo", (FIXTURES / "broken_leaky.py").read_text())
+    ran = _lengthbench("run", "--preset", "smoke", "--tasks", "copy", "--encodings", "broken-leaky", "--seeds", "0",
+                       "--set", "steps=2", "--no-progress", "--results", tmp_path / "runs", path=tmp_path)
+    assert ran.returncode == 2 and "package lb-leaky-demo" in ran.stderr and "causality" in ran.stderr, ran.stderr
+    assert "fails the contract check, so nothing was run" in ran.stderr and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow
+def test_a_packaged_tasks_release_is_in_its_records_and_an_upgrade_reruns_them(tmp_path):
+    """A task from an installed package carries its release and module digest into its runs' configs: the record
+    says which release made it, and after an upgrade that changes the task the old record is not reused."""
+    site = tmp_path / "site"
+    site.mkdir()
+    _installed(site, "lb-every-kind", "lb_every_kind", PACKAGE_OF_EVERY_KIND)
+    grid = ("run", "--preset", "packaged-smoke", "--set", "steps=2", "--no-progress", "--results", tmp_path / "runs")
+    assert _lengthbench(*grid, path=site).returncode == 0
+    first = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("packaged_copy__*.json")]
+    assert len(first) == 1 and first[0]["config"]["task_source"].startswith("package lb-every-kind 1.2, lb_every_kind sha256:")
+    (site / "lb_every_kind.py").write_text(PACKAGE_OF_EVERY_KIND.replace("copy, from a package", "copy, upgraded"))
+    assert _lengthbench(*grid, path=site).returncode == 0
+    assert len(list((tmp_path / "runs").glob("packaged_copy__*.json"))) == 2  # trained again, the first kept
+    from lengthbench.benchmark.presets import get_preset
+
+    assert "task_source" not in get_preset("smoke").run_config("copy", "nope", 0).to_dict()  # built-ins' hashes kept
