@@ -284,6 +284,16 @@ def _warn_about(task: Task, where: str, by_length: dict, unknown: list[str], lin
                     len(unknown), lines, task.name, example)
 
 
+POSITION_LIMITS = ("n_positions", "max_position_embeddings", "n_ctx", "max_seq_len")  # a config's longest input
+
+
+def _position_limit(fn) -> tuple[str, int] | None:
+    """The longest input a model's config declares (which of ``POSITION_LIMITS``, and its value), if any."""
+    config = getattr(fn, "config", None)
+    return next(((name, value) for name in POSITION_LIMITS if isinstance(value := getattr(config, name, None), int)),
+                None)
+
+
 class _AnyModel:
     """A callable from token ids ``(B, T)`` to logits ``(B, T, V)`` (or to an
     output holding ``.logits``, as a Hugging Face causal LM returns), seen as
@@ -303,7 +313,12 @@ class _AnyModel:
     def __call__(self, tokens, positions):
         try:
             out = self.fn(tokens)
-        except IndexError as err:  # an embedding with fewer rows than the task has token ids
+        except IndexError as err:  # an embedding with fewer rows than the task has token ids, or positions
+            limit = _position_limit(self.fn)
+            if limit is not None and tokens.shape[1] > limit[1]:
+                raise InputError(f"the model reads at most {limit[1]} positions (its config's {limit[0]}); these "
+                                 f"sequences have {tokens.shape[1]} tokens: evaluate shorter lengths (--lengths), or "
+                                 "give a model with more positions") from None
             raise InputError(f"the model cannot read the task's token ids 0..{self.vocab_size - 1} ({err}); its "
                              f"vocabulary must cover the task's {self.vocab_size} tokens (docs/any-model.md)") from None
         logits = getattr(out, "logits", out)

@@ -140,9 +140,24 @@ def load_saved_model(path) -> torch.nn.Module:
                          "model's save_pretrained wrote (config.json and its weights)")
     hf = _transformers()
     hf.utils.logging.disable_progress_bar()  # one table out, not a loading bar per shard
+    verbosity = hf.utils.logging.get_verbosity()
+    hf.utils.logging.set_verbosity_error()  # our one line says what is wrong, not transformers' report of it
     try:
         model = hf.AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
-    except (OSError, ValueError, KeyError) as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise InputError(f"saved model {str(path)!r}: transformers cannot load it as a causal LM ({first})") from None
+    except Exception as err:  # noqa: BLE001  (transformers and its readers raise many kinds: each one is refused)
+        raise InputError(f"saved model {str(path)!r}: {_unloadable(err)}") from None
+    finally:
+        hf.utils.logging.set_verbosity(verbosity)
     return model.eval()
+
+
+def _unloadable(err: Exception) -> str:
+    """Why a saved model folder did not load, in one line: weights that do not fit the config, weights that
+    cannot be read (truncated, empty, not weights), or what transformers said."""
+    text = str(err).strip()
+    first = text.splitlines()[0] if text else type(err).__name__
+    if "mismatched_sizes" in text or "size mismatch" in text:
+        return "its weights do not fit its config.json (their shapes differ); save the model and its config together"
+    if type(err).__name__ in ("SafetensorError", "UnpicklingError", "EOFError", "HeaderTooLarge"):
+        return f"its weights cannot be read ({first}): the file is truncated, empty or not a weights file"
+    return f"transformers cannot load it as a causal LM ({first})"

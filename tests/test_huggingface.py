@@ -106,3 +106,44 @@ def test_a_grid_with_an_hf_family_and_no_transformers_is_refused_before_any_run(
                                          r"\(nothing was run\)"):
         api.run("smoke", tasks=["copy"], models=["hf-llama"], results=tmp_path, progress=False)
     assert not list(tmp_path.glob("*.json"))
+
+
+def _broken_copy(source, folder, damage):
+    """A copy of the saved model ``source`` in ``folder`` with one file damaged by ``damage(folder)``."""
+    import shutil
+
+    shutil.copytree(source, folder)
+    damage(folder)
+    return folder
+
+
+def _weights(folder):
+    return next(p for p in folder.iterdir() if p.name.startswith("model") and p.suffix in (".safetensors", ".bin"))
+
+
+@pytest.mark.parametrize("damage, says", [
+    (lambda f: _weights(f).write_bytes(_weights(f).read_bytes()[: len(_weights(f).read_bytes()) // 2]),
+     "its weights cannot be read"),
+    (lambda f: _weights(f).write_bytes(b""), "its weights cannot be read"),
+    (lambda f: _weights(f).write_bytes(b"\x00garbage" * 100), "its weights cannot be read"),
+    (lambda f: (f / "config.json").write_text("{not json"), "config.json"),
+    (lambda f: (f / "config.json").write_text((f / "config.json").read_text().replace('"hidden_size": 32',
+                                                                                    '"hidden_size": 48')),
+     "do not fit its config"),
+], ids=["truncated", "empty", "garbage", "config-not-json", "config-mismatch"])
+def test_a_broken_saved_model_is_refused_in_one_line_naming_what_is_wrong(saved_llama, tmp_path, damage, says):
+    folder = _broken_copy(saved_llama[1], tmp_path / "model", damage)
+    with pytest.raises(InputError, match=f"saved model .*{says}") as refused:
+        api.evaluate(str(folder), "copy", [3], samples=4)
+    assert "\n" not in str(refused.value)
+
+
+def test_a_model_whose_positions_end_before_the_tasks_sequences_is_refused_for_its_positions(tmp_path):
+    """GPT-2's learned positions stop at n_positions: a longer sequence is refused for its length, not its tokens."""
+    config = transformers.GPT2Config(vocab_size=40, n_positions=16, n_embd=32, n_layer=1, n_head=2)
+    transformers.GPT2LMHeadModel(config).save_pretrained(tmp_path)
+    assert api.evaluate(str(tmp_path), "copy", [3], samples=4).status.tolist() == ["ok"]  # 9 tokens fit
+    with pytest.raises(InputError, match=r"reads at most 16 positions \(its config's n_positions\); these sequences "
+                                         r"have 26") as refused:
+        api.evaluate(str(tmp_path), "copy", [3, 12], samples=4)
+    assert "vocabulary" not in str(refused.value)
