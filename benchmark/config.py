@@ -380,6 +380,8 @@ class Preset:
         if unknown:
             raise InputError(f"preset {self.name!r} sets unknown fields {sorted(unknown)}; valid: {sorted(RUN_FIELDS)}")
         _check_protocol(self.name, values)
+        _check_task_lengths(self.name, base, values)
+        _check_model_size(self.name, model)
         if family_entry(family).takes_encoding:
             params = resolve_params(encoding, self.encoding_params.get(encoding))
             source = encoding_entry(encoding).source
@@ -430,6 +432,9 @@ def _check_protocol(preset: str, values: dict) -> None:
         raise InputError(f"preset {preset!r}: fit_check_every {every!r} and fit_patience {patience!r} must both be "
                          "positive (train until fit), fit_check_every positive and fit_patience 0 (log the checks, "
                          "train for exactly `steps`) or both 0 (train for exactly `steps`)")
+    if isinstance(train, int) and isinstance(test, int) and test <= max(train, val or 0):
+        raise InputError(f"preset {preset!r}: test_length {test} leaves no test band: it must exceed "
+                         f"validation_length {val or 0} and train_length {train}")
     points, fit_from = values.get("test_points", 0), values.get("fit_from", 0)
     if not isinstance(points, int) or points < 0 or points == 1:
         raise InputError(f"preset {preset!r}: test_points {points!r} must be 0 (every eval_stride-th test length) "
@@ -443,6 +448,24 @@ def _check_protocol(preset: str, values: dict) -> None:
     threshold = values.get("fit_threshold", DEFAULT_FIT_THRESHOLD)
     if not 0 < threshold <= 1:
         raise InputError(f"preset {preset!r}: fit_threshold {threshold!r} must be a fraction in (0, 1]")
+
+
+def _check_task_lengths(preset: str, task: str, values: dict) -> None:
+    """The lengths a run trains and tests on must be lengths its task has."""
+    shortest, longest = get_task(task).min_length, get_task(task).max_length
+    if values["train_length"] < shortest:
+        raise InputError(f"preset {preset!r}: train_length {values['train_length']} is below task {task!r}'s shortest "
+                         f"length, {shortest}; set train_length to at least {shortest}")
+    if longest is not None and values["test_length"] > longest:
+        raise InputError(f"preset {preset!r}: test_length {values['test_length']} is above task {task!r}'s longest "
+                         f"length, {longest} (its vocabulary's limit); set test_length to at most {longest}")
+
+
+def _check_model_size(preset: str, model: ModelSize) -> None:
+    for name in ("d_model", "n_layers", "n_heads", "d_ff"):
+        value = getattr(model, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise InputError(f"preset {preset!r}: model {name} {value!r} must be a positive integer")
 
 
 def _grid_axis(what: str, values, default: tuple) -> tuple:

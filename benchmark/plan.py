@@ -33,6 +33,8 @@ from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.benchmark.train import train_run
 from lengthbench.core.errors import InputError
+from lengthbench.models.families import family_entry
+from lengthbench.models.transformer import transformer_flops
 from lengthbench.tasks import get_task, make_batch
 from lengthbench.tasks.cells import PLAIN, method_name, split_label
 from lengthbench.tasks.formats import label_not_applicable
@@ -103,6 +105,67 @@ def check_training_memory(configs: list[RunConfig]) -> None:
                      f"{need / 1e9:.1f} GB ({config.batch_size} sequences of up to {longest} tokens, d_model "
                      f"{config.model.d_model}, {config.model.n_layers} layers), and {have / 1e9:.1f} GB is "
                      f"available here; a batch of at most about {fits} fits (--set batch_size=...)")
+
+
+def check_evaluation_memory(configs: list[RunConfig]) -> None:
+    """Refuse, before any run, a grid one of whose evaluated sequences cannot
+    be attended over here: evaluation splits a length's examples into chunks,
+    but one sequence's attention needs at least a float32 score per head per
+    pair of its positions (``evaluate.chunk_size``), whatever the chunk."""
+    have = available_memory()
+    for config in {(c.task, c.model.n_heads, c.test_length): c for c in configs
+                   if label_not_applicable(c.task) is None and attends(c.family)}.values():
+        def need(length: int) -> int:
+            return 4 * config.model.n_heads * int(_token_lengths(config, np.array([length]))[0]) ** 2
+
+        if need(config.test_length) <= have:
+            continue
+        low, high = config.train_length, config.test_length  # the longest length that fits, by bisection
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (middle, high) if need(middle) <= have else (low, middle)
+        tokens = int(_token_lengths(config, np.array([config.test_length]))[0])
+        raise InputError(f"test_length {config.test_length}: one evaluated sequence of {config.task} has {tokens} "
+                         f"tokens, and attention over it needs about {need(config.test_length) / 1e9:.1f} GB "
+                         f"({config.model.n_heads} heads); {have / 1e9:.1f} GB is available here; the longest test "
+                         f"length that fits is about {low} (--set test_length=...)")
+
+
+def attends(family: str) -> bool:
+    """Whether a family's model attends over its whole sequence (its cost grows with its square)."""
+    entry = family_entry(family)
+    return entry.takes_encoding or entry.flops is transformer_flops
+
+
+def check_buildable(configs: list[RunConfig]) -> None:
+    """Refuse, before any run, a model its settings cannot build (a head count
+    that does not divide the width, an encoding setting out of its range):
+    each distinct model of the grid is built once, here."""
+    seen = set()
+    for config in configs:
+        if label_not_applicable(config.task) is not None:
+            continue  # a format that cannot write its task builds nothing
+        vocab = get_task(config.task).vocab_size
+        key = (config.family, config.encoding, repr(sorted(config.encoding_params.items())), config.model, vocab)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            if not_applicable(config) is None:  # nor does a cell its family or encoding cannot run
+                config.build_model(vocab)
+        except (ValueError, TypeError, ZeroDivisionError, RuntimeError, AssertionError) as err:
+            m = config.model
+            raise InputError(f"{config.method} cannot be built at d_model {m.d_model}, {m.n_heads} heads, "
+                             f"{m.n_layers} layers{' with ' + str(config.encoding_params) if config.encoding_params else ''}: "
+                             f"{err}; nothing was run") from None
+
+
+def check_fits(configs: list[RunConfig]) -> None:
+    """Everything sized before any run, by ``run`` and ``--plan`` alike: each model builds, a training step and
+    the longest evaluated sequence fit in memory."""
+    check_buildable(configs)
+    check_training_memory(configs)
+    check_evaluation_memory(configs)
 
 
 def _flops(config: RunConfig) -> tuple[float, float]:
@@ -184,6 +247,7 @@ def estimate(preset: Preset, results: Path | ResultsFolder, workers: int,
     configs = grid_configs(preset)
     folder = ResultsFolder(results)
     todo = [c for c in configs if force or folder.finished(c.run_id, set_aside=False) is None]
+    check_fits(todo)
     estimates = []
     with worker_threads(workers, len(todo)):
         for key, group in training_shapes(todo).items():

@@ -18,7 +18,7 @@ from pathlib import Path
 from lengthbench.benchmark.config import Preset, parse_setting
 from lengthbench.benchmark.files import ensure_output_dir
 from lengthbench.benchmark.grid import EXECUTORS, GridInterrupted, grid_configs, resolve_workers, run_grid
-from lengthbench.benchmark.plan import check_training_memory, estimate, format_plan
+from lengthbench.benchmark.plan import check_fits, estimate, format_plan
 from lengthbench.benchmark.presets import PRESETS
 from lengthbench.benchmark.provenance import write_sitting_provenance
 from lengthbench.benchmark.records import RunRecord
@@ -145,7 +145,7 @@ def run_sitting(grid: Preset, plugin_files: list, *, results: PathLike | None, o
     ``out`` before it re-raises."""
     configs = grid_configs(grid)
     check_unchanged(configs)  # every name and setting resolves, and no source drifted, before any run
-    check_training_memory(configs)
+    check_fits(configs)
     unseen = sorted({c.task for c in configs if c.fit_unseen})
     if save_predictions and unseen:
         raise InputError(f"save_predictions cannot be kept for cells that judge their fit on unseen inputs "

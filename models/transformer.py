@@ -133,6 +133,9 @@ class Attention(nn.Module):
 
     def __init__(self, size: ModelSize, encoding: PositionEncoding, index: int = 0):
         super().__init__()
+        if size.d_model % size.n_heads:
+            raise ValueError(f"{size.n_heads} heads does not divide d_model {size.d_model} (each head takes an equal "
+                             "share of the width)")
         self.n_heads, self.dropout = size.n_heads, size.dropout
         self.qkv, self.out = nn.Linear(size.d_model, 3 * size.d_model), nn.Linear(size.d_model, size.d_model)
         own = encoding.layer(index, size.n_layers)

@@ -112,3 +112,64 @@ def test_a_python_evaluate_of_a_missing_folder_is_not_told_about_a_flag():
     with pytest.raises(lengthbench.InputError, match="saved model 'no_such_model' is not a saved model folder") as err:
         lengthbench.evaluate("no_such_model", "copy", [3], preset="smoke")
     assert "--hf" not in str(err.value)
+
+
+@pytest.fixture
+def preset_of():
+    """Register a variant of ``smoke`` for one test (taken back after it)."""
+    from dataclasses import replace
+
+    from lengthbench.benchmark.presets import PRESETS, register_preset
+
+    made = []
+
+    def make(name, **changes):
+        made.append(name)
+        return register_preset(replace(PRESETS["smoke"], name=name, **changes)).name
+
+    yield make
+    for name in made:
+        PRESETS.remove(name)
+
+
+def _refused_before_any_run(tmp_path, match, preset="smoke", **kwargs):
+    """Refused by `plan` and by `run` alike, with nothing written."""
+    grid = dict(tasks=kwargs.pop("tasks", ["copy"]), encodings=kwargs.pop("encodings", ["nope"]), seeds=[0], **kwargs)
+    with pytest.raises(lengthbench.InputError, match=match):
+        lengthbench.api.plan(preset, results=tmp_path / "runs", **grid)
+    with pytest.raises(lengthbench.InputError, match=match):
+        lengthbench.run(preset, results=tmp_path / "runs", progress=False, **grid)
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("settings, match", [
+    ({"train_length": 1}, r"train_length 1 is below task 'recognize_even_pairs''s shortest length, 2"),
+    ({"test_length": 5}, r"test_length 5 leaves no test band: it must exceed validation_length 0 and train_length 5"),
+], ids=["below-the-tasks-minimum", "no-test-band"])
+def test_lengths_a_task_cannot_take_are_refused_before_any_run(tmp_path, settings, match):
+    _refused_before_any_run(tmp_path, match, tasks=["recognize_even_pairs"],
+                            settings={"validation_length": 0, **settings})
+
+
+@pytest.mark.parametrize("settings, match", [
+    ({"batch_size": 10_000_000}, r"batch size 10000000: a training step of copy would need about"),
+    ({"test_length": 200_000}, r"test_length 200000: one evaluated sequence of copy has 400002 tokens"),
+], ids=["batch", "test-length"])
+def test_a_grid_that_cannot_fit_in_memory_is_refused_by_plan_as_by_run(tmp_path, settings, match):
+    _refused_before_any_run(tmp_path, match, settings=settings)
+
+
+def test_a_model_that_cannot_be_built_is_refused_before_any_run(tmp_path, preset_of):
+    from dataclasses import replace
+
+    from lengthbench.benchmark.presets import PRESETS
+
+    size = PRESETS["smoke"].model
+    three = preset_of("smoke-three-heads", model=replace(size, n_heads=3))
+    _refused_before_any_run(tmp_path, rf"transformer/nope cannot be built at d_model {size.d_model}, 3 heads.*"
+                                      "does not divide", preset=three)
+    none = preset_of("smoke-no-heads", model=replace(size, n_heads=0))
+    _refused_before_any_run(tmp_path, r"model n_heads 0 must be a positive integer", preset=none)
+    rnope = preset_of("smoke-rnope-0", encoding_params={"rnope": {"nope_every": 0}})
+    _refused_before_any_run(tmp_path, r"transformer/rnope cannot be built .*nope_every must be at least 1, got 0",
+                            preset=rnope, encodings=["rnope"])
