@@ -47,7 +47,7 @@ def _level(task: str) -> str:
 
 
 # A cell's protocol: every config field but those that name the cell (task, method) or the run (seed).
-PROTOCOL_EXCLUDES = ("task", "encoding", "family", "family_source", "seed")
+PROTOCOL_EXCLUDES = ("task", "encoding", "family", "family_source", "task_source", "seed")
 # Config fields added after boards had a protocol column: left out while at their defaults, so the
 # protocol text of a board made before them stays as it was.
 LATER_PROTOCOL_FIELDS = ("test_points", "fit_from", "fit_unseen")
