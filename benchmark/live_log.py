@@ -45,7 +45,16 @@ class TensorBoardLog:
     def __init__(self, folder: Path):
         from torch.utils.tensorboard import SummaryWriter
 
+        self.folder = folder
         self.writer = SummaryWriter(log_dir=str(folder), flush_secs=FLUSH_SECONDS)
+
+    def resume(self, step: int) -> None:
+        """The run resumed from its checkpoint after ``step``: what an interrupted attempt logged past it is
+        purged (TensorBoard hides events at or after a writer's purge step), so each step is read once."""
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer.close()
+        self.writer = SummaryWriter(log_dir=str(self.folder), flush_secs=FLUSH_SECONDS, purge_step=step + 1)
 
     def step(self, step: int, loss: float, lr: float) -> None:
         self.writer.add_scalar("train/loss", loss, step)
@@ -74,6 +83,9 @@ class WandbLog:
                               config={"run_id": run_id}, reinit="create_new",
                               settings=wandb.Settings(silent=True, console="off", x_disable_stats=True,
                                                       init_timeout=WANDB_START_SECONDS))
+
+    def resume(self, step: int) -> None:
+        """Nothing to purge: each attempt of a run is an offline W&B run of its own."""
 
     def step(self, step: int, loss: float, lr: float) -> None:
         self.run.log({"train/loss": loss, "train/learning_rate": lr}, step=step)

@@ -170,6 +170,8 @@ def train_run(model: RunModel, task: Task, config: RunConfig, device: torch.devi
     state = resumed_state(model, config, device, checkpoint)
     if progress is not None and state.step:
         progress.update(state.step)
+    if live_log is not None and state.step:
+        live_log.resume(state.step)
     model.train()
     stopped = "max_steps"
     while state.step < config.steps:

@@ -9,6 +9,7 @@ import struct
 import sys
 
 import pytest
+import torch
 
 from lengthbench.api import run
 from lengthbench.cli import main
@@ -89,3 +90,31 @@ def test_without_log_nothing_is_written_and_a_log_that_cannot_be_written_is_refu
         main(["run", "--preset", "tiny", "--log", "mlflow", "--results", str(tmp_path / "x")])
     assert refused.value.code == 2 and "invalid choice: 'mlflow' (choose from 'tensorboard', 'wandb')" in \
         capsys.readouterr().err
+
+
+def test_a_resumed_runs_tensorboard_log_holds_each_step_once(tmp_path):
+    """Interrupted after its checkpoint at step 39 and at its fourth fit check (step 40), a run resumes at step 40:
+    its event file, read as TensorBoard reads it, holds every step once (the steps after the checkpoint that
+    the interrupted attempt logged are purged, not repeated)."""
+    pytest.importorskip("tensorboard")
+    from test_fit_budget import TASK, Scripted, _config
+
+    from lengthbench.benchmark.checkpoints import Checkpoint
+    from lengthbench.benchmark.live_log import open_live_log
+    from lengthbench.benchmark.train import train_run
+
+    config = _config(steps=60)
+    checkpoint = Checkpoint(tmp_path, config.run_id, every_s=0)
+    scores = [0.1, 0.1, 0.1, 0.95, 0.95]
+    for attempt in (Scripted(scores, fail_at_call=4), Scripted(scores[3:])):
+        log = open_live_log("tensorboard", tmp_path, config.run_id)
+        try:
+            train_run(config.build_model(TASK.vocab_size), TASK, config, torch.device("cpu"), checkpoint=checkpoint,
+                      fit_check=attempt, live_log=log)
+        except KeyboardInterrupt:
+            assert checkpoint.load()["step"] == 39
+        finally:
+            log.close()
+    scalars = _scalars(tmp_path / "logs" / config.run_id)
+    assert [step for step, _ in scalars["train/loss"]] == list(range(1, 51))  # stopped at fit, step 50
+    assert [step for step, _ in scalars["fit/held_out_exact_match"]] == [10, 20, 30, 40, 50]
