@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from lengthbench.benchmark.files import atomic_path, ensure_output_dir, json_text, write_text
+from lengthbench.benchmark.files import atomic_path, ensure_output_dir, json_text, refuse_foreign_files, write_text
 from lengthbench.benchmark.instances import evaluation_instances, instance_id
 from lengthbench.benchmark.version import __version__
 from lengthbench.core.errors import InputError, install_hint
@@ -116,13 +116,8 @@ def _feature_yaml(column: str) -> list[str]:
 def _refuse_foreign_files(folder: Path) -> None:
     """Refuse a folder whose README.md or croissant.json an export did not write (a user's own card or
     metadata, which the export would replace); a previous export's are rewritten."""
-    ours = {"README.md": lambda text: "written by `lengthbench export" in text,
-            "croissant.json": lambda text: '"name": "lengthbench-' in text}
-    for name, written_by_us in ours.items():
-        path = folder / name
-        if path.is_file() and not written_by_us(path.read_text(errors="replace")):
-            raise InputError(f"--out {str(folder)!r} holds a {name} that lengthbench export did not write; give "
-                             "an empty folder, or one a previous export wrote")
+    refuse_foreign_files(folder, {"README.md": lambda text: "written by `lengthbench export" in text,
+                                  "croissant.json": lambda text: '"name": "lengthbench-' in text})
 
 
 def _card(preset, configs: dict, skipped: dict) -> str:

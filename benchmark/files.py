@@ -164,6 +164,17 @@ def save_figure(fig, path: str | Path, **kwargs) -> Path:
     return Path(path)
 
 
+def refuse_foreign_files(folder: Path, ours: dict, flag: str = "--out") -> None:
+    """Refuse a folder holding a file under one of the names a command writes (``ours``: name -> a test of its
+    text saying lengthbench wrote it) that lengthbench did not write: a user's own file, which the command
+    would replace. What an earlier run of the command wrote is rewritten."""
+    for name, written_by_us in ours.items():
+        path = Path(folder) / name
+        if path.is_file() and not written_by_us(path.read_text(errors="replace")):
+            raise InputError(f"{flag} {str(folder)!r} holds a {name} that lengthbench did not write; give an empty "
+                             "folder, or one lengthbench wrote before")
+
+
 def ensure_output_dir(path: str | Path, flag: str) -> Path:
     """Create ``path`` if needed and prove it is a writable folder, or raise
     an ``InputError`` naming the flag and the path."""

@@ -11,10 +11,10 @@ from pathlib import Path
 import pandas as pd
 
 from lengthbench.benchmark.config import Preset
-from lengthbench.benchmark.files import ensure_output_dir
+from lengthbench.benchmark.files import ensure_output_dir, refuse_foreign_files
 from lengthbench.benchmark.provenance import write_run_provenance
 from lengthbench.benchmark.records import RunRecord, length_frame
-from lengthbench.benchmark.sitting import run_sitting
+from lengthbench.benchmark.sitting import default_results, run_sitting
 from lengthbench.leaderboard.aggregate import judged, leaderboard_frame
 from lengthbench.leaderboard.external import with_external
 from lengthbench.leaderboard.html import write_html
@@ -61,6 +61,16 @@ def board_with_external(records: list[RunRecord], external: Sequence[str | Path]
     return board
 
 
+# The files a board writes (and a reference's, beside them), each with what tells that lengthbench wrote it:
+# a folder holding one of these names that it did not write is refused, never overwritten.
+BOARD_FILES = {"leaderboard.csv": lambda text: text.startswith("schema_version,"),
+               "leaderboard.md": lambda text: text.startswith("OOD "),
+               "leaderboard.html": lambda text: "<title>lengthbench leaderboard" in text,
+               "leaderboard_levels.csv": lambda text: not text.strip() or text.startswith("method,")}
+REFERENCE_FILES = {"README.md": lambda text: text.startswith("# Reference: "),
+                   "reference.json": lambda text: '"rebuild": "lengthbench leaderboard' in text}
+
+
 def write_board(records: list[RunRecord], results: Path, out: str | Path, reference: bool = False,
                 preset: str | None = None, external: Sequence[str | Path] = (),
                 settings_source: str = "`benchmark/presets.py`") -> pd.DataFrame:
@@ -69,6 +79,7 @@ def write_board(records: list[RunRecord], results: Path, out: str | Path, refere
     (``check_reference``) and given its README and ``reference.json``."""
     if reference:
         check_reference(records, results, external)
+    refuse_foreign_files(Path(out), {**BOARD_FILES, **(REFERENCE_FILES if reference else {})})
     out = ensure_output_dir(out, "--out")
     board, paths = build_leaderboard(records, out, board_with_external(records, external))
     if reference:
@@ -90,6 +101,8 @@ def with_outcome(board: pd.DataFrame, records: list[RunRecord], written: dict) -
 def board_of_sitting(grid: Preset, plugin_files: list, *, command: str, **options) -> pd.DataFrame:
     """Run a grid (``sitting.run_sitting``'s ``options``), then write its leaderboard files and provenance."""
     started = time.time()  # the runs that start after it are this invocation's (building the board takes a while)
+    refuse_foreign_files(Path(options.get("out") or options.get("results") or default_results(grid)), BOARD_FILES,
+                         "--out" if options.get("out") else "--results")  # before the grid trains, not after
     records, out, seconds = run_sitting(grid, plugin_files, command=command, **options)
     board, paths = build_leaderboard(records, out)
     paths["provenance"] = write_run_provenance(out, command, seconds, records, started=started)

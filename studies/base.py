@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lengthbench.benchmark.config import Preset
-from lengthbench.benchmark.files import ensure_output_dir, write_json, write_text
+from lengthbench.benchmark.files import ensure_output_dir, refuse_foreign_files, write_json, write_text
 from lengthbench.benchmark.grid import grid_configs
 from lengthbench.benchmark.presets import PRESETS
 from lengthbench.benchmark.reading import of_preset
@@ -104,6 +104,10 @@ def reproduce_study(name: str, results: str | Path, out: str | Path | None = Non
                          f"lengthbench leaderboard --results {study.records}); studies with a report: "
                          f"{', '.join(n for n, s in STUDIES.items() if s.report is not None)}")
     folder = Path(results)
+    target = Path(out) if out else folder
+    refuse_foreign_files(target, {"reproduction.json": lambda text: '"rebuild": "lengthbench reproduce' in text,
+                                  "reproduction.md": lambda text: (target / "reproduction.json").is_file()},
+                         "--out" if out else "--results")
     source = f"`lengthbench run --preset {study.preset}`"
     if not folder.is_dir():
         raise InputError(f"--results {str(results)!r} is not a folder of run records; give the records of "

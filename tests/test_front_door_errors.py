@@ -4,6 +4,7 @@ wrong message are refused in one line naming the bad value and the valid choices
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -67,7 +68,7 @@ def test_export_refuses_a_folder_holding_someones_card_or_metadata(tmp_path, cap
     folder.mkdir()
     (folder / name).write_text(text)
     assert main(["export", "--preset", "smoke", "--tasks", "copy", "--out", str(folder)]) == 2
-    assert f"holds a {name} that lengthbench export did not write" in capsys.readouterr().err
+    assert f"holds a {name} that lengthbench did not write" in capsys.readouterr().err
     assert (folder / name).read_text() == text and sorted(p.name for p in folder.iterdir()) == [name]
     assert main(["export", "--preset", "smoke", "--tasks", "copy", "--out", str(tmp_path / "ours")]) == 0
     assert main(["export", "--preset", "smoke", "--tasks", "copy", "--out", str(tmp_path / "ours")]) == 0  # ours: again
@@ -173,3 +174,22 @@ def test_a_model_that_cannot_be_built_is_refused_before_any_run(tmp_path, preset
     rnope = preset_of("smoke-rnope-0", encoding_params={"rnope": {"nope_every": 0}})
     _refused_before_any_run(tmp_path, r"transformer/rnope cannot be built .*nope_every must be at least 1, got 0",
                             preset=rnope, encodings=["rnope"])
+
+
+REFERENCE = Path(__file__).resolve().parent.parent / "leaderboard" / "reference"
+
+
+@pytest.mark.parametrize("name, argv", [
+    ("leaderboard.csv", ["leaderboard", "--results", REFERENCE / "quick" / "records"]),
+    ("leaderboard.html", ["leaderboard", "--results", REFERENCE / "quick" / "records"]),
+    ("README.md", ["leaderboard", "--reference", "--results", REFERENCE / "quick" / "records"]),
+    ("reproduction.md", ["reproduce", "recall", "--preset", "horizon-recall", "--results", REFERENCE / "horizon" / "records"]),
+])
+def test_a_folder_holding_a_users_file_of_an_output_name_is_refused_not_overwritten(name, argv, tmp_path, capsys):
+    """`leaderboard` and `reproduce` rewrite what they wrote before, never a file of the same name they did not."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / name).write_text("my own notes\n")
+    assert main([*map(str, argv), "--out", str(out)]) == 2
+    assert f"holds a {name} that lengthbench did not write" in capsys.readouterr().err
+    assert (out / name).read_text() == "my own notes\n" and len(list(out.iterdir())) == 1
