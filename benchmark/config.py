@@ -452,7 +452,8 @@ def _check_protocol(preset: str, values: dict) -> None:
 
 def _check_task_lengths(preset: str, task: str, values: dict) -> None:
     """The lengths a run trains and tests on must be lengths its task has."""
-    shortest, longest = get_task(task).min_length, get_task(task).max_length
+    definition = get_task(task)
+    shortest, longest = definition.min_length, definition.max_length
     if values["train_length"] < shortest:
         raise InputError(f"preset {preset!r}: train_length {values['train_length']} is below task {task!r}'s shortest "
                          f"length, {shortest}; set train_length to at least {shortest}")

@@ -115,18 +115,18 @@ def check_evaluation_memory(configs: list[RunConfig]) -> None:
     have = available_memory()
     for config in {(c.task, c.model.n_heads, c.test_length): c for c in configs
                    if label_not_applicable(c.task) is None and attends(c.family)}.values():
-        def need(length: int) -> int:
-            return 4 * config.model.n_heads * int(_token_lengths(config, np.array([length]))[0]) ** 2
+        def tokens(length: int) -> int:
+            return int(_token_lengths(config, np.array([length]))[0])
 
-        if need(config.test_length) <= have:
+        need = 4 * config.model.n_heads * tokens(config.test_length) ** 2
+        if need <= have:
             continue
         low, high = config.train_length, config.test_length  # the longest length that fits, by bisection
         while high - low > 1:
             middle = (low + high) // 2
-            low, high = (middle, high) if need(middle) <= have else (low, middle)
-        tokens = int(_token_lengths(config, np.array([config.test_length]))[0])
-        raise InputError(f"test_length {config.test_length}: one evaluated sequence of {config.task} has {tokens} "
-                         f"tokens, and attention over it needs about {need(config.test_length) / 1e9:.1f} GB "
+            low, high = (middle, high) if 4 * config.model.n_heads * tokens(middle) ** 2 <= have else (low, middle)
+        raise InputError(f"test_length {config.test_length}: one evaluated sequence of {config.task} has "
+                         f"{tokens(config.test_length)} tokens, and attention over it needs about {need / 1e9:.1f} GB "
                          f"({config.model.n_heads} heads); {have / 1e9:.1f} GB is available here; the longest test "
                          f"length that fits is about {low} (--set test_length=...)")
 

@@ -206,7 +206,7 @@ def load_plugin(plugin: PluginFile) -> list[str]:
     if key in sys.modules:
         names = list(sys.modules[key].__lengthbench_registered__)
     else:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+        digest = file_digest(path)
         names = _import_file(path, key)
         for name in names:
             _set_source(name, f"file {path.name} sha256:{digest}")
@@ -316,10 +316,15 @@ def load_entry_points() -> list[str]:
     return added
 
 
+def file_digest(path: Path) -> str:
+    """The first 12 hex digits of a file's SHA-256: a plugin's source, as its runs' configs name it."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+
+
 def _module_digest(module: str) -> str:
-    """The first 12 hex digits of the SHA-256 of an imported module's source file ("unknown" without one)."""
+    """``file_digest`` of an imported module's source file ("unknown" without one)."""
     path = getattr(sys.modules.get(module), "__file__", None)
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12] if path and Path(path).is_file() else "unknown"
+    return file_digest(path) if path and Path(path).is_file() else "unknown"
 
 
 def distribution_plugin(name: str) -> list[str] | None:
