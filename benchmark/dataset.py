@@ -21,6 +21,9 @@ import hashlib
 from pathlib import Path
 
 from lengthbench.benchmark.files import atomic_path, ensure_output_dir, json_text, refuse_foreign_files, write_text
+from lengthbench.benchmark.harness_packs import (
+    harness_labels, refuse_foreign_harness_files, write_inspect_tasks, write_lm_eval_pack,
+)
 from lengthbench.benchmark.instances import evaluation_instances, instance_id
 from lengthbench.benchmark.version import __version__
 from lengthbench.core.errors import InputError, install_hint
@@ -46,11 +49,14 @@ def _pyarrow():
     return pyarrow
 
 
-def export_dataset(preset, out, tasks=None) -> dict:
+def export_dataset(preset, out, tasks=None, lm_eval: bool = False, inspect: bool = False) -> dict:
     """Write ``preset``'s test instances (a ``Preset``; ``tasks``, a subset of
     its grid's task labels) to the folder ``out``; returns what was written:
     ``configs`` (per task label: its splits' lengths, instance counts and
-    files) and ``skipped`` (a label whose format cannot write its task: why)."""
+    files) and ``skipped`` (a label whose format cannot write its task: why).
+    With ``lm_eval`` and ``inspect``, the harnesses' tasks beside them
+    (``benchmark.harness_packs``): ``harnesses`` ({kind: path}) and
+    ``harness_skipped`` (a label no text harness scores as lengthbench does: why)."""
     labels = preset.grid_tasks()
     if tasks is not None and not tasks:
         raise InputError(f"--tasks: the list is empty; give some of {', '.join(labels)}, or leave it out for all")
@@ -63,6 +69,8 @@ def export_dataset(preset, out, tasks=None) -> dict:
                          f"{', '.join(labels)}")
     pa = _pyarrow()
     _refuse_foreign_files(Path(out))
+    if lm_eval or inspect:
+        refuse_foreign_harness_files(Path(out))
     folder = ensure_output_dir(out, "--out")
     configs, skipped = {}, {}
     for label in tasks or labels:
@@ -86,6 +94,7 @@ def export_dataset(preset, out, tasks=None) -> dict:
                 pa.parquet.write_table(table, tmp)
             splits[split] = {"path": path.as_posix(), "lengths": sorted({r["length"] for r in rows}),
                              "rows": len(rows), "bytes": table.nbytes,
+                             "answer_tokens": max(len(r["answer_ids"]) for r in rows),
                              "file_bytes": (folder / path).stat().st_size, "sha256": _sha256(folder / path)}
         task = instances[0]
         configs[label] = {"columns": columns, "splits": splits, "task_version": task["task_version"],
@@ -93,7 +102,15 @@ def export_dataset(preset, out, tasks=None) -> dict:
                           "n_samples": config.eval_samples}
     write_text(folder / "README.md", _card(preset, configs, skipped))
     write_text(folder / "croissant.json", json_text(_croissant(preset, configs)))
-    return {"configs": configs, "skipped": skipped, "folder": folder}
+    written = {"configs": configs, "skipped": skipped, "folder": folder, "harnesses": {}, "harness_skipped": {}}
+    if lm_eval or inspect:
+        harnessed, written["harness_skipped"] = harness_labels(configs)
+        if lm_eval:
+            written["harnesses"]["lm_eval"] = write_lm_eval_pack(folder, preset, harnessed, __version__)
+        if inspect:
+            written["harnesses"]["inspect"], written["harnesses"]["hub"] = write_inspect_tasks(
+                folder, preset, harnessed, __version__)
+    return written
 
 
 def _schema(pa, columns: list[str]):

@@ -64,10 +64,12 @@ class RunJob:
     plugins: tuple = ()  # ``PluginFile``s a worker loads before its first run
     save_predictions: bool = False
     live_log: str | None = None  # a kind of ``benchmark.live_log``: training written as it runs
+    save_models: bool = False  # each trained transformers model saved with its tokenizer (models.saved_model)
 
     def __call__(self, config: RunConfig, progress_factory=None) -> Outcome:
         return Outcome(config, run_claimed(config, self.folder, self.force, progress_factory,
-                                           self.checkpoint_every, self.save_predictions, self.live_log))
+                                           self.checkpoint_every, self.save_predictions, self.live_log,
+                                           self.save_models))
 
     def failed(self, config: RunConfig, err: BaseException) -> Outcome:
         """The outcome of a run whose worker died: an error record."""

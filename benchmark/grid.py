@@ -30,6 +30,7 @@ from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.core.errors import InputError
 from lengthbench.core.registry import Registry
 from lengthbench.models.families import family_entry
+from lengthbench.models.saved_model import SAVED_FAMILIES
 from lengthbench.tasks.cells import cell_name, method_name
 
 log = logging.getLogger(__name__)
@@ -129,7 +130,7 @@ def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = Fal
              plugins: tuple = (), progress: bool = True,
              checkpoint_every: float = CHECKPOINT_EVERY_S, executor: str = "local",
              address: str | None = None, save_predictions: bool = False,
-             live_log: str | None = None) -> list[RunRecord]:
+             live_log: str | None = None, save_models: bool = False) -> list[RunRecord]:
     """Run (or load) every cell of ``preset`` into the folder ``results``;
     returns the records in grid order.
 
@@ -138,7 +139,8 @@ def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = Fal
     (``checkpoints``).
     ``plugins`` are ``models.plugins.PluginFile``s that workers load. With
     ``save_predictions``, each run trained here keeps its predictions
-    beside its record (``benchmark.predictions``).
+    beside its record (``benchmark.predictions``); with ``save_models``, its
+    ``transformers`` model with its tokenizer (``models.saved_model``).
     Raises ``GridInterrupted`` on Ctrl-C, after saving what finished."""
     entry = EXECUTORS[executor]
     configs = grid_configs(preset)
@@ -192,7 +194,7 @@ def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = Fal
         outer.set_postfix_str(f"{cell_name(record.task, record.method)}: {record.status}")
         outer.update(1)
 
-    job = RunJob(folder, force, checkpoint_every, tuple(plugins), save_predictions, live_log)
+    job = RunJob(folder, force, checkpoint_every, tuple(plugins), save_predictions, live_log, save_models)
     try:
         with entry.make(job, workers=workers, n_runs=len(todo), progress=progress, address=address) as runner:
             runner.submit(todo)
@@ -215,7 +217,19 @@ def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = Fal
         outer.close()
     if save_predictions:
         _report_missing_predictions(folder, list(records.values()))
+    if save_models:
+        _report_missing_models(folder, configs, records)
     return [records[c.run_id] for c in configs]
+
+
+def _report_missing_models(folder: ResultsFolder, configs: list[RunConfig], records: dict) -> None:
+    """A model is saved only by the run that trains it: say which finished runs of a saving family have none."""
+    missing = [c.run_id for c in configs if c.family in SAVED_FAMILIES and records[c.run_id].status == "ok"
+               and not (folder.model_path(c.run_id) / "config.json").is_file()]
+    if missing:
+        log.warning("%d of the grid's finished runs have no saved model (trained before, without --save-models; a "
+                    "record keeps no weights): %s%s; --force retrains them", len(missing), ", ".join(missing[:3]),
+                    ", ..." if len(missing) > 3 else "")
 
 
 def _report_missing_predictions(folder: ResultsFolder, records: list[RunRecord]) -> None:

@@ -23,6 +23,7 @@ from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.benchmark.train import train_run
 from lengthbench.benchmark.unseen import drawn_before_training, drawn_prompts
 from lengthbench.models.families import n_parameters
+from lengthbench.models.saved_model import save_model_folder, saves_as_transformers
 from lengthbench.tasks import get_task
 from lengthbench.tasks.cells import cell_name
 
@@ -36,12 +37,15 @@ def error_record(config: RunConfig, err: BaseException) -> RunRecord:
 
 def execute_run(config: RunConfig, device: torch.device, progress_factory=None,
                 checkpoints: ResultsFolder | None = None, checkpoint_every: float = CHECKPOINT_EVERY_S,
-                save_predictions: bool = False, live_log: str | None = None) -> RunRecord:
+                save_predictions: bool = False, live_log: str | None = None, save_model: bool = False) -> RunRecord:
     """Train and evaluate one cell into its record; an error becomes an
     ``error`` record. With ``checkpoints`` (a results folder), training
     state is saved there every ``checkpoint_every`` s and an interrupted run
     resumes from it. With ``save_predictions``, the record carries its
     predictions per length (written beside it: ``benchmark.predictions``).
+    With ``save_model`` and ``checkpoints``, a trained ``transformers`` model
+    (the ``hf-*`` families) is saved under the folder's ``models/`` with its
+    task's tokenizer (``models.saved_model``).
     With ``live_log`` (a kind of ``benchmark.live_log``) and ``checkpoints``,
     the run's training is written under the folder's ``logs/`` as it runs."""
     record = RunRecord.start(config, device)
@@ -54,7 +58,10 @@ def execute_run(config: RunConfig, device: torch.device, progress_factory=None,
         checkpoint = checkpoints.checkpoint(config.run_id, checkpoint_every) if checkpoints is not None else None
         log = open_live_log(live_log, checkpoints.path, config.run_id) if checkpoints is not None else None
         try:
-            _train_and_evaluate(config, record, device, progress_factory, checkpoint, save_predictions, log)
+            model = _train_and_evaluate(config, record, device, progress_factory, checkpoint, save_predictions, log)
+            if save_model and checkpoints is not None and record.status == "ok" and saves_as_transformers(model):
+                save_model_folder(model, get_task(config.task), checkpoints.model_path(config.run_id),
+                                  {"run_id": config.run_id, "family": config.family, "seed": config.seed})
         finally:
             if log is not None:
                 log.close()
@@ -65,7 +72,8 @@ def execute_run(config: RunConfig, device: torch.device, progress_factory=None,
 
 
 def _train_and_evaluate(config: RunConfig, record: RunRecord, device: torch.device, progress_factory,
-                        checkpoint: Checkpoint | None, save_predictions: bool, live_log=None) -> None:
+                        checkpoint: Checkpoint | None, save_predictions: bool, live_log=None):
+    """Train and evaluate into ``record``; returns the trained model."""
     task = get_task(config.task)
     drawn = drawn_before_training(task, config)  # a fit that cannot be judged is refused before training
     model = config.build_model(task.vocab_size).to(device)
@@ -81,7 +89,7 @@ def _train_and_evaluate(config: RunConfig, record: RunRecord, device: torch.devi
         record.training["fit_checks"] = result.fit_checks
     if result.diverged:
         record.status = "diverged"
-        return
+        return model
     bar = progress_factory(len(config.eval_lengths()), _label("eval", config)) if progress_factory else None
     predictions = {} if save_predictions else None
     if config.fit_unseen and drawn is None:  # a run that may stop at fit: what it drew, known only now
@@ -92,6 +100,7 @@ def _train_and_evaluate(config: RunConfig, record: RunRecord, device: torch.devi
     record.status, record.summary, record.predictions = "ok", summarize(record.per_length, config), predictions
     if live_log is not None:
         live_log.finished(result.steps_done, record.summary)
+    return model
 
 
 def _label(stage: str, config: RunConfig) -> str:
@@ -111,11 +120,11 @@ def _claim(config: RunConfig, folder: ResultsFolder, force: bool) -> bool:
 
 def run_claimed(config: RunConfig, folder: ResultsFolder, force: bool, progress_factory=None,
                 checkpoint_every: float = CHECKPOINT_EVERY_S, save_predictions: bool = False,
-                live_log: str | None = None) -> RunRecord | None:
+                live_log: str | None = None, save_model: bool = False) -> RunRecord | None:
     """Claim, train and evaluate one run: its record, or ``None`` when the
     run is left to another process. The claim stays fresh while it works."""
     if not _claim(config, folder, force):
         return None
     with Heartbeat([folder.claim_path(config.run_id)]):
         return execute_run(config, default_device(), progress_factory, folder, checkpoint_every, save_predictions,
-                           live_log)
+                           live_log, save_model)

@@ -26,6 +26,8 @@ from lengthbench.benchmark.predictions import read_predictions
 from lengthbench.benchmark.presets import PRESETS
 from lengthbench.core.errors import InputError, UnknownNameError
 from lengthbench.models.huggingface import load_saved_model
+from lengthbench.models.saved_model import check_folder_tokenizer
+from lengthbench.tasks import get_task
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +80,10 @@ def _warn_missing_lengths(task: str, preset: str, table: pd.DataFrame, where: st
 def evaluate_model(model, task: str, lengths: list[int], samples: int, seed: int, heads: int) -> pd.DataFrame:
     """Per-length metrics of ``model`` (a callable from token ids to logits,
     or a ``save_pretrained`` folder, loaded from local files only and moved
-    where a run's model would train) by the harness's own evaluation."""
+    where a run's model would train; one lengthbench saved must hold
+    ``task``'s tokenizer) by the harness's own evaluation."""
     if isinstance(model, (str, os.PathLike)):
+        check_folder_tokenizer(model, get_task(task))
         model = load_saved_model(model).to(default_device())  # CUDA where there is one, as a run's model
     return pd.DataFrame([flat_slices(row) for row in evaluate_any(model, task, lengths, samples, seed, heads)])
 

@@ -27,6 +27,7 @@ from lengthbench.benchmark.store import SELECTION_FOLDER
 from lengthbench.benchmark.versions import check_unchanged
 from lengthbench.core.errors import InputError
 from lengthbench.models.contract import CheckShape, ContractReport
+from lengthbench.models.saved_model import check_saves_models
 from lengthbench.models.plugins import (
     PluginFile,
     check_names,
@@ -137,7 +138,7 @@ def plan_text(grid: Preset, choice: SelectionGrid | None, select: str | None, re
 def run_sitting(grid: Preset, plugin_files: list, *, results: PathLike | None, out: PathLike | None, force: bool,
                 workers: int, executor: str, address: str | None, checkpoint_every: float,
                 progress: bool, save_predictions: bool = False, selection: SelectionGrid | None = None,
-                command: str | None = None, live_log: str | None = None) -> tuple[list[RunRecord], Path, float]:
+                command: str | None = None, live_log: str | None = None, save_models: bool = False) -> tuple[list[RunRecord], Path, float]:
     """Run a validated grid (once per value of ``selection``, keeping the
     chosen records); returns its records, the output folder and the wall time.
     Everything that can be refused is refused before the first run. With
@@ -151,13 +152,15 @@ def run_sitting(grid: Preset, plugin_files: list, *, results: PathLike | None, o
         raise InputError(f"save_predictions cannot be kept for cells that judge their fit on unseen inputs "
                          f"(fit_unseen: {', '.join(unseen)}): their examples are chosen per run; run without "
                          "--save-predictions")
+    if save_models:
+        check_saves_models(configs)
     EXECUTORS[executor].check()
     results = ensure_output_dir(results or default_results(grid), "--results")
     out = ensure_output_dir(out, "--out") if out else results
     start = time.perf_counter()
     options = dict(force=force, workers=resolve_workers(workers), plugins=tuple(plugin_files),
                    checkpoint_every=checkpoint_every, executor=executor, address=address, progress=progress,
-                   save_predictions=save_predictions, live_log=live_log)
+                   save_predictions=save_predictions, live_log=live_log, save_models=save_models)
     try:
         records = (run_selection(grid, selection, results, **options) if selection is not None
                    else run_grid(grid, results, **options))

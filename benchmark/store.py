@@ -26,6 +26,7 @@ from lengthbench.benchmark.records import MAX_RECORD_BYTES, QUARANTINE_SUFFIX, R
 
 log = logging.getLogger(__name__)
 
+MODELS_FOLDER = "models"  # run --save-models writes each trained model to <results>/models/<run id>/
 SELECTION_FOLDER = "selection"  # run --select trains each candidate value's grid in a folder under here
 
 
@@ -87,6 +88,9 @@ class ResultsFolder:
 
     def predictions_path(self, run_id: str) -> Path:
         return self.path / PREDICTIONS_FOLDER / f"{run_id}.npz"
+
+    def model_path(self, run_id: str) -> Path:
+        return self.path / MODELS_FOLDER / run_id
 
     def finished(self, run_id: str, set_aside: bool = True) -> RunRecord | None:
         """The stored record of a finished run, or None if it must (re)run.

@@ -33,8 +33,7 @@ from lengthbench.benchmark.config import parse_setting
 from lengthbench.benchmark.dataset import export_dataset
 from lengthbench.benchmark.files import check_input_file, ensure_output_dir, write_json, write_text
 from lengthbench.benchmark.grid import EXECUTORS, GridInterrupted
-from lengthbench.benchmark.instances import evaluation_instances, write_jsonl
-from lengthbench.benchmark.instances import MAX_PREDICTIONS_BYTES
+from lengthbench.benchmark.instances import MAX_PREDICTIONS_BYTES, evaluation_instances, write_jsonl
 from lengthbench.benchmark.listing import presets_listing
 from lengthbench.benchmark.live_log import LOG_KINDS
 from lengthbench.benchmark.predictions import read_predictions
@@ -68,12 +67,11 @@ PathLike = str | Path
 
 __all__ = [
     "CHECKPOINT_EVERY_S", "LOG_KINDS", "CORRECTIONS", "DEFAULT_CORRECTION", "EXECUTORS", "METRICS", "PRESETS", "STUDIES",
-    "GridInterrupted", "InputError", "OutputError", "RunsFailed", "UnknownNameError", "bench_generation", "cell_name", "check", "compare", "compare_text", "encodings_text",
-    "evaluate", "export", "generate",
-    "leaderboard_text", "load_leaderboard", "load_records", "write_leaderboard", "models_text", "parse_setting",
-    "load_predictions", "perf", "perf_configs", "plan", "presets_text", "reproduce", "run", "score", "studies_text",
-    "study_names", "submit", "tasks_table", "formats_table", "__version__",
-]
+    "GridInterrupted", "InputError", "OutputError", "RunsFailed", "UnknownNameError", "bench_generation", "cell_name",
+    "check", "compare", "compare_text", "encodings_text", "evaluate", "export", "generate", "leaderboard_text",
+    "load_leaderboard", "load_records", "write_leaderboard", "models_text", "parse_setting", "load_predictions", "perf",
+    "perf_configs", "plan", "presets_text", "reproduce", "run", "score", "studies_text", "study_names", "submit",
+    "tasks_table", "formats_table", "__version__"]
 
 
 def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings: Sequence[str] | None = None,
@@ -83,7 +81,8 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
         workers: int = 0, executor: str = "local", address: str | None = None,
         plugins: Iterable[PathLike] = (), checkpoint_every: float | None = None, progress: bool = True,
         select: str | None = None, settings: Mapping[str, int | float] | None = None,
-        save_predictions: bool = False, command: str | None = None, live_log: str | None = None) -> pd.DataFrame:
+        save_predictions: bool = False, command: str | None = None, live_log: str | None = None,
+        save_models: bool = False) -> pd.DataFrame:
     """Train and evaluate ``preset``'s grid (optionally narrowed to ``tasks``,
     ``encodings``, model families ``models`` and ``seeds``, each task written
     in each of ``formats``: ``formats_table``), then build its leaderboard;
@@ -104,7 +103,9 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
     and record say so); records then go by default to
     ``results/<preset>-<settings>``, apart from the preset's own.
     ``save_predictions`` keeps each trained run's predictions at every
-    evaluated length beside its record (``load_predictions`` reads them).
+    evaluated length beside its record (``load_predictions`` reads them);
+    ``save_models`` each trained ``hf-*`` model with its task's tokenizer
+    under ``results/models/`` (``evaluate_model`` reads one).
     ``live_log`` (``"tensorboard"``) writes each run's training as it runs
     under ``results/logs/`` (``benchmark.live_log``).
     ``command`` is what provenance.json records as the call (default: this
@@ -121,7 +122,7 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
                              executor=executor, address=address,
                              checkpoint_every=checkpoint_every or CHECKPOINT_EVERY_S,
                              save_predictions=save_predictions, progress=progress, command=command,
-                             selection=selection, live_log=live_log)
+                             selection=selection, live_log=live_log, save_models=save_models)
     if board.attrs["failed"] and len(board.attrs["failed"]) == board.attrs["trained"]:
         raise RunsFailed(board)
     return board
@@ -264,16 +265,18 @@ def generate(task: str, lengths: Sequence[int] | None = None, *, samples: int | 
     return instances
 
 
-def export(preset: str = "quick", out: PathLike = "dataset", *, tasks: Sequence[str] | None = None) -> dict:
+def export(preset: str = "quick", out: PathLike = "dataset", *, tasks: Sequence[str] | None = None,
+           lm_eval: bool = False, inspect: bool = False) -> dict:
     """Write ``preset``'s test instances (every task label of its grid, or
     ``tasks``) to the folder ``out`` as a Hugging Face dataset: Parquet per
     task and length band, a dataset card and Croissant metadata
     (``benchmark.dataset``). ``datasets.load_dataset(out, TASK)`` loads it;
-    its rows are ``generate``'s instances plus an ``id`` that ``score`` reads.
-    Returns what was written (``configs``, ``skipped``, ``folder``)."""
+    its rows are ``generate``'s instances plus an ``id`` that ``score`` reads. ``lm_eval``
+    and ``inspect`` add those harnesses' tasks (``benchmark.harness_packs``).
+    Returns what was written (``configs``, ``skipped``, ``folder``, ``harnesses``, ``harness_skipped``)."""
     if preset not in PRESETS:
         raise UnknownNameError("preset", preset, PRESETS)
-    return export_dataset(PRESETS[preset], out, tasks)
+    return export_dataset(PRESETS[preset], out, tasks, lm_eval, inspect)
 
 
 def score(task: str, predictions: PathLike, *, out: PathLike | None = None, method: str | None = None,
@@ -299,9 +302,8 @@ def load_predictions(path: PathLike) -> pd.DataFrame:
     ``prediction_ids`` and ``exact`` (every answer token predicted right)."""
     meta, lines = read_predictions(check_input_file(path, "predictions", MAX_PREDICTIONS_BYTES))
     frame = pd.DataFrame(lines)
-    frame.insert(0, "run_id", meta["run_id"])
-    frame.insert(1, "method", meta["method"])
-    frame.insert(2, "seed", meta["seed"])
+    for place, key in enumerate(("run_id", "method", "seed")):
+        frame.insert(place, key, meta[key])
     frame["exact"] = [p == a for p, a in zip(frame.prediction_ids, frame.answer_ids)]
     return frame
 
@@ -309,15 +311,12 @@ def load_predictions(path: PathLike) -> pd.DataFrame:
 def evaluate(model, task: str, lengths: Sequence[int] | None = None, *, samples: int | None = None,
              seed: int | None = None, preset: str = "quick", heads: int = 8, out: PathLike | None = None,
              method: str | None = None) -> pd.DataFrame:
-    """Per-length metrics of ``model`` on ``task``'s evaluation instances
-    (those of ``generate``, with the same defaults), by the harness's own
-    evaluation: ``model`` is any callable from token ids ``(batch, tokens)``
-    to logits ``(batch, tokens, vocabulary)`` (a plain ``nn.Module``; a
-    Hugging Face causal LM, whose output's ``.logits`` is read), a folder a
-    ``transformers`` model's ``save_pretrained`` wrote (loaded from local
-    files only), or a lengthbench run's model (then its own positions are
-    used, and the numbers are those of its record). ``heads`` only sizes the
-    chunks. ``out`` and ``method`` write as ``score``'s do."""
+    """Per-length metrics of ``model`` on ``task``'s evaluation instances (``generate``'s, same defaults), by the
+    harness's own evaluation: ``model`` is any callable from token ids ``(batch, tokens)`` to logits ``(batch,
+    tokens, vocabulary)`` (a plain ``nn.Module``; a Hugging Face causal LM, whose ``.logits`` is read), a folder a
+    ``transformers`` model's ``save_pretrained`` wrote (local files only; one ``run --save-models`` wrote must
+    hold ``task``'s tokenizer), or a lengthbench run's model (then its own positions are used, and the numbers
+    are those of its record). ``heads`` only sizes the chunks. ``out`` and ``method`` write as ``score``'s do."""
     lengths, samples, seed = evaluation_settings(task, preset, lengths, samples, seed)
     table = evaluate_model(model, task, lengths, samples, seed, heads)
     return scored_table(task, table, out, method, PRESETS[preset].evaluation_config(task), seed)

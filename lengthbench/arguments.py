@@ -40,7 +40,8 @@ COMMANDS = {
     "submit": "check a new encoding or model family, run it through a preset, rank it",
     "compare": "per-cell differences between two leaderboard CSVs",
     "generate": "write a task's test instances as JSON Lines, for any model",
-    "export": "write a preset's test instances as a Hugging Face dataset (Parquet, card, Croissant)",
+    "export": "write a preset's test instances as a Hugging Face dataset (Parquet, card, Croissant), with "
+              "lm-eval and Inspect tasks on request",
     "score": "score predictions for generated instances (exact match, token accuracy)",
     "evaluate": "score a saved Hugging Face model (a save_pretrained folder) on a task's test instances",
     "bench-generation": "time batch generation for every task",
@@ -160,6 +161,9 @@ def _add_run(sub, grid) -> None:
                      help="override one of the preset's run settings for every cell, e.g. steps=500 or lr=3e-4 "
                           "(repeat for several; recorded in each run's config; records go to "
                           "results/<preset>-<settings> unless --results)")
+    run.add_argument("--save-models", action="store_true",
+                     help="save each trained hf-* model (a transformers class) with a tokenizer of its task's symbols "
+                          "in <results>/models/<run>/, for evaluate --hf, lm_eval and Inspect (docs/huggingface.md)")
     run.add_argument("--plan", action="store_true",
                      help="print the grid, its useful FLOPs and its estimated wall time here; train nothing")
 
@@ -243,6 +247,12 @@ def _add_any_model(sub) -> None:
                      + " (default quick)")
     exp.add_argument("--tasks", type=_csv, help="comma-separated subset of the preset's task labels (default all)")
     exp.add_argument("--out", required=True, help="the folder to write (created if missing)")
+    exp.add_argument("--lm-eval", action="store_true",
+                     help="also write an lm-evaluation-harness task pack in OUT/lm_eval (a task YAML per task, exact "
+                          "match per length, a group YAML lengthbench_<preset>): lm_eval --include_path OUT/lm_eval")
+    exp.add_argument("--inspect", action="store_true",
+                     help="also write Inspect tasks, OUT/inspect_tasks.py (an @task per task: inspect eval "
+                          "OUT/inspect_tasks.py@TASK) and OUT/eval.yaml (what the Hub's community evaluations read)")
 
     scr = sub.add_parser("score", help=COMMANDS["score"])
     scr.add_argument("task", help="the task the instances are of")

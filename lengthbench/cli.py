@@ -64,7 +64,8 @@ def cmd_run(args) -> int:
                        select=args.select))
         return EXIT_OK
     try:
-        board = api.run(args.preset, **axes, force=args.force, select=args.select, **_grid_options(args))
+        board = api.run(args.preset, **axes, force=args.force, select=args.select, save_models=args.save_models,
+                        **_grid_options(args))
     except api.RunsFailed as err:
         board = err.board
     return _report_run(board)
@@ -129,7 +130,7 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_export(args) -> int:
-    written = api.export(args.preset, args.out, tasks=args.tasks)
+    written = api.export(args.preset, args.out, tasks=args.tasks, lm_eval=args.lm_eval, inspect=args.inspect)
     configs = written["configs"]
     rows = sum(s["rows"] for c in configs.values() for s in c["splits"].values())
     tasks = f"{len(configs)} task{'s' * (len(configs) != 1)}"
@@ -138,7 +139,16 @@ def cmd_export(args) -> int:
     for label, why in written["skipped"].items():
         print(f"  {label}: no instances ({why})")
     print(f"load: datasets.load_dataset({str(args.out)!r}, {next(iter(configs), 'TASK')!r}, split='test')")
+    for kind, path in written["harnesses"].items():
+        print(f"{HARNESS_USE[kind]}: {path}")
+    for label, why in written["harness_skipped"].items():
+        print(f"  {label}: not in the harness tasks ({why})")
     return EXIT_OK
+
+
+HARNESS_USE = {"lm_eval": "lm-eval pack (lm_eval --include_path it --tasks lengthbench_PRESET)",
+               "inspect": "Inspect tasks (inspect eval it@TASK -M do_sample=false)",
+               "hub": "the Hub's eval.yaml (the dataset's community evaluation)"}
 
 
 def cmd_score(args) -> int:
