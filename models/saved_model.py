@@ -26,7 +26,6 @@ import logging
 import shutil
 from pathlib import Path
 
-from lengthbench.benchmark.files import write_json
 from lengthbench.core.errors import InputError
 from lengthbench.models.huggingface import ARCHITECTURES, HuggingFaceModel
 from lengthbench.tasks import Task
@@ -82,7 +81,7 @@ def save_model_folder(model, task: Task, folder, run: dict) -> Path:
     shutil.rmtree(partial, ignore_errors=True)
     model.model.save_pretrained(partial)
     task_tokenizer(task).save_pretrained(partial)
-    write_json(partial / RUN_FILE, {"task": task.name, "task_version": task.version, **run})
+    (partial / RUN_FILE).write_text(json.dumps({"task": task.name, "task_version": task.version, **run}, indent=1))
     shutil.rmtree(folder, ignore_errors=True)
     partial.rename(folder)
     return folder
