@@ -6,6 +6,7 @@ task file must give the same exact match at every length."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -118,7 +119,7 @@ def _harnesses(model: Path, data: Path, cwd: Path) -> tuple[dict, dict]:
 
 
 @pytest.mark.slow
-def test_one_number_three_ways_evaluate_hf_lm_eval_and_inspect_agree_offline(tmp_path):
+def test_one_number_three_ways_evaluate_hf_lm_eval_and_inspect_agree_offline(tmp_path, caplog):
     pytest.importorskip("lm_eval")
     pytest.importorskip("inspect_ai")
     api.run("smoke", tasks=["parity_check"], models=["hf-llama"], results=tmp_path / "runs", progress=False,
@@ -132,6 +133,10 @@ def test_one_number_three_ways_evaluate_hf_lm_eval_and_inspect_agree_offline(tmp
     assert 0 < min(test_band.values()) and max(test_band.values()) < 1  # a test that can tell numbers apart
     lm_eval, inspect = _harnesses(model, tmp_path / "data", tmp_path)
     assert lm_eval == pytest.approx(test_band) and inspect == pytest.approx(test_band)
+    shutil.rmtree(model)  # a model is saved by the run that trains it: a reused run without one is named
+    api.run("smoke", tasks=["parity_check"], models=["hf-llama"], results=tmp_path / "runs", progress=False,
+            save_models=True, workers=1)
+    assert "1 of the grid's finished runs have no saved model" in caplog.text
 
 
 @pytest.mark.slow
