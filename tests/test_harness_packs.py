@@ -95,7 +95,7 @@ from inspect_ai import eval as inspect_eval
 from lm_eval.tasks import TaskManager
 out = lm_eval.simple_evaluate(model="hf", model_args={{"pretrained": {model!r}, "device": "cpu"}},
                               tasks=["lengthbench_smoke_parity_check"], batch_size=16,
-                              task_manager=TaskManager(include_path={pack!r}))
+                              task_manager=TaskManager(include_path={pack!r}, include_defaults=False))
 metrics = out["results"]["lengthbench_smoke_parity_check"]
 print("numbers", json.dumps({{k.split(",")[0].removeprefix("exact_match_length_"): v for k, v in metrics.items()
                   if k.startswith("exact_match_length_") and "stderr" not in k}}))
