@@ -105,9 +105,9 @@ def export_dataset(preset, out, tasks=None, lm_eval: bool = False, inspect: bool
     written = {"configs": configs, "skipped": skipped, "folder": folder, "harnesses": {}, "harness_skipped": {}}
     if lm_eval or inspect:
         harnessed, written["harness_skipped"] = harness_labels(configs)
-        if lm_eval:
+        if lm_eval and harnessed:  # none harnessed: no pack, each label's reason is printed
             written["harnesses"]["lm_eval"] = write_lm_eval_pack(folder, preset, harnessed, __version__)
-        if inspect:
+        if inspect and harnessed:
             written["harnesses"]["inspect"], written["harnesses"]["hub"] = write_inspect_tasks(
                 folder, preset, harnessed, __version__)
     return written

@@ -14,6 +14,7 @@ length enters the choice; the test numbers reported are the chosen setting's.
 from __future__ import annotations
 
 import logging
+import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -115,7 +116,8 @@ def run_selection(preset: Preset, grid: SelectionGrid, results: Path | ResultsFo
                   **run_options) -> list[RunRecord]:
     """Train ``preset`` once per value (in ``results/selection``), choose
     per (task, method), and write the chosen records, annotated, into
-    ``results`` (replacing records of the same cells at other values);
+    ``results`` (replacing records of the same cells at other values), with
+    their saved models where the runs saved them (``run --save-models``);
     returns them in grid order. A cell where no value finished on every seed
     keeps the first value's records (errors: the next run retries them)."""
     folder = ResultsFolder(results)
@@ -139,5 +141,8 @@ def run_selection(preset: Preset, grid: SelectionGrid, results: Path | ResultsFo
             chosen_records.append(replace(record, selection=evidence) if value is not None else record)
     for record in chosen_records:
         folder.replace_superseded(record, grid.field)
+        saved = folder.subfolder(SELECTION_FOLDER).model_path(record.run_id)  # run --save-models: beside it too
+        if (saved / "config.json").is_file():
+            shutil.copytree(saved, folder.model_path(record.run_id), dirs_exist_ok=True)
     return chosen_records
 

@@ -74,8 +74,12 @@ def test_a_format_that_gives_symbols_between_the_answers_is_left_out_naming_why(
     hinted = export_dataset(replace(PRESETS["smoke"], formats=("plain", "index-hints")), tmp_path / "h",
                             ["addition-index-hints"], lm_eval=True, inspect=True)
     assert "gives the model symbols between the answer's" in hinted["harness_skipped"]["addition-index-hints"]
-    assert not list((tmp_path / "h" / "lm_eval").glob("*index*"))
-    assert "index" not in (tmp_path / "h" / "eval.yaml").read_text()
+    assert hinted["harnesses"] == {} and not (tmp_path / "h" / "lm_eval").exists()  # nothing to pack: no pack
+    both = export_dataset(replace(PRESETS["smoke"], formats=("plain", "index-hints")), tmp_path / "b",
+                          ["addition", "addition-index-hints"], lm_eval=True, inspect=True)
+    assert list(both["harness_skipped"]) == ["addition-index-hints"]
+    assert [p.name for p in (tmp_path / "b" / "lm_eval").glob("*index*")] == []
+    assert "index" not in (tmp_path / "b" / "eval.yaml").read_text()
 
 
 @pytest.mark.parametrize("name", ["eval.yaml", "inspect_tasks.py", "lm_eval/mine.yaml"])
@@ -137,6 +141,16 @@ def test_one_number_three_ways_evaluate_hf_lm_eval_and_inspect_agree_offline(tmp
     api.run("smoke", tasks=["parity_check"], models=["hf-llama"], results=tmp_path / "runs", progress=False,
             save_models=True, workers=1)
     assert "1 of the grid's finished runs have no saved model" in caplog.text
+
+
+@pytest.mark.slow
+def test_a_chosen_runs_saved_model_is_beside_its_record(tmp_path):
+    board = api.run("smoke", tasks=["parity_check"], models=["hf-llama"], results=tmp_path, progress=False,
+                    select="lr=1e-3,3e-3", save_models=True, workers=1)
+    chosen = api.load_records(tmp_path).run_id.unique()
+    assert len(board) == 1 and len(chosen) == 1
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == list(chosen)
+    assert len(list((tmp_path / "selection" / "models").iterdir())) == 2  # every value's run saved its own
 
 
 @pytest.mark.slow
