@@ -145,8 +145,8 @@ def _quoted(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-INSPECT_TEMPLATE = '''"""Inspect tasks for lengthbench's {preset} test instances (written by `lengthbench export --inspect`,
-lengthbench {version}).
+INSPECT_TEMPLATE = '''"""Inspect tasks for lengthbench's {preset} test instances
+(written by `lengthbench export --inspect`, lengthbench {version}).
 
 One task per task label, on its {split} split in this folder: the model generates greedily (run with
 `-M do_sample=false`) and is scored as lengthbench scores it: right when the completion's first symbols are the

@@ -113,8 +113,11 @@ def checked_plugins(plugin_files: list[PluginFile], grid: Preset) -> tuple[list[
 
 
 def plan_text(grid: Preset, choice: SelectionGrid | None, select: str | None, results: PathLike | None,
-              workers: int, force: bool) -> str:
-    """What running ``grid`` (once per value of ``choice``) would cost here, as text; trains and writes nothing."""
+              workers: int, force: bool, save_models: bool = False) -> str:
+    """What running ``grid`` (once per value of ``choice``) would cost here, as text; trains and writes nothing.
+    With ``save_models``, refused as ``run --save-models`` refuses it."""
+    if save_models:
+        check_saves_models(grid_configs(grid))
     folder = Path(results or default_results(grid))
     if folder.exists() and not folder.is_dir():
         raise InputError(f"--results {str(folder)!r} is a file, not a folder; give a folder path")

@@ -131,14 +131,15 @@ def run(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings:
 def plan(preset: str = "quick", *, tasks: Sequence[str] | None = None, encodings: Sequence[str] | None = None,
          models: Sequence[str] | None = None, seeds: Sequence[int] | None = None, results: PathLike | None = None,
          workers: int = 0, plugins: Iterable[PathLike] = (), settings: Mapping[str, int | float] | None = None,
-         force: bool = False, select: str | None = None, formats: Sequence[str] | None = None) -> str:
-    """What ``run`` with the same arguments would cost here (runs stored and
-    to run, useful FLOPs, calibrated wall time), as text; trains and
-    writes nothing. With ``force`` nothing stored is reused; a ``select``
-    (or the preset's own) is validated and priced: one grid per value."""
+         force: bool = False, select: str | None = None, formats: Sequence[str] | None = None,
+         save_models: bool = False) -> str:
+    """What ``run`` with the same arguments would cost here (runs stored and to run, useful FLOPs, calibrated
+    wall time), as text; trains and writes nothing. With ``force`` nothing stored is reused; a ``select`` (or
+    the preset's own) is validated and priced: one grid per value; ``save_models`` is checked as ``run`` checks it."""
     grid, _ = narrowed_grid(preset, tasks, encodings, models, seeds, plugins, settings, formats)
     choice = selection_for(grid, select, settings)
-    return plan_text(grid, choice, select if select is not None else (grid.select or None), results, workers, force)
+    return plan_text(grid, choice, select if select is not None else (grid.select or None), results, workers, force,
+                     save_models)
 
 
 def submit(path: PathLike, preset: str = "quick", *, name: str | None = None,

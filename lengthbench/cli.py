@@ -61,7 +61,7 @@ def cmd_run(args) -> int:
                 seeds=args.seeds, plugins=args.plugin or (), settings=_settings(args.set))
     if args.plan:
         print(api.plan(args.preset, **axes, results=args.results, workers=args.workers, force=args.force,
-                       select=args.select))
+                       select=args.select, save_models=args.save_models))
         return EXIT_OK
     try:
         board = api.run(args.preset, **axes, force=args.force, select=args.select, save_models=args.save_models,

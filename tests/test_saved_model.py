@@ -87,3 +87,10 @@ def test_save_models_is_refused_for_a_grid_of_no_transformers_family_and_warned_
     mixed, _ = narrowed_grid("smoke", tasks=["parity_check"], encodings=["rope"], models=["transformer", "hf-llama"])
     check_saves_models(grid_configs(mixed))
     assert "the models of transformer are not transformers classes" in caplog.text
+
+
+def test_plan_refuses_save_models_as_run_does(capsys):
+    from lengthbench.cli import main
+
+    assert main(["run", "--preset", "smoke", "--plan", "--save-models"]) != 0
+    assert "--save-models saves transformers models" in capsys.readouterr().err
