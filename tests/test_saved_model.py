@@ -76,6 +76,9 @@ def test_a_folder_saved_for_one_task_is_refused_on_another(tmp_path):
     check_folder_tokenizer(folder, task)
     with pytest.raises(InputError, match=r"'a' not in it, task copy gives it id 4.*saved for another task"):
         check_folder_tokenizer(folder, get_task("copy"))
+    (folder / "tokenizer.json").write_text('{"model": {"type": "BPE"}}')
+    with pytest.raises(InputError, match="not the word-level tokenizer lengthbench saves"):
+        check_folder_tokenizer(folder, task)
     (folder / RUN_FILE).unlink()  # a folder saved elsewhere: read by ids, as before
     check_folder_tokenizer(folder, get_task("copy"))
 
