@@ -23,6 +23,7 @@ be lengthbench's. Nothing is downloaded or uploaded.
 from __future__ import annotations
 
 import inspect
+import keyword
 import re
 import shutil
 from pathlib import Path
@@ -72,6 +73,7 @@ def harness_labels(configs: dict) -> tuple[dict, dict]:
 
 
 def lm_eval_task_name(preset: str, label: str) -> str:
+    """The preset is in the name: lm-eval holds every included pack's tasks in one registry."""
     return f"lengthbench_{preset}_{label}"
 
 
@@ -89,7 +91,7 @@ def write_lm_eval_pack(folder: Path, preset, configs: dict, version: str) -> Pat
         metrics = ["exact_match"] + [f"exact_match_length_{n}" for n in split["lengths"]]
         lines = [f"# written by `lengthbench export --lm-eval` (lengthbench {version}): {label} of {preset.name}, "
                  f"{split['rows']} instances at lengths {split['lengths'][0]}..{split['lengths'][-1]}",
-                 f"task: {name}", "custom_dataset: !function utils.load_test_split",
+                 f"task: {_quoted(name)}", "custom_dataset: !function utils.load_test_split",
                  "dataset_kwargs:", f"  config: {_quoted(label)}", f"test_split: {SPLIT}",
                  "output_type: generate_until", f"doc_to_text: {_quoted(PROMPT.replace('{input}', '{{input}}'))}",
                  "doc_to_target: '{{answer}}'", "generation_kwargs:", "  until: ['<eos>']",
@@ -100,7 +102,7 @@ def write_lm_eval_pack(folder: Path, preset, configs: dict, version: str) -> Pat
         lines += ["metadata:", f"  version: {info['task_version']}", f"  lengthbench: {_quoted(version)}"]
         write_text(pack / f"{name}.yaml", "\n".join(lines) + "\n")
     group = [f"# written by `lengthbench export --lm-eval` (lengthbench {version}): every task of {preset.name}",
-             f"group: lengthbench_{preset.name}", "task:"] + [f"  - {name}" for name in names] + [
+             f"group: {_quoted(f'lengthbench_{preset.name}')}", "task:"] + [f"  - {_quoted(n)}" for n in names] + [
              "aggregate_metric_list:", "  - metric: exact_match", "    aggregation: mean",
              "    weight_by_size: false", "metadata:", "  version: 1"]
     write_text(pack / f"lengthbench_{preset.name}.yaml", "\n".join(group) + "\n")
@@ -108,8 +110,9 @@ def write_lm_eval_pack(folder: Path, preset, configs: dict, version: str) -> Pat
 
 
 def inspect_task_name(label: str) -> str:
-    """A label as a Python name (``addition+reversed`` → ``addition_reversed``)."""
-    return re.sub(r"\W", "_", label)
+    """A label as a Python name (``addition+reversed`` → ``addition_reversed``; a plugin's ``3sum`` → ``task_3sum``)."""
+    name = re.sub(r"\W", "_", label)
+    return name if name.isidentifier() and not keyword.iskeyword(name) else f"task_{name}"
 
 
 def write_inspect_tasks(folder: Path, preset, configs: dict, version: str) -> tuple[Path, Path]:

@@ -60,12 +60,19 @@ def test_export_writes_the_pack_the_inspect_tasks_and_the_hubs_eval_yaml(tmp_pat
     copy = (pack / "lengthbench_smoke_copy.yaml").read_text()
     assert "doc_to_text: '<bos> {{input}} <sep>'" in copy and "max_gen_toks: 10" in copy  # copy's longest answer
     assert [f"exact_match_length_{n}" in copy for n in (7, 8, 10, 11)] == [False, True, True, False]
-    assert "  - lengthbench_smoke_copy" in (pack / "lengthbench_smoke.yaml").read_text()
+    assert "  - 'lengthbench_smoke_copy'" in (pack / "lengthbench_smoke.yaml").read_text()
     tasks_file = (out / "inspect_tasks.py").read_text()
     assert "@task\ndef parity_check():" in tasks_file and "max_tokens=1)" in tasks_file
     compile(tasks_file, "inspect_tasks.py", "exec")
     assert "evaluation_framework: inspect-ai" in (out / "eval.yaml").read_text()
     assert "lm-eval pack" in printed and "Inspect tasks" in printed and "eval.yaml" in printed
+
+
+def test_every_label_is_a_python_name_for_inspect():
+    from lengthbench.benchmark.harness_packs import inspect_task_name
+
+    assert [inspect_task_name(label) for label in ("addition+reversed", "3sum", "import", "copy")] == [
+        "addition_reversed", "task_3sum", "task_import", "copy"]
 
 
 def test_a_format_that_gives_symbols_between_the_answers_is_left_out_naming_why(tmp_path):
