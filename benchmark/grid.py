@@ -215,27 +215,20 @@ def run_grid(preset: Preset, results: Path | ResultsFolder, *, force: bool = Fal
                               list(records.values())) from None
     finally:
         outer.close()
+    finished = [r for r in records.values() if r.status == "ok"]
     if save_predictions:
-        _report_missing_predictions(folder, list(records.values()))
+        _report_missing("predictions", "--save-predictions",
+                        [r.run_id for r in finished if not folder.predictions_path(r.run_id).exists()])
     if save_models:
-        _report_missing_models(folder, configs, records)
+        _report_missing("model", "--save-models", [r.run_id for r in finished if r.config.family in SAVED_FAMILIES
+                                                   and not (folder.model_path(r.run_id) / "config.json").is_file()])
     return [records[c.run_id] for c in configs]
 
 
-def _report_missing_models(folder: ResultsFolder, configs: list[RunConfig], records: dict) -> None:
-    """A model is saved only by the run that trains it: say which finished runs of a saving family have none."""
-    missing = [c.run_id for c in configs if c.family in SAVED_FAMILIES and records[c.run_id].status == "ok"
-               and not (folder.model_path(c.run_id) / "config.json").is_file()]
+def _report_missing(what: str, flag: str, missing: list[str]) -> None:
+    """Predictions and models are kept only by the run that trains them (a record keeps no model to evaluate
+    again): say which finished runs have none."""
     if missing:
-        log.warning("%d of the grid's finished runs have no saved model (trained before, without --save-models; a "
-                    "record keeps no weights): %s%s; --force retrains them", len(missing), ", ".join(missing[:3]),
-                    ", ..." if len(missing) > 3 else "")
-
-
-def _report_missing_predictions(folder: ResultsFolder, records: list[RunRecord]) -> None:
-    """Predictions exist only for runs trained with them kept: say which reused records have none."""
-    missing = [r.run_id for r in records if r.status == "ok" and not folder.predictions_path(r.run_id).exists()]
-    if missing:
-        log.warning("%d of the grid's finished runs have no saved predictions (trained before, without "
-                    "--save-predictions; a record keeps no model to evaluate again): %s%s; --force retrains them",
-                    len(missing), ", ".join(missing[:3]), ", ..." if len(missing) > 3 else "")
+        log.warning("%d of the grid's finished runs have no saved %s (trained before, without %s; a record keeps "
+                    "no model to evaluate again): %s%s; --force retrains them", len(missing), what, flag,
+                    ", ".join(missing[:3]), ", ..." if len(missing) > 3 else "")

@@ -7,6 +7,7 @@ or nothing when another process holds it.
 
 from __future__ import annotations
 
+import logging
 import time
 
 import torch
@@ -23,9 +24,11 @@ from lengthbench.benchmark.store import ResultsFolder
 from lengthbench.benchmark.train import train_run
 from lengthbench.benchmark.unseen import drawn_before_training, drawn_prompts
 from lengthbench.models.families import n_parameters
-from lengthbench.models.saved_model import save_model_folder, saves_as_transformers
+from lengthbench.models.saved_model import SAVED_FAMILIES, save_model_folder
 from lengthbench.tasks import get_task
 from lengthbench.tasks.cells import cell_name
+
+log = logging.getLogger(__name__)
 
 
 def error_record(config: RunConfig, err: BaseException) -> RunRecord:
@@ -56,15 +59,14 @@ def execute_run(config: RunConfig, device: torch.device, progress_factory=None,
             record.status, record.reason, record.wall_time_s = "not_applicable", reason, 0.0
             return record
         checkpoint = checkpoints.checkpoint(config.run_id, checkpoint_every) if checkpoints is not None else None
-        log = open_live_log(live_log, checkpoints.path, config.run_id) if checkpoints is not None else None
+        live = open_live_log(live_log, checkpoints.path, config.run_id) if checkpoints is not None else None
         try:
-            model = _train_and_evaluate(config, record, device, progress_factory, checkpoint, save_predictions, log)
-            if save_model and checkpoints is not None and record.status == "ok" and saves_as_transformers(model):
-                save_model_folder(model, get_task(config.task), checkpoints.model_path(config.run_id),
-                                  {"run_id": config.run_id, "family": config.family, "seed": config.seed})
+            model = _train_and_evaluate(config, record, device, progress_factory, checkpoint, save_predictions, live)
+            if save_model and checkpoints is not None and record.status == "ok" and config.family in SAVED_FAMILIES:
+                _save_model(model, config, checkpoints)
         finally:
-            if log is not None:
-                log.close()
+            if live is not None:
+                live.close()
     except Exception as err:  # noqa: BLE001  (one bad cell must not stop the grid)
         record.record_error(err)
     record.wall_time_s = round(time.perf_counter() - start, 3)
@@ -101,6 +103,16 @@ def _train_and_evaluate(config: RunConfig, record: RunRecord, device: torch.devi
     if live_log is not None:
         live_log.finished(result.steps_done, record.summary)
     return model
+
+
+def _save_model(model, config: RunConfig, folder: ResultsFolder) -> None:
+    """Save the run's model; a folder that cannot be written costs the model, never the run's record."""
+    path = folder.model_path(config.run_id)
+    try:
+        save_model_folder(model, get_task(config.task), path,
+                          {"run_id": config.run_id, "family": config.family, "seed": config.seed})
+    except OSError as err:
+        log.warning("%s: its model cannot be saved to %s (%s); its record is kept", config.run_id, path, err)
 
 
 def _label(stage: str, config: RunConfig) -> str:

@@ -27,7 +27,7 @@ import shutil
 from pathlib import Path
 
 from lengthbench.core.errors import InputError
-from lengthbench.models.huggingface import ARCHITECTURES, HuggingFaceModel
+from lengthbench.models.huggingface import ARCHITECTURES
 from lengthbench.tasks import Task
 
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<sep>", "<eos>")  # ids 0..3, as tasks.base's PAD BOS SEP EOS
@@ -41,19 +41,15 @@ SAVED_FAMILIES = tuple(ARCHITECTURES)  # the families whose model is a transform
 def check_saves_models(configs) -> None:
     """Refuse ``--save-models`` for a grid none of whose families is a
     ``transformers`` class; name the families whose models will not be saved."""
-    others = sorted({c.family for c in configs if c.family not in SAVED_FAMILIES})
-    if len({c.family for c in configs}) == len(others):
+    families = {c.family for c in configs}
+    others = sorted(families - set(SAVED_FAMILIES))
+    if len(families) == len(others):
         raise InputError(f"--save-models saves transformers models with their tokenizer; the grid's families "
                          f"({', '.join(others)}) are not transformers classes; the {', '.join(SAVED_FAMILIES)} "
                          "families are (add one with --models)")
     if others:
         log.warning("--save-models: the models of %s are not transformers classes and are not saved; those of %s are",
-                    ", ".join(others), ", ".join(sorted({c.family for c in configs} - set(others))))
-
-
-def saves_as_transformers(model) -> bool:
-    """Whether ``model`` (a run's) is a ``transformers`` model that ``save_model_folder`` can write."""
-    return isinstance(model, HuggingFaceModel)
+                    ", ".join(others), ", ".join(sorted(families - set(others))))
 
 
 def task_tokenizer(task: Task):
@@ -73,7 +69,7 @@ def task_tokenizer(task: Task):
 
 
 def save_model_folder(model, task: Task, folder, run: dict) -> Path:
-    """Write ``model`` (a ``HuggingFaceModel``), its task's tokenizer and
+    """Write ``model`` (a run's ``hf-*`` model), its task's tokenizer and
     ``run`` (what names the run) to ``folder``, whole or not at all (written
     beside it, then moved into place)."""
     folder = Path(folder)

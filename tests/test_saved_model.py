@@ -97,3 +97,14 @@ def test_plan_refuses_save_models_as_run_does(capsys):
 
     assert main(["run", "--preset", "smoke", "--plan", "--save-models"]) != 0
     assert "--save-models saves transformers models" in capsys.readouterr().err
+
+
+def test_a_model_that_cannot_be_saved_costs_the_model_not_the_runs_record(tmp_path, caplog):
+    from lengthbench.benchmark.runner import _save_model
+    from lengthbench.benchmark.store import ResultsFolder
+
+    grid, _ = narrowed_grid("smoke", tasks=["parity_check"], models=["hf-llama"])
+    config = grid_configs(grid)[0]
+    (tmp_path / "models").write_text("a file where the models folder goes")
+    _save_model(config.build_model(get_task("parity_check").vocab_size), config, ResultsFolder(tmp_path))
+    assert f"{config.run_id}: its model cannot be saved to {tmp_path / 'models' / config.run_id}" in caplog.text
