@@ -83,45 +83,76 @@ def delta_rule_recurrence(q, k, v, beta, log_alpha=None):
     return torch.stack(out, dim=2)
 
 
-def chunked_delta_rule(q, k, v, beta, log_alpha=None, segments=None, chunk: int = CHUNK):
-    """``delta_rule_recurrence``'s outputs, chunk by chunk. Inside a chunk
-    from state ``S`` (``g`` the running sum of ``log alpha``, ``Γ_ij =
+class UnitLowerSolve(torch.autograd.Function):
+    """``L⁻¹ R`` for ``L`` unit lower triangular (its strictly lower part read), as
+    ``torch.linalg.solve_triangular``; the backward is that function's without
+    its last pass, which zeroes L's gradient above the subdiagonal: the caller
+    builds L's strictly lower part through a mask, whose backward zeroes the rest."""
+
+    @staticmethod
+    def forward(ctx, lower, right):
+        solved = torch.linalg.solve_triangular(lower, right, upper=False, unitriangular=True)
+        ctx.save_for_backward(lower, solved)
+        return solved
+
+    @staticmethod
+    def backward(ctx, grad):
+        lower, solved = ctx.saved_tensors
+        grad_right = torch.linalg.solve_triangular(lower.mH, grad, upper=True, unitriangular=True)
+        return grad_right @ (-solved).mH, grad_right
+
+
+def chunked_delta_rule(q, k, v, beta, log_alpha=None, segments=None, chunk: int = CHUNK, every: int = 1):
+    """``delta_rule_recurrence``'s outputs, chunk by chunk, read after every
+    ``every``-th step only (``q`` holds those steps' queries: ``(B, H, T / every, D)``).
+    Inside a chunk from state ``S`` (``g`` the running sum of ``log alpha``, ``Γ_ij =
     exp(g_i - g_j)``): ``L = I + strictly_lower(beta_i (k_i . k_j) Γ_ij)``,
     ``U = L⁻¹(beta V) - L⁻¹(beta e^g K) Sᵀ`` (the chunk's delta updates),
-    ``O = e^g Q Sᵀ + lower(Q Kᵀ Γ) U``, then ``S <- e^{g_C} S + Uᵀ (e^{g_C - g} K)``.
+    ``O = e^g Q Sᵀ + lower(Q Kᵀ Γ) U`` (rows of the read steps only), then
+    ``S <- e^{g_C} S + Uᵀ (e^{g_C - g} K)``.
     The first chunk starts from ``S = 0``, so its terms in ``S`` are skipped.
     With ``segments (B, T)`` (examples packed end to end in a row) the state
     starts from zero at each example: pairs of tokens of different examples
     are masked out of ``L`` and ``O``, the state reaches only the tokens of
     the example it was carried in, and is carried on only by that example's tokens."""
-    t, dv = q.shape[2], v.shape[-1]
+    t, dv = k.shape[2], v.shape[-1]
     state, carried_in, out = None, None, []  # carried_in: the example whose state is carried (packed rows)
     for start in range(0, t, chunk):
         part = slice(start, min(start + chunk, t))
-        qc, kc, vc, bc = q[:, :, part], k[:, :, part], v[:, :, part], beta[:, :, part, None]
-        c = qc.shape[2]
-        within = (kc @ kc.transpose(-1, -2), qc @ kc.transpose(-1, -2))
+        kc, vc, bc = k[:, :, part], v[:, :, part], beta[:, :, part, None]
+        c = kc.shape[2]
+        first = (every - 1 - start) % every  # the chunk's first read step
+        read = slice(first, c, every)
+        qc = q[:, :, (start + first) // every:(start + c) // every]
+        causal = torch.ones(c, c, dtype=torch.bool, device=q.device).tril()
+        strict, mask = causal.tril(-1), causal[read]  # mask: the read rows' pairs
+        # DeltaProduct's pairs are (beta_i k_i) . k_j: a pass over the C x C pairs less, forward and back. The
+        # delta rule keeps beta_i (k_i . k_j), the rounding its records were made with (tested bit for bit).
+        scaled = every > 1
+        pairs = (bc * kc if scaled else kc) @ kc.transpose(-1, -2)
+        reads = qc @ kc.transpose(-1, -2)
         if log_alpha is not None:
-            causal = torch.ones(c, c, dtype=torch.bool, device=q.device).tril()
             g = log_alpha[:, :, part].cumsum(-1)
             gamma = torch.exp((g[..., :, None] - g[..., None, :]).masked_fill(~causal, float("-inf")))
-            within = tuple(w * gamma for w in within)
+            pairs, reads = pairs * gamma, reads * gamma[..., read, :]
         if segments is not None:
             seg = segments[:, None, part]  # (B, 1, C)
-            same = (seg[..., :, None] == seg[..., None, :]).to(q.dtype)
-            within = tuple(w * same for w in within)
-        lower = torch.eye(c, dtype=q.dtype, device=q.device) + (bc * within[0]).tril(-1)
+            same = seg[..., :, None] == seg[..., None, :]
+            strict, mask = strict & same, mask & same[..., read, :]
+        lower = pairs * strict.to(q.dtype)
+        lower = lower if scaled else bc * lower
+        reads = reads * mask.to(q.dtype)
         if state is None:
-            updates = torch.linalg.solve_triangular(lower, bc * vc, upper=False, unitriangular=True)
-            out.append(within[1].tril() @ updates)
+            updates = UnitLowerSolve.apply(lower, bc * vc)
+            out.append(reads @ updates)
         else:
             rise = 1.0 if log_alpha is None else torch.exp(g)[..., None]
             if segments is not None:  # the carried state reaches the tokens of its own example only
                 rise = rise * (seg == carried_in)[..., None].to(q.dtype)
-            solved = torch.linalg.solve_triangular(lower, torch.cat([bc * vc, bc * rise * kc], dim=-1), upper=False,
-                                                   unitriangular=True)
+            solved = UnitLowerSolve.apply(lower, torch.cat([bc * vc, bc * rise * kc], dim=-1))
             updates = solved[..., :dv] - solved[..., dv:] @ state.transpose(-1, -2)
-            out.append(rise * qc @ state.transpose(-1, -2) + within[1].tril() @ updates)
+            rise_read = rise if isinstance(rise, float) else rise[..., read, :]
+            out.append(rise_read * qc @ state.transpose(-1, -2) + reads @ updates)
         if part.stop < t:
             fall = 1.0 if log_alpha is None else torch.exp(g[..., -1:] - g)[..., None]
             keep = 1.0 if log_alpha is None else torch.exp(g[..., -1:, None])
@@ -140,19 +171,17 @@ def delta_product(q, k, v, beta, log_alpha=None, segments=None, householder: int
     decay once before the first, and is read after the last: ``S_t = alpha_t S_{t-1} prod_j (I - beta_tj
     k_tj k_tjᵀ) + ...`` (each step's ``+ beta_tj v_tj k_tjᵀ`` inside the product's order), ``o_t = S_t q_t``.
     ``q (B, H, T, D)``, ``k, v (B, H, T * n, D)`` and ``beta (B, H, T * n)`` with token t's steps at t * n ..
-    t * n + n - 1, ``log_alpha (B, H, T)``. Run as ``chunked_delta_rule`` over the T * n steps, the query
-    zero but at each token's last step (what flash-linear-attention's chunked DeltaProduct does)."""
+    t * n + n - 1, ``log_alpha (B, H, T)``. Run as ``chunked_delta_rule`` over the T * n steps, read at each
+    token's last step (flash-linear-attention's chunked DeltaProduct: a zero query at the other steps)."""
     if householder == 1:
         return chunked_delta_rule(q, k, v, beta, log_alpha, segments)
     b, h, t, d = q.shape
     n = householder
-    steps = q.new_zeros(b, h, t, n, d)
-    steps[:, :, :, -1] = q
     if log_alpha is not None:  # the decay before the token's first step, none between its steps
         log_alpha = F.pad(log_alpha[..., None], (0, n - 1)).reshape(b, h, t * n)
     if segments is not None:
         segments = segments.repeat_interleave(n, dim=1)
-    return chunked_delta_rule(steps.reshape(b, h, t * n, d), k, v, beta, log_alpha, segments)[:, :, n - 1::n]
+    return chunked_delta_rule(q, k, v, beta, log_alpha, segments, every=n)
 
 
 def causal_conv(x: torch.Tensor, conv: nn.Conv1d, segments: torch.Tensor | None = None) -> torch.Tensor:
@@ -160,16 +189,44 @@ def causal_conv(x: torch.Tensor, conv: nn.Conv1d, segments: torch.Tensor | None 
     only: what ``conv(x.transpose(1, 2))`` with the tail cut gives, as shifted
     multiply-adds (faster on a CPU than the convolution's backward pass).
     With ``segments (B, T)``, a token looks back within its own example only."""
-    t, padded = x.shape[1], F.pad(x, (0, 0, CONV - 1, 0))
-    if segments is not None:
+    keeps = None
+    if segments is not None:  # keeps[b, t, k]: the token CONV - 1 - k back is in token t's example
         own = F.pad(segments, (CONV - 1, 0), value=-2)  # -2: no example (padding is -1)
-    out = conv.bias.expand(x.shape)
-    for k in range(CONV):  # weight k multiplies the token CONV - 1 - k back
-        shifted = padded[:, k:k + t]
-        if segments is not None and k < CONV - 1:
-            shifted = shifted * (own[:, k:k + t] == segments)[..., None].to(x.dtype)
-        out = torch.addcmul(out, conv.weight[:, 0, k], shifted)
-    return out
+        keeps = torch.stack([own[:, k:k + x.shape[1]] == segments for k in range(CONV - 1)], -1).to(x.dtype)
+    return ShiftedMultiplyAdds.apply(x, conv.weight, conv.bias, keeps)
+
+
+class ShiftedMultiplyAdds(torch.autograd.Function):
+    """``causal_conv``'s sums: ``bias + Σ_k weight_k · (x shifted CONV - 1 - k back) · keep_k``, added in
+    order of k. Its backward gives autograd's numbers for these operations (the same products, added in
+    the order autograd adds them) without its zero-padded copy of x's gradient per shift."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, keeps):
+        t, padded = x.shape[1], F.pad(x, (0, 0, CONV - 1, 0))
+        out, shifts = bias.expand(x.shape), []
+        for k in range(CONV):  # weight k multiplies the token CONV - 1 - k back
+            shifted = padded[:, k:k + t]
+            if keeps is not None and k < CONV - 1:
+                shifted = shifted * keeps[..., k, None]
+            out = torch.addcmul(out, weight[:, 0, k], shifted)
+            shifts.append(shifted)
+        ctx.save_for_backward(weight, keeps, *shifts)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        weight, keeps, *shifts = ctx.saved_tensors
+        t = grad.shape[1]
+        grad_x = grad * weight[:, 0, CONV - 1]
+        for k in reversed(range(max(0, CONV - t), CONV - 1)):  # autograd's order: the last shift's first
+            back = CONV - 1 - k  # (a shift back as far as the row is long reaches no token)
+            part = grad[:, back:] * weight[:, 0, k]
+            if keeps is not None:
+                part = part * keeps[:, back:, k, None]
+            grad_x[:, :t - back] += part
+        grad_weight = torch.stack([(grad * shifted).sum((0, 1)) for shifted in shifts], -1)[:, None]
+        return grad_x, grad_weight, grad.sum((0, 1)), None
 
 
 class DeltaMixer(nn.Module):
@@ -198,11 +255,11 @@ class DeltaMixer(nn.Module):
         mixed = F.silu(causal_conv(self.qkv(x), self.conv, segments))
         q, k, v = mixed.split((d, n * d, n * d), dim=-1)
         q = q.reshape(b, t, heads, -1).transpose(1, 2)
-        k, v = (part.reshape(b, t, n, heads, -1).permute(0, 3, 1, 2, 4).reshape(b, heads, t * n, -1)
+        k, v = (part.reshape(b, t, n, heads, -1).permute(0, 3, 1, 2, 4).reshape(b, heads, t * n, -1).contiguous()
                 for part in (k, v))  # token i's step j at i * n + j
         q, k = F.normalize(q, dim=-1) * q.shape[-1] ** -0.5, F.normalize(k, dim=-1)
         beta, *decay = self.per_head(x).transpose(1, 2).split(n * heads, dim=1)
-        beta = self.beta_range * torch.sigmoid(beta.reshape(b, n, heads, t).permute(0, 2, 3, 1).reshape(b, heads, t * n))
+        beta = self.beta_range * torch.sigmoid(beta.reshape(b, n, heads, t).permute(0, 2, 3, 1).reshape(b, heads, t * n)).contiguous()
         log_alpha = None
         if self.gated:
             log_alpha = -torch.exp(self.A_log)[:, None] * F.softplus(decay[0] + self.dt_bias[:, None])
@@ -264,7 +321,8 @@ def _register(name: str, gated: bool, negative: bool, rank: float, householder: 
     def flops(token_lengths, size, vocab):
         return delta_rule_flops(token_lengths, size, vocab, gated, householder)
 
-    register_family(name, rank=rank, flops=flops,
+    # DeltaProduct 2: its pairs scaled by beta before their product, its queries only at the read steps (rounding)
+    register_family(name, rank=rank, flops=flops, version=2 if householder > 1 else 1,
                     description=f"linear recurrence with a matrix state per head, {what}; "
                     "d_model wide, n_layers deep, n_heads heads")(build)
 

@@ -57,7 +57,7 @@ def product_step_by_step(q, k, v, beta, log_alpha, n):
         for hh in range(h):
             state = torch.zeros(v.shape[-1], d, dtype=torch.float64)
             for i in range(t):
-                state = state * (1.0 if log_alpha is None else float(torch.exp(log_alpha[bb, hh, i])))
+                state = state * (1.0 if log_alpha is None else torch.exp(log_alpha[bb, hh, i]))
                 for j in range(i * n, i * n + n):
                     kj, bj = k[bb, hh, j], beta[bb, hh, j]
                     state = state @ (torch.eye(d, dtype=torch.float64) - bj * torch.outer(kj, kj)) + \
@@ -83,6 +83,31 @@ def test_delta_product_is_its_recurrence(n, gated):
     torch.testing.assert_close(packed[:, :, 9:], second, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("n", [1, 3])
+@pytest.mark.parametrize("gated", [False, True])
+def test_gradients_are_the_recurrences(n, gated):
+    """The chunked rule's backward (its own for the triangular solve, the caller's masks zeroing L's upper part)
+    gives the step-by-step recurrence's gradients for every input: a row packing two examples (4 and 7 tokens),
+    chunks of 8 steps crossing token and example borders."""
+    q, _, _, _, log_alpha = _inputs(11)
+    _, k, v, beta, _ = _inputs(11 * n, seed=1)
+    inputs = [x.requires_grad_() for x in ((q, k, v, beta, log_alpha) if gated else (q, k, v, beta))]
+    decay = log_alpha if gated else None
+    weights = torch.randn(q.shape, dtype=torch.float64)
+    segments = torch.cat([torch.zeros(4, dtype=torch.long), torch.ones(7, dtype=torch.long)])[None].expand(2, -1)
+    steps = None if decay is None else F.pad(decay[..., None], (0, n - 1)).reshape(2, 2, 11 * n)
+    chunked = chunked_delta_rule(q, k, v, beta, steps, segments.repeat_interleave(n, dim=1), chunk=8, every=n)
+
+    def example(tokens):  # one example's inputs, alone, from a zero state
+        steps_of = slice(tokens.start * n, tokens.stop * n)
+        return product_step_by_step(q[:, :, tokens], k[:, :, steps_of], v[:, :, steps_of], beta[:, :, steps_of],
+                                    None if decay is None else decay[:, :, tokens], n)
+
+    alone = torch.cat([example(slice(0, 4)), example(slice(4, 11))], dim=2)
+    for ours, theirs in zip(*(torch.autograd.grad((out * weights).sum(), inputs) for out in (chunked, alone))):
+        torch.testing.assert_close(ours, theirs, rtol=1e-9, atol=1e-9)
+
+
 def test_a_delta_product_layer_takes_n_keys_values_and_betas_per_token():
     size = ModelSize(d_model=16, n_layers=1, n_heads=2, d_ff=16)
     one, three = DeltaMixer(size, False, 2.0), DeltaMixer(size, False, 2.0, householder=3)
@@ -98,6 +123,36 @@ def test_the_convolution_looks_back_within_its_example():
     segments = torch.tensor([[0] * 4 + [1] * 6])
     packed = causal_conv(x, conv, segments)
     torch.testing.assert_close(packed[:, 4:], causal_conv(x[:, 4:], conv))
+
+
+def shifted_multiply_adds(x, conv, segments):
+    """The convolution as plain autograd operations: what ``causal_conv``'s own backward must reproduce."""
+    t, padded = x.shape[1], F.pad(x, (0, 0, 3, 0))
+    own = F.pad(segments, (3, 0), value=-2)
+    out = conv.bias.expand(x.shape)
+    for k in range(4):
+        shifted = padded[:, k:k + t]
+        if k < 3:
+            shifted = shifted * (own[:, k:k + t] == segments)[..., None].to(x.dtype)
+        out = torch.addcmul(out, conv.weight[:, 0, k], shifted)
+    return out
+
+
+@pytest.mark.parametrize("shape", [(5, 13, 24), (3, 2, 8), (2, 1, 4)])
+def test_the_convolutions_gradients_are_autograds_bit_for_bit(shape):
+    """Its backward adds the same products in autograd's order, so the numbers (float32) are equal, not close:
+    records trained before it stay reproducible. Rows shorter than the window included."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv1d(shape[2], shape[2], 4, groups=shape[2])
+    x, weights = torch.randn(shape), torch.randn(shape)
+    segments = torch.sort(torch.randint(0, 3, shape[:2]), dim=1).values
+    grads = []
+    for fn in (causal_conv, shifted_multiply_adds):
+        xx = x.clone().requires_grad_()
+        grads.append(torch.autograd.grad((F.silu(fn(xx, conv, segments)) * weights).sum(),
+                                         (xx, conv.weight, conv.bias)))
+    for ours, autograds in zip(*grads):
+        assert torch.equal(ours, autograds)
 
 
 @pytest.mark.parametrize("beta_range", [1.0, 2.0])
