@@ -27,7 +27,12 @@ transformer's parameters per task (``benchmark.matching``).
 The recurrence runs chunk by chunk (``chunked_delta_rule``, the WY/UT form
 of Yang et al. 2024): inside a chunk of up to ``CHUNK`` tokens all at once
 (two triangular solves), between chunks by carrying ``S``; it equals the
-token-by-token recurrence (``delta_rule_recurrence``, tested in float64).
+token-by-token recurrence (``delta_rule_recurrence``, tested in float64,
+outputs and gradients). Two backward passes are written out rather than left
+to autograd, each giving autograd's numbers bit for bit (tested), so the
+delta rule's records reproduce: the triangular solve's (``UnitLowerSolve``,
+one pass over the chunk's pairs less) and the convolution's
+(``ShiftedMultiplyAdds``, no zero-padded copy per shift).
 
 Where ours differs from the authors' layers (``flash-linear-attention``'s
 ``DeltaNet`` and ``GatedDeltaNet``, which the Gated DeltaNet code also

@@ -8,7 +8,8 @@ import torch.nn.functional as F
 from conftest import parity_after_training
 
 from lengthbench.models import delta_rule
-from lengthbench.models.delta_rule import DeltaMixer, DeltaNet, causal_conv, chunked_delta_rule, delta_product
+from lengthbench.models.delta_rule import (DeltaMixer, DeltaNet, UnitLowerSolve, causal_conv, chunked_delta_rule,
+                                          delta_product)
 from lengthbench.models.families import ModelSize
 
 
@@ -106,6 +107,21 @@ def test_gradients_are_the_recurrences(n, gated):
     alone = torch.cat([example(slice(0, 4)), example(slice(4, 11))], dim=2)
     for ours, theirs in zip(*(torch.autograd.grad((out * weights).sum(), inputs) for out in (chunked, alone))):
         torch.testing.assert_close(ours, theirs, rtol=1e-9, atol=1e-9)
+
+
+def test_the_solves_gradients_are_autograds_bit_for_bit():
+    """``UnitLowerSolve`` skips autograd's last pass (zeroing L's gradient above the subdiagonal) because its
+    caller's mask does it: through that mask, the gradients (float32) equal autograd's through its own solve."""
+    torch.manual_seed(0)
+    pairs, right, weights = torch.randn(6, 3, 20, 20), torch.randn(6, 3, 20, 8), torch.randn(6, 3, 20, 8)
+    strict = torch.ones(20, 20, dtype=torch.bool).tril(-1).to(pairs.dtype)
+    grads = []
+    for solve in (UnitLowerSolve.apply,
+                  lambda lower, r: torch.linalg.solve_triangular(lower, r, upper=False, unitriangular=True)):
+        inputs = (pairs.clone().requires_grad_(), right.clone().requires_grad_())
+        grads.append(torch.autograd.grad((solve(inputs[0] * strict, inputs[1]) * weights).sum(), inputs))
+    for ours, autograds in zip(*grads):
+        assert torch.equal(ours, autograds)
 
 
 def test_a_delta_product_layer_takes_n_keys_values_and_betas_per_token():
