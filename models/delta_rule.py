@@ -260,11 +260,13 @@ class DeltaMixer(nn.Module):
         mixed = F.silu(causal_conv(self.qkv(x), self.conv, segments))
         q, k, v = mixed.split((d, n * d, n * d), dim=-1)
         q = q.reshape(b, t, heads, -1).transpose(1, 2)
+        # token i's step j at i * n + j; each head's steps in one block (else the chunk's solve copies them)
         k, v = (part.reshape(b, t, n, heads, -1).permute(0, 3, 1, 2, 4).reshape(b, heads, t * n, -1).contiguous()
-                for part in (k, v))  # token i's step j at i * n + j
+                for part in (k, v))
         q, k = F.normalize(q, dim=-1) * q.shape[-1] ** -0.5, F.normalize(k, dim=-1)
         beta, *decay = self.per_head(x).transpose(1, 2).split(n * heads, dim=1)
-        beta = self.beta_range * torch.sigmoid(beta.reshape(b, n, heads, t).permute(0, 2, 3, 1).reshape(b, heads, t * n)).contiguous()
+        beta = beta.reshape(b, n, heads, t).permute(0, 2, 3, 1).reshape(b, heads, t * n)
+        beta = self.beta_range * torch.sigmoid(beta).contiguous()
         log_alpha = None
         if self.gated:
             log_alpha = -torch.exp(self.A_log)[:, None] * F.softplus(decay[0] + self.dt_bias[:, None])
