@@ -144,24 +144,25 @@ def test_the_convolution_looks_back_within_its_example():
 def shifted_multiply_adds(x, conv, segments):
     """The convolution as plain autograd operations: what ``causal_conv``'s own backward must reproduce."""
     t, padded = x.shape[1], F.pad(x, (0, 0, 3, 0))
-    own = F.pad(segments, (3, 0), value=-2)
     out = conv.bias.expand(x.shape)
     for k in range(4):
         shifted = padded[:, k:k + t]
-        if k < 3:
+        if segments is not None and k < 3:
+            own = F.pad(segments, (3, 0), value=-2)
             shifted = shifted * (own[:, k:k + t] == segments)[..., None].to(x.dtype)
         out = torch.addcmul(out, conv.weight[:, 0, k], shifted)
     return out
 
 
+@pytest.mark.parametrize("packed", [False, True])
 @pytest.mark.parametrize("shape", [(5, 13, 24), (3, 2, 8), (2, 1, 4)])
-def test_the_convolutions_gradients_are_autograds_bit_for_bit(shape):
+def test_the_convolutions_gradients_are_autograds_bit_for_bit(shape, packed):
     """Its backward adds the same products in autograd's order, so the numbers (float32) are equal, not close:
-    records trained before it stay reproducible. Rows shorter than the window included."""
+    records trained before it stay reproducible. Rows shorter than the window included, packed rows or not."""
     torch.manual_seed(0)
     conv = torch.nn.Conv1d(shape[2], shape[2], 4, groups=shape[2])
     x, weights = torch.randn(shape), torch.randn(shape)
-    segments = torch.sort(torch.randint(0, 3, shape[:2]), dim=1).values
+    segments = torch.sort(torch.randint(0, 3, shape[:2]), dim=1).values if packed else None
     grads = []
     for fn in (causal_conv, shifted_multiply_adds):
         xx = x.clone().requires_grad_()
